@@ -1,0 +1,52 @@
+// swift-tools-version:6.1
+import PackageDescription
+import Foundation
+
+// Build with RLTRACE_DISABLED=1 to compile every tracepoint out (used by the benchmarks' baseline).
+let tracingDisabled = ProcessInfo.processInfo.environment["RLTRACE_DISABLED"] == "1"
+let tracingDefines: [SwiftSetting] = tracingDisabled ? [.define("RLTRACE_DISABLED")] : []
+
+let package = Package(
+    name: "RunLoopTrace",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RunLoopCore", targets: ["RunLoopCore"]),
+        .library(name: "Tracing", targets: ["Tracing"]),
+        .library(name: "CTFReader", targets: ["CTFReader"]),
+        .executable(name: "rltrace", targets: ["rltrace"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // --- RunLoopCore: the CFRunLoop engine -------------------------------------------------
+        .target(name: "CRunLoopShims"),
+        .target(
+            name: "RunLoopCore",
+            dependencies: [
+                "CRunLoopShims", "Tracing",
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: tracingDefines
+        ),
+        // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
+        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore"], path: "Sources/RLCScenarios"),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
+
+        // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
+        .target(name: "Tracing", swiftSettings: tracingDefines),
+
+        // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
+        .target(name: "LTTngControl"),
+        .target(name: "CTFReader"),
+        .executableTarget(
+            name: "rltrace",
+            dependencies: [
+                "CTFReader", "LTTngControl",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+    ]
+)

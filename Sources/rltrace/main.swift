@@ -1,0 +1,6 @@
+import ArgumentParser
+
+struct RLTrace: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rltrace", abstract: "Record and analyse run-loop traces.")
+}
+RLTrace.main()
