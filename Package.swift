@@ -41,6 +41,13 @@ let package = Package(
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),
         .target(name: "CTFReader"),
+        // Records LTTng-UST events of many shapes for CTFReader's tests and benchmark.
+        .executableTarget(
+            name: "ctf-testgen", path: "Sources/CTFTestGen",
+            cSettings: [.headerSearchPath("include")],
+            linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
+        ),
+        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl"]),
         .executableTarget(
             name: "rltrace",
             dependencies: [

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A recording session of one session daemon, driven through the `lttng` command.
+///
+/// Every method runs one `lttng` command and throws ``LTTngCommandError`` (with the command line and its
+/// standard error) when it fails.
+public struct LTTngSession: Sendable {
+    /// How a channel's ring buffers are shared among traced processes.
+    public enum BufferOwnership: String, Sendable {
+        /// One set of buffers per user (LTTng's default; survives a killed process).
+        case perUID = "--buffers-uid"
+        /// One set of buffers per process.
+        case perPID = "--buffers-pid"
+    }
+
+    /// The session's name.
+    public let name: String
+    /// The endpoint of the daemon owning the session.
+    public let cli: LTTngCLI
+    /// The trace output directory, if the session writes to local disk.
+    public let outputDirectory: URL?
+    /// Whether the session is in snapshot mode.
+    public let isSnapshot: Bool
+
+    private init(name: String, cli: LTTngCLI, outputDirectory: URL?, isSnapshot: Bool) {
+        self.name = name
+        self.cli = cli
+        self.outputDirectory = outputDirectory
+        self.isSnapshot = isSnapshot
+    }
+
+    /// Creates a session writing its trace to `outputDirectory` (`lttng create NAME --output=DIR`).
+    public static func create(name: String, outputDirectory: URL, cli: LTTngCLI = .ambient) throws -> LTTngSession {
+        try cli.run(["create", name, "--output=\(outputDirectory.path)"])
+        return LTTngSession(name: name, cli: cli, outputDirectory: outputDirectory, isSnapshot: false)
+    }
+
+    /// Creates a snapshot-mode session whose snapshots are written below `outputDirectory`
+    /// (`lttng create NAME --snapshot --output=DIR`).
+    public static func createSnapshot(name: String, outputDirectory: URL, cli: LTTngCLI = .ambient) throws -> LTTngSession {
+        try cli.run(["create", name, "--snapshot", "--output=\(outputDirectory.path)"])
+        return LTTngSession(name: name, cli: cli, outputDirectory: outputDirectory, isSnapshot: true)
+    }
+
+    /// Creates (enables) a userspace channel with explicit buffer settings.
+    /// - Parameters:
+    ///   - channel: the channel name.
+    ///   - subbufferSize: bytes per sub-buffer (a power of two, e.g. `1 << 20`), or nil for LTTng's default.
+    ///   - subbufferCount: number of sub-buffers, or nil for the default.
+    ///   - buffers: per-user or per-process buffers.
+    ///   - overwrite: overwrite the oldest packets when full (flight-recorder mode) instead of discarding new events.
+    public func enableChannel(_ channel: String, subbufferSize: Int? = nil, subbufferCount: Int? = nil,
+                              buffers: BufferOwnership = .perUID, overwrite: Bool = false) throws {
+        var args = ["enable-channel", "--userspace", "--session=\(name)", buffers.rawValue]
+        if let s = subbufferSize { args.append("--subbuf-size=\(s)") }
+        if let n = subbufferCount { args.append("--num-subbuf=\(n)") }
+        if overwrite { args.append("--overwrite") }
+        args.append(channel)
+        try cli.run(args)
+    }
+
+    /// Enables userspace events matching `pattern` (e.g. `"rlrunloop:*"` or `"*"`), on `channel` if given.
+    public func enableUserspaceEvents(_ pattern: String, channel: String? = nil) throws {
+        var args = ["enable-event", "--userspace", "--session=\(name)"]
+        if let c = channel { args.append("--channel=\(c)") }
+        args.append(pattern)
+        try cli.run(args)
+    }
+
+    /// Adds context fields (e.g. `["vtid", "procname"]`) to the userspace events of `channel` (or of every channel).
+    public func addContexts(_ contexts: [String], channel: String? = nil) throws {
+        guard !contexts.isEmpty else { return }
+        var args = ["add-context", "--userspace", "--session=\(name)"]
+        if let c = channel { args.append("--channel=\(c)") }
+        for c in contexts { args.append("--type=\(c)") }
+        try cli.run(args)
+    }
+
+    /// Starts recording.
+    public func start() throws { try cli.run(["start", name]) }
+
+    /// Stops recording and waits until all data is flushed to the output.
+    public func stop() throws { try cli.run(["stop", name]) }
+
+    /// Records a snapshot of a snapshot-mode session (to its output directory).
+    public func recordSnapshot() throws { try cli.run(["snapshot", "record", "--session=\(name)"]) }
+
+    /// Destroys the session (stopping it first if needed); the written trace stays on disk.
+    public func destroy() throws { try cli.run(["destroy", name]) }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import LTTngControl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One private session daemon per test process, started lazily and stopped by pid at exit.
+enum SharedDaemon {
+    nonisolated(unsafe) private static var instance: PrivateSessionDaemon?
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var counter = 0
+
+    static func get() throws -> PrivateSessionDaemon {
+        lock.lock(); defer { lock.unlock() }
+        if let d = instance { return d }
+        let d = try PrivateSessionDaemon.start()
+        instance = d
+        atexit { SharedDaemon.stopAtExit() }
+        return d
+    }
+
+    static func stopAtExit() {
+        instance?.stop()
+        instance = nil
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    static func uniqueName(_ prefix: String) -> String {
+        lock.lock(); defer { lock.unlock() }
+        counter += 1
+        return "\(prefix)-\(getpid())-\(counter)"
+    }
+
+    /// A per-process scratch directory for recorded and hand-built traces.
+    static let scratch: URL = {
+        let u = FileManager.default.temporaryDirectory.appendingPathComponent("ctfreader-tests-\(getpid())")
+        try? FileManager.default.createDirectory(at: u, withIntermediateDirectories: true)
+        return u
+    }()
+}
+
+/// Finds an executable product built next to the test bundle (the same `.build/<config>/` folder).
+func builtProduct(_ name: String) throws -> String {
+    var candidates: [URL] = []
+    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        for _ in 0..<4 {
+            candidates.append(dir.appendingPathComponent(name))
+            dir = dir.deletingLastPathComponent()
+        }
+    }
+    for arg in CommandLine.arguments.prefix(1) {
+        candidates.append(URL(fileURLWithPath: arg).deletingLastPathComponent().appendingPathComponent(name))
+    }
+    for c in candidates where FileManager.default.isExecutableFile(atPath: c.path) { return c.path }
+    throw TestSetupError(message: "cannot find built product \(name) near the test bundle (looked at \(candidates.map(\.path)))")
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// Runs a program to completion, returning (status, stdout, stderr).
+@discardableResult
+func runTool(_ path: String, _ args: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    if let e = environment { p.environment = e }
+    let tmp = SharedDaemon.scratch.appendingPathComponent("run-\(UUID().uuidString)")
+    _ = FileManager.default.createFile(atPath: tmp.path + ".out", contents: nil)
+    _ = FileManager.default.createFile(atPath: tmp.path + ".err", contents: nil)
+    let o = try FileHandle(forWritingTo: URL(fileURLWithPath: tmp.path + ".out"))
+    let e = try FileHandle(forWritingTo: URL(fileURLWithPath: tmp.path + ".err"))
+    p.standardOutput = o
+    p.standardError = e
+    try p.run()
+    p.waitUntilExit()
+    try? o.close(); try? e.close()
+    let out = (try? String(contentsOfFile: tmp.path + ".out", encoding: .utf8)) ?? ""
+    let err = (try? String(contentsOfFile: tmp.path + ".err", encoding: .utf8)) ?? ""
+    try? FileManager.default.removeItem(atPath: tmp.path + ".out")
+    try? FileManager.default.removeItem(atPath: tmp.path + ".err")
+    return (p.terminationStatus, out, err)
+}
+
+/// Records a trace of `ctf-testgen ARGS` with a fresh session on the shared daemon; returns the output directory.
+func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LTTngSession.BufferOwnership = .perUID,
+                   subbufferSize: Int? = nil) throws -> URL {
+    let daemon = try SharedDaemon.get()
+    let name = SharedDaemon.uniqueName("ctft")
+    let out = SharedDaemon.scratch.appendingPathComponent(name)
+    let session = try LTTngSession.create(name: name, outputDirectory: out, cli: daemon.cli)
+    try session.enableChannel("chan", subbufferSize: subbufferSize, subbufferCount: subbufferSize == nil ? nil : 4, buffers: buffers)
+    try session.enableUserspaceEvents("rltest:*", channel: "chan")
+    try session.addContexts(contexts, channel: "chan")
+    try session.start()
+    let r = try runTool(try builtProduct("ctf-testgen"), args, environment: daemon.applicationEnvironment)
+    try session.stop()
+    try session.destroy()
+    if r.status != 0 { throw TestSetupError(message: "ctf-testgen \(args) exited \(r.status): \(r.err)") }
+    return out
+}
+
+/// Runs `babeltrace2 ARGS` and returns its standard output lines.
+func babeltrace(_ args: [String]) throws -> [Substring] {
+    let r = try runTool("/usr/bin/babeltrace2", args)
+    if r.status != 0 { throw TestSetupError(message: "babeltrace2 \(args) failed: \(r.err)") }
+    return r.out.split(separator: "\n", omittingEmptySubsequences: true)
+}
