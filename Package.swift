@@ -36,7 +36,14 @@ let package = Package(
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
-        .target(name: "Tracing", swiftSettings: tracingDefines),
+        .target(
+            name: "CRunLoopTracepoints",
+            cSettings: [.headerSearchPath(".")] + (tracingDisabled ? [.define("RLTRACE_DISABLED")] : []),
+            linkerSettings: tracingDisabled ? [] : [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")]
+        ),
+        .target(name: "Tracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
+        // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
+        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing"], path: "Sources/TracingScenarios"),
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),

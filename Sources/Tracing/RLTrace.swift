@@ -2,7 +2,16 @@
 //
 // CONTRACT: RunLoopCore calls exactly these functions (names, labels, types). Each is a cheap
 // "is anyone listening" check first; arguments (names above all) are built only when enabled.
-// This file currently holds the contract with no-op bodies; the tracing issue fills them in.
+//
+// Each body is `#if !RLTRACE_DISABLED  if rl_tp_NAME_enabled() { _NAME(...) }  #endif`: the check is
+// a `static inline` C function (one relaxed load of the tracepoint's state word + a branch) that
+// inlines into the caller, and the out-of-line `_NAME` helper (RLTraceEmit.swift) evaluates the
+// autoclosures, converts strings with `withCString` and calls the C emitter. Built with
+// RLTRACE_DISABLED=1 in the environment, every body is empty. Events: docs/tracepoints.md.
+
+#if !RLTRACE_DISABLED
+import CRunLoopTracepoints
+#endif
 
 /// The kind of a run-loop callout, as recorded in the `runloop` provider's events.
 public enum RLTraceCalloutKind: UInt8, Sendable, CaseIterable {
@@ -42,80 +51,180 @@ public enum RLTrace {
     // MARK: lifecycle (INFO)
 
     /// A run loop was created for thread `tid` (its name, if any).
-    @inlinable public static func loopCreated(loop: UInt64, tid: Int32, threadName: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func loopCreated(loop: UInt64, tid: Int32, threadName: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_loop_created_enabled() { _loopCreated(loop, tid, threadName) }
+        #endif
+    }
     /// A run loop was destroyed (its thread exited or it was released).
-    @inlinable public static func loopDestroyed(loop: UInt64, tid: Int32) {}
+    @inlinable @inline(__always) public static func loopDestroyed(loop: UInt64, tid: Int32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_loop_destroyed_enabled() { _loopDestroyed(loop, tid) }
+        #endif
+    }
     /// A run activation started. `timeoutNs`: -1 = no timeout (run forever), 0 = poll.
-    @inlinable public static func runEnter(loop: UInt64, iteration: UInt64, mode: @autoclosure () -> String,
-                                           timeoutNs: Int64, returnAfterSourceHandled: Bool, depth: UInt32) {}
+    @inlinable @inline(__always) public static func runEnter(loop: UInt64, iteration: UInt64, mode: @autoclosure () -> String,
+                                           timeoutNs: Int64, returnAfterSourceHandled: Bool, depth: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_run_enter_enabled() { _runEnter(loop, iteration, mode, timeoutNs, returnAfterSourceHandled, depth) }
+        #endif
+    }
     /// A run activation returned `result` (CF's raw values: finished 1, stopped 2, timedOut 3, handledSource 4).
-    @inlinable public static func runExit(loop: UInt64, iteration: UInt64, mode: @autoclosure () -> String,
-                                          result: UInt8, depth: UInt32) {}
+    @inlinable @inline(__always) public static func runExit(loop: UInt64, iteration: UInt64, mode: @autoclosure () -> String,
+                                          result: UInt8, depth: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_run_exit_enabled() { _runExit(loop, iteration, mode, result, depth) }
+        #endif
+    }
 
     // MARK: iterations (DEBUG)
 
     /// Iteration `iteration` of `loop` begins (iteration numbers are per loop, across runs).
-    @inlinable public static func iterationBegin(loop: UInt64, iteration: UInt64) {}
+    @inlinable @inline(__always) public static func iterationBegin(loop: UInt64, iteration: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_iteration_begin_enabled() { _iterationBegin(loop, iteration) }
+        #endif
+    }
     /// Iteration ends; `callouts` counts every callout of the iteration (observers included).
-    @inlinable public static func iterationEnd(loop: UInt64, iteration: UInt64, handledSource: Bool, callouts: UInt32) {}
+    @inlinable @inline(__always) public static func iterationEnd(loop: UInt64, iteration: UInt64, handledSource: Bool, callouts: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_iteration_end_enabled() { _iterationEnd(loop, iteration, handledSource, callouts) }
+        #endif
+    }
 
     // MARK: callouts (DEBUG): an entry and an exit per callout
 
     /// Entry into an observer callout for `activity` (CF's activity bit).
-    @inlinable public static func observerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
-                                                name: @autoclosure () -> String, activity: UInt32) {}
+    @inlinable @inline(__always) public static func observerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
+                                                name: @autoclosure () -> String, activity: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_observer_entry_enabled() { _observerEntry(loop, iteration, item, name, activity) }
+        #endif
+    }
     /// Exit from an observer callout.
-    @inlinable public static func observerExit(loop: UInt64, iteration: UInt64, item: UInt64,
-                                               name: @autoclosure () -> String, activity: UInt32) {}
+    @inlinable @inline(__always) public static func observerExit(loop: UInt64, iteration: UInt64, item: UInt64,
+                                               name: @autoclosure () -> String, activity: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_observer_exit_enabled() { _observerExit(loop, iteration, item, name, activity) }
+        #endif
+    }
     /// Entry into a source0's perform.
-    @inlinable public static func source0Entry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func source0Entry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_source0_entry_enabled() { _source0Entry(loop, iteration, item, name) }
+        #endif
+    }
     /// Exit from a source0's perform.
-    @inlinable public static func source0Exit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func source0Exit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_source0_exit_enabled() { _source0Exit(loop, iteration, item, name) }
+        #endif
+    }
     /// Entry into a source1's callout; `events` is the epoll readiness mask.
-    @inlinable public static func source1Entry(loop: UInt64, iteration: UInt64, item: UInt64,
-                                               name: @autoclosure () -> String, fd: Int32, events: UInt32) {}
+    @inlinable @inline(__always) public static func source1Entry(loop: UInt64, iteration: UInt64, item: UInt64,
+                                               name: @autoclosure () -> String, fd: Int32, events: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_source1_entry_enabled() { _source1Entry(loop, iteration, item, name, fd, events) }
+        #endif
+    }
     /// Exit from a source1's callout.
-    @inlinable public static func source1Exit(loop: UInt64, iteration: UInt64, item: UInt64,
-                                              name: @autoclosure () -> String, fd: Int32, events: UInt32) {}
+    @inlinable @inline(__always) public static func source1Exit(loop: UInt64, iteration: UInt64, item: UInt64,
+                                              name: @autoclosure () -> String, fd: Int32, events: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_source1_exit_enabled() { _source1Exit(loop, iteration, item, name, fd, events) }
+        #endif
+    }
     /// Entry into a timer's callout; `scheduledNs` is the fire time it was due at.
-    @inlinable public static func timerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
-                                             name: @autoclosure () -> String, scheduledNs: UInt64) {}
+    @inlinable @inline(__always) public static func timerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
+                                             name: @autoclosure () -> String, scheduledNs: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_timer_entry_enabled() { _timerEntry(loop, iteration, item, name, scheduledNs) }
+        #endif
+    }
     /// Exit from a timer's callout.
-    @inlinable public static func timerExit(loop: UInt64, iteration: UInt64, item: UInt64,
-                                            name: @autoclosure () -> String, scheduledNs: UInt64) {}
+    @inlinable @inline(__always) public static func timerExit(loop: UInt64, iteration: UInt64, item: UInt64,
+                                            name: @autoclosure () -> String, scheduledNs: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_timer_exit_enabled() { _timerExit(loop, iteration, item, name, scheduledNs) }
+        #endif
+    }
     /// Entry into the main-queue drain.
-    @inlinable public static func mainQueueEntry(loop: UInt64, iteration: UInt64) {}
+    @inlinable @inline(__always) public static func mainQueueEntry(loop: UInt64, iteration: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_main_queue_entry_enabled() { _mainQueueEntry(loop, iteration) }
+        #endif
+    }
     /// Exit from the main-queue drain.
-    @inlinable public static func mainQueueExit(loop: UInt64, iteration: UInt64) {}
+    @inlinable @inline(__always) public static func mainQueueExit(loop: UInt64, iteration: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_main_queue_exit_enabled() { _mainQueueExit(loop, iteration) }
+        #endif
+    }
     /// Entry into a perform-block; `item` is the block's sequence number.
-    @inlinable public static func blockEntry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func blockEntry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_block_entry_enabled() { _blockEntry(loop, iteration, item, name) }
+        #endif
+    }
     /// Exit from a perform-block.
-    @inlinable public static func blockExit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func blockExit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_block_exit_enabled() { _blockExit(loop, iteration, item, name) }
+        #endif
+    }
 
     // MARK: sleep and wake (DEBUG)
 
     /// The loop is about to sleep. `timeoutNs`: -1 = unbounded, else ns until the run's deadline;
     /// `deadlineNs`: the absolute time the wake timer is armed for (0 = not armed).
-    @inlinable public static func sleepBegin(loop: UInt64, iteration: UInt64, timeoutNs: Int64, deadlineNs: UInt64) {}
+    @inlinable @inline(__always) public static func sleepBegin(loop: UInt64, iteration: UInt64, timeoutNs: Int64, deadlineNs: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_sleep_begin_enabled() { _sleepBegin(loop, iteration, timeoutNs, deadlineNs) }
+        #endif
+    }
     /// The loop woke (or polled): `reason`, the ready fd (-1 if none) and the time slept.
-    @inlinable public static func wake(loop: UInt64, iteration: UInt64, reason: RLTraceWakeReason, fd: Int32, sleptNs: UInt64) {}
+    @inlinable @inline(__always) public static func wake(loop: UInt64, iteration: UInt64, reason: RLTraceWakeReason, fd: Int32, sleptNs: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_wake_enabled() { _wake(loop, iteration, reason, fd, sleptNs) }
+        #endif
+    }
 
     // MARK: cross-thread requests (INFO/DEBUG, emitted on the caller's thread)
 
     /// Someone asked `loop` to wake up (`accepted` false when the loop was ignoring wake-ups).
-    @inlinable public static func wakeUpRequested(loop: UInt64, accepted: Bool) {}
+    @inlinable @inline(__always) public static func wakeUpRequested(loop: UInt64, accepted: Bool) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_wakeup_requested_enabled() { _wakeUpRequested(loop, accepted) }
+        #endif
+    }
     /// A source0 was signalled (on the signalling thread).
-    @inlinable public static func source0Signalled(item: UInt64, name: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func source0Signalled(item: UInt64, name: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_source0_signalled_enabled() { _source0Signalled(item, name) }
+        #endif
+    }
 
     // MARK: timers and registrations (DEBUG)
 
     /// A timer was (re)scheduled on `loop` to `fireNs`, having skipped `missedFires` fires.
-    @inlinable public static func timerArmed(loop: UInt64, item: UInt64, name: @autoclosure () -> String,
-                                             fireNs: UInt64, intervalNs: UInt64, missedFires: UInt64) {}
+    @inlinable @inline(__always) public static func timerArmed(loop: UInt64, item: UInt64, name: @autoclosure () -> String,
+                                             fireNs: UInt64, intervalNs: UInt64, missedFires: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_timer_armed_enabled() { _timerArmed(loop, item, name, fireNs, intervalNs, missedFires) }
+        #endif
+    }
     /// An item was added to a mode of `loop`.
-    @inlinable public static func itemAdded(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64,
-                                            name: @autoclosure () -> String, mode: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func itemAdded(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64,
+                                            name: @autoclosure () -> String, mode: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_item_added_enabled() { _itemAdded(loop, kind, item, name, mode) }
+        #endif
+    }
     /// An item was removed from a mode of `loop`.
-    @inlinable public static func itemRemoved(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64,
-                                              name: @autoclosure () -> String, mode: @autoclosure () -> String) {}
+    @inlinable @inline(__always) public static func itemRemoved(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64,
+                                              name: @autoclosure () -> String, mode: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_item_removed_enabled() { _itemRemoved(loop, kind, item, name, mode) }
+        #endif
+    }
 }

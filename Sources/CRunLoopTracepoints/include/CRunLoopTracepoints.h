@@ -1,0 +1,105 @@
+/*
+ * CRunLoopTracepoints: the C side of the `runloop` LTTng-UST provider, as Swift sees it.
+ *
+ * For every event `runloop:NAME` this header gives
+ *   - `rl_tp_NAME_enabled()`: a `static inline` check "is any session recording this event",
+ *     which is one relaxed load of the tracepoint's state word plus a branch. Swift inlines it
+ *     (it is compiled into the caller by the Clang importer), so a disabled site costs ~1 ns.
+ *   - `rl_tp_NAME(...)`: the out-of-line emitter, defined in runloop_emit.c. Call it only after
+ *     the check said yes (it re-checks nothing and always goes through the probe).
+ *
+ * The tracepoint structures themselves (`lttng_ust_tracepoint_runloop___NAME`) are defined in
+ * runloop_tp.c (LTTNG_UST_TRACEPOINT_DEFINE); liblttng-ust flips their `state` word when a
+ * session enables the event. This header deliberately includes only <lttng/tracepoint-types.h>
+ * (type definitions), not <lttng/tracepoint.h>, whose weak definitions and constructors must not
+ * be instantiated in every Swift module that imports this one.
+ *
+ * When the package is built with RLTRACE_DISABLED=1 the .c files compile to nothing and the
+ * Swift side never references these symbols.
+ */
+#ifndef C_RUNLOOP_TRACEPOINTS_H
+#define C_RUNLOOP_TRACEPOINTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <lttng/tracepoint-types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RL_TP_DECLARE_ENABLED(event)                                                             \
+    extern struct lttng_ust_tracepoint lttng_ust_tracepoint_runloop___##event;                   \
+    static inline __attribute__((always_inline)) bool rl_tp_##event##_enabled(void) {            \
+        return __builtin_expect(                                                                 \
+            __atomic_load_n(&lttng_ust_tracepoint_runloop___##event.state, __ATOMIC_RELAXED) != 0, \
+            0);                                                                                  \
+    }
+
+RL_TP_DECLARE_ENABLED(loop_created)
+RL_TP_DECLARE_ENABLED(loop_destroyed)
+RL_TP_DECLARE_ENABLED(run_enter)
+RL_TP_DECLARE_ENABLED(run_exit)
+RL_TP_DECLARE_ENABLED(iteration_begin)
+RL_TP_DECLARE_ENABLED(iteration_end)
+RL_TP_DECLARE_ENABLED(observer_entry)
+RL_TP_DECLARE_ENABLED(observer_exit)
+RL_TP_DECLARE_ENABLED(source0_entry)
+RL_TP_DECLARE_ENABLED(source0_exit)
+RL_TP_DECLARE_ENABLED(source1_entry)
+RL_TP_DECLARE_ENABLED(source1_exit)
+RL_TP_DECLARE_ENABLED(timer_entry)
+RL_TP_DECLARE_ENABLED(timer_exit)
+RL_TP_DECLARE_ENABLED(main_queue_entry)
+RL_TP_DECLARE_ENABLED(main_queue_exit)
+RL_TP_DECLARE_ENABLED(block_entry)
+RL_TP_DECLARE_ENABLED(block_exit)
+RL_TP_DECLARE_ENABLED(sleep_begin)
+RL_TP_DECLARE_ENABLED(wake)
+RL_TP_DECLARE_ENABLED(wakeup_requested)
+RL_TP_DECLARE_ENABLED(source0_signalled)
+RL_TP_DECLARE_ENABLED(timer_armed)
+RL_TP_DECLARE_ENABLED(item_added)
+RL_TP_DECLARE_ENABLED(item_removed)
+
+/* ---- emitters (out of line; call only when the matching check is true) -------------------- */
+
+void rl_tp_loop_created(uint64_t loop_id, int32_t tid, const char *thread_name);
+void rl_tp_loop_destroyed(uint64_t loop_id, int32_t tid);
+void rl_tp_run_enter(uint64_t loop_id, uint64_t iteration, const char *mode, int64_t timeout_ns,
+                     bool return_after_source_handled, uint32_t depth);
+void rl_tp_run_exit(uint64_t loop_id, uint64_t iteration, const char *mode, uint8_t result, uint32_t depth);
+void rl_tp_iteration_begin(uint64_t loop_id, uint64_t iteration);
+void rl_tp_iteration_end(uint64_t loop_id, uint64_t iteration, bool handled_source, uint32_t callouts);
+void rl_tp_observer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity);
+void rl_tp_observer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity);
+void rl_tp_source0_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
+void rl_tp_source0_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
+void rl_tp_source1_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
+                         int32_t fd, uint32_t events);
+void rl_tp_source1_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
+                        int32_t fd, uint32_t events);
+void rl_tp_timer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns);
+void rl_tp_timer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns);
+void rl_tp_main_queue_entry(uint64_t loop_id, uint64_t iteration);
+void rl_tp_main_queue_exit(uint64_t loop_id, uint64_t iteration);
+void rl_tp_block_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
+void rl_tp_block_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
+void rl_tp_sleep_begin(uint64_t loop_id, uint64_t iteration, int64_t timeout_ns, uint64_t deadline_ns);
+void rl_tp_wake(uint64_t loop_id, uint64_t iteration, uint8_t reason, int32_t fd, uint64_t slept_ns);
+/* caller_tid is filled in by the emitter (the calling thread's kernel tid). */
+void rl_tp_wakeup_requested(uint64_t loop_id, bool accepted);
+void rl_tp_source0_signalled(uint64_t item_id, const char *name);
+void rl_tp_timer_armed(uint64_t loop_id, uint64_t item_id, const char *name, uint64_t fire_ns,
+                       uint64_t interval_ns, uint64_t missed_fires);
+void rl_tp_item_added(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode);
+void rl_tp_item_removed(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode);
+
+/* The calling thread's kernel thread id (cached per thread). */
+int32_t rl_tp_current_tid(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* C_RUNLOOP_TRACEPOINTS_H */

@@ -1,0 +1,122 @@
+// Out-of-line emitters behind RLTrace's inlined checks. They run only while a session records
+// the event: they evaluate the autoclosures, convert strings with `withCString` and call the C
+// emitters of the `runloop` provider (Sources/CRunLoopTracepoints/runloop_emit.c).
+
+#if !RLTRACE_DISABLED
+import CRunLoopTracepoints
+
+extension RLTrace {
+    @usableFromInline @inline(never)
+    static func _loopCreated(_ loop: UInt64, _ tid: Int32, _ threadName: () -> String) {
+        threadName().withCString { rl_tp_loop_created(loop, tid, $0) }
+    }
+    @usableFromInline @inline(never)
+    static func _loopDestroyed(_ loop: UInt64, _ tid: Int32) {
+        rl_tp_loop_destroyed(loop, tid)
+    }
+    @usableFromInline @inline(never)
+    static func _runEnter(_ loop: UInt64, _ iteration: UInt64, _ mode: () -> String, _ timeoutNs: Int64,
+                          _ returnAfterSourceHandled: Bool, _ depth: UInt32) {
+        mode().withCString { rl_tp_run_enter(loop, iteration, $0, timeoutNs, returnAfterSourceHandled, depth) }
+    }
+    @usableFromInline @inline(never)
+    static func _runExit(_ loop: UInt64, _ iteration: UInt64, _ mode: () -> String, _ result: UInt8, _ depth: UInt32) {
+        mode().withCString { rl_tp_run_exit(loop, iteration, $0, result, depth) }
+    }
+    @usableFromInline @inline(never)
+    static func _iterationBegin(_ loop: UInt64, _ iteration: UInt64) {
+        rl_tp_iteration_begin(loop, iteration)
+    }
+    @usableFromInline @inline(never)
+    static func _iterationEnd(_ loop: UInt64, _ iteration: UInt64, _ handledSource: Bool, _ callouts: UInt32) {
+        rl_tp_iteration_end(loop, iteration, handledSource, callouts)
+    }
+    @usableFromInline @inline(never)
+    static func _observerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                               _ activity: UInt32) {
+        name().withCString { rl_tp_observer_entry(loop, iteration, item, $0, activity) }
+    }
+    @usableFromInline @inline(never)
+    static func _observerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                              _ activity: UInt32) {
+        name().withCString { rl_tp_observer_exit(loop, iteration, item, $0, activity) }
+    }
+    @usableFromInline @inline(never)
+    static func _source0Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
+        name().withCString { rl_tp_source0_entry(loop, iteration, item, $0) }
+    }
+    @usableFromInline @inline(never)
+    static func _source0Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
+        name().withCString { rl_tp_source0_exit(loop, iteration, item, $0) }
+    }
+    @usableFromInline @inline(never)
+    static func _source1Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                              _ fd: Int32, _ events: UInt32) {
+        name().withCString { rl_tp_source1_entry(loop, iteration, item, $0, fd, events) }
+    }
+    @usableFromInline @inline(never)
+    static func _source1Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                             _ fd: Int32, _ events: UInt32) {
+        name().withCString { rl_tp_source1_exit(loop, iteration, item, $0, fd, events) }
+    }
+    @usableFromInline @inline(never)
+    static func _timerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                            _ scheduledNs: UInt64) {
+        name().withCString { rl_tp_timer_entry(loop, iteration, item, $0, scheduledNs) }
+    }
+    @usableFromInline @inline(never)
+    static func _timerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                           _ scheduledNs: UInt64) {
+        name().withCString { rl_tp_timer_exit(loop, iteration, item, $0, scheduledNs) }
+    }
+    @usableFromInline @inline(never)
+    static func _mainQueueEntry(_ loop: UInt64, _ iteration: UInt64) {
+        rl_tp_main_queue_entry(loop, iteration)
+    }
+    @usableFromInline @inline(never)
+    static func _mainQueueExit(_ loop: UInt64, _ iteration: UInt64) {
+        rl_tp_main_queue_exit(loop, iteration)
+    }
+    @usableFromInline @inline(never)
+    static func _blockEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
+        name().withCString { rl_tp_block_entry(loop, iteration, item, $0) }
+    }
+    @usableFromInline @inline(never)
+    static func _blockExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
+        name().withCString { rl_tp_block_exit(loop, iteration, item, $0) }
+    }
+    @usableFromInline @inline(never)
+    static func _sleepBegin(_ loop: UInt64, _ iteration: UInt64, _ timeoutNs: Int64, _ deadlineNs: UInt64) {
+        rl_tp_sleep_begin(loop, iteration, timeoutNs, deadlineNs)
+    }
+    @usableFromInline @inline(never)
+    static func _wake(_ loop: UInt64, _ iteration: UInt64, _ reason: RLTraceWakeReason, _ fd: Int32, _ sleptNs: UInt64) {
+        rl_tp_wake(loop, iteration, reason.rawValue, fd, sleptNs)
+    }
+    @usableFromInline @inline(never)
+    static func _wakeUpRequested(_ loop: UInt64, _ accepted: Bool) {
+        rl_tp_wakeup_requested(loop, accepted)
+    }
+    @usableFromInline @inline(never)
+    static func _source0Signalled(_ item: UInt64, _ name: () -> String) {
+        name().withCString { rl_tp_source0_signalled(item, $0) }
+    }
+    @usableFromInline @inline(never)
+    static func _timerArmed(_ loop: UInt64, _ item: UInt64, _ name: () -> String, _ fireNs: UInt64,
+                            _ intervalNs: UInt64, _ missedFires: UInt64) {
+        name().withCString { rl_tp_timer_armed(loop, item, $0, fireNs, intervalNs, missedFires) }
+    }
+    @usableFromInline @inline(never)
+    static func _itemAdded(_ loop: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64, _ name: () -> String,
+                           _ mode: () -> String) {
+        let n = name(), m = mode()
+        n.withCString { np in m.withCString { mp in rl_tp_item_added(loop, kind.rawValue, item, np, mp) } }
+    }
+    @usableFromInline @inline(never)
+    static func _itemRemoved(_ loop: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64, _ name: () -> String,
+                             _ mode: () -> String) {
+        let n = name(), m = mode()
+        n.withCString { np in m.withCString { mp in rl_tp_item_removed(loop, kind.rawValue, item, np, mp) } }
+    }
+}
+#endif
