@@ -1,1 +1,718 @@
-// engine goes here
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CRunLoopShims
+import DequeModule
+import Synchronization
+import Tracing
+
+/// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
+final class ModeState {
+    let name: RLMode
+    /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd).
+    let epfd: Int32
+    var sources0: [RLSource0] = []
+    var sources1: [RLSource1] = []
+    /// Sorted by order; ties in insertion order.
+    var observers: [RLObserver] = []
+    var observerMask: UInt32 = 0
+    var timers: TimerQueue
+    var stopped = false
+    var mainQueueRegistered = false
+
+    init(name: RLMode, epfd: Int32) {
+        self.name = name
+        self.epfd = epfd
+        self.timers = TimerQueue(mode: ObjectIdentifier(RLMode.self))
+        self.timers = TimerQueue(mode: ObjectIdentifier(self))
+    }
+    deinit { close(epfd) }
+}
+
+/// A queued perform-block.
+struct BlockItem {
+    enum Modes {
+        case one(RLMode)
+        case many(Set<RLMode>)
+    }
+    let modes: Modes
+    let id: UInt64
+    let name: String?
+    let body: () -> Void
+
+    func matches(_ mode: RLMode, isCommon: Bool) -> Bool {
+        switch modes {
+        case .one(let m): m == mode || (isCommon && m == .commonModes)
+        case .many(let s): s.contains(mode) || (isCommon && s.contains(.commonModes))
+        }
+    }
+}
+
+/// Flags of one run activation (CF's `_per_run_data`), pushed per run so nested runs have their own.
+struct PerRun {
+    var stopped = false
+    var ignoreWakeUps = false
+    /// The activation's absolute deadline (0 = poll, `.max` = none).
+    var deadline: UInt64 = .max
+}
+
+/// A run loop: CFRunLoop re-implemented in Swift for Linux, with CF's semantics (see
+/// `docs/divergences.md` for the few places it deliberately differs).
+///
+/// There is one loop per thread, created on first request (``current``); the main thread's loop
+/// (``main``) exists as soon as any loop is requested and services `DispatchQueue.main` (and so
+/// `@MainActor`) while it runs in a common mode. A loop is destroyed when its thread exits.
+/// Registration, ``wakeUp()``, ``stop()`` and the perform functions may be called from any thread;
+/// ``run(mode:seconds:returnAfterSourceHandled:)`` only on the loop's own thread.
+public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
+    /// Process-unique id (the trace's `loop` field).
+    public let id: UInt64
+    /// The kernel thread id of the loop's thread.
+    public let threadID: Int32
+    /// Whether this is the main thread's loop.
+    public let isMainLoop: Bool
+
+    let waiter: Waiter
+    let mainQueueFD: Int32
+    let lock = Mutex<Void>(())
+
+    // MARK: Guarded by `lock`
+    var modes: [RLMode: ModeState] = [:]
+    var commonModeNames: Set<RLMode> = [.default]
+    var commonSources0: [RLSource0] = []
+    var commonSources1: [RLSource1] = []
+    var commonObservers: [RLObserver] = []
+    var commonTimers: [RLTimer] = []
+    var currentModeState: ModeState?
+    var perRun: [PerRun]
+    var blocks = Deque<BlockItem>()
+    var sleeping = false
+    var deallocating = false
+    var nextStamp: UInt64 = 0
+    var source1ByID: [UInt64: RLSource1] = [:]
+    /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
+    var mainQueueSuspended: [ModeState] = []
+
+    // MARK: Touched only on the loop's thread
+    var iteration: UInt64 = 0
+    var calloutCount: UInt32 = 0
+    var depth: UInt32 = 0
+    var inMainQueueCallout = false
+    var observerScratch: [[RLObserver]] = []
+    var source0Scratch: [[RLSource0]] = []
+    var timerScratch: [[RLTimer]] = []
+
+    init(threadID: Int32, isMain: Bool) throws(RLError) {
+        self.id = RLIDs.make()
+        self.threadID = threadID
+        self.isMainLoop = isMain
+        self.waiter = try Waiter()
+        self.mainQueueFD = isMain ? _dispatch_get_main_queue_handle_4CF() : -1
+        // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
+        self.perRun = [PerRun(stopped: false, ignoreWakeUps: true, deadline: .max)]
+        self.perRun.reserveCapacity(8)
+        RLTrace.loopCreated(loop: id, tid: threadID, threadName: RLRunLoop.threadName())
+    }
+
+    static func threadName() -> String {
+        var buf = [CChar](repeating: 0, count: 64)
+        rl_thread_name(&buf, 64)
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    @inline(__always) func locked<R>(_ body: () throws -> R) rethrows -> R {
+        lock._unsafeLock()
+        defer { lock._unsafeUnlock() }
+        return try body()
+    }
+
+    // MARK: - Getting loops
+
+    /// The calling thread's loop, created if needed. Traps with a clear message if the process is
+    /// out of file descriptors; use ``currentLoop()`` to handle that.
+    public static var current: RLRunLoop {
+        do { return try currentLoop() } catch { fatalError("RunLoopCore: cannot create the current thread's run loop: \(error)") }
+    }
+
+    /// The calling thread's loop, created if needed; throws ``RLError/systemCall(_:_:)`` (e.g.
+    /// `EMFILE`) when its descriptors cannot be created.
+    public static func currentLoop() throws(RLError) -> RLRunLoop {
+        if let p = pthread_getspecific(LoopRegistry.key) {
+            return Unmanaged<RLRunLoop>.fromOpaque(p).takeUnretainedValue()
+        }
+        let mainLoop = try mainLoop()
+        let loop = rl_is_main_thread() != 0 ? mainLoop : try RLRunLoop(threadID: rl_gettid(), isMain: false)
+        pthread_setspecific(LoopRegistry.key, Unmanaged.passRetained(loop).toOpaque())
+        return loop
+    }
+
+    /// The main thread's loop (created on first request, from any thread).
+    public static var main: RLRunLoop {
+        do { return try mainLoop() } catch { fatalError("RunLoopCore: cannot create the main run loop: \(error)") }
+    }
+
+    static func mainLoop() throws(RLError) -> RLRunLoop {
+        LoopRegistry.mainLock.lock()
+        defer { LoopRegistry.mainLock.unlock() }
+        if let m = LoopRegistry.mainLoop { return m }
+        let m = try RLRunLoop(threadID: getpid(), isMain: true)
+        LoopRegistry.mainLoop = m
+        return m
+    }
+
+    /// Whether the calling thread is this loop's thread.
+    var isOnLoopThread: Bool {
+        if let p = pthread_getspecific(LoopRegistry.key) { return p == Unmanaged.passUnretained(self).toOpaque() }
+        if isMainLoop && rl_is_main_thread() != 0 {
+            pthread_setspecific(LoopRegistry.key, Unmanaged.passRetained(self).toOpaque())
+            return true
+        }
+        return false
+    }
+
+    /// Called by the thread-exit destructor: empties every mode (calling source0 cancel callbacks)
+    /// and drops queued blocks; the loop then only returns `finished`.
+    func threadExited() {
+        var cancels: [(RLSource0, RLMode)] = []
+        locked {
+            deallocating = true
+            for m in modes.values {
+                for s in m.sources0 { cancels.append((s, m.name)) }
+                for s in m.sources1 { Waiter.remove(m.epfd, s.fd) }
+                m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll(); m.observerMask = 0
+                for t in m.timers.members.values { t.state.withLock { $0.memberships.removeAll() } }
+                m.timers = TimerQueue(mode: ObjectIdentifier(m))
+            }
+            commonSources0.removeAll(); commonSources1.removeAll(); commonObservers.removeAll(); commonTimers.removeAll()
+            source1ByID.removeAll()
+            blocks.removeAll()
+        }
+        for (s, m) in cancels { s.cancel?(self, m) }
+        RLTrace.loopDestroyed(loop: id, tid: threadID)
+    }
+
+    deinit {
+        if !deallocating { RLTrace.loopDestroyed(loop: id, tid: threadID) }
+    }
+
+    // MARK: - Modes
+
+    /// Finds (or creates) a mode. Called with the lock held.
+    func modeLocked(_ name: RLMode, create: Bool) -> ModeState? {
+        if let m = modes[name] { return m }
+        guard create, name != .commonModes else { return nil }
+        let ep: Int32
+        do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
+        let m = ModeState(name: name, epfd: ep)
+        modes[name] = m
+        if isMainLoop && commonModeNames.contains(name) { registerMainQueueLocked(m) }
+        return m
+    }
+
+    func registerMainQueueLocked(_ m: ModeState) {
+        guard mainQueueFD >= 0, !m.mainQueueRegistered else { return }
+        try? Waiter.control(m.epfd, EPOLL_CTL_ADD, mainQueueFD, events: UInt32(EPOLLIN.rawValue), token: Waiter.mainQueueToken)
+        m.mainQueueRegistered = true
+    }
+
+    /// The mode the loop is running in, or nil when it is not running.
+    public var currentMode: RLMode? { locked { currentModeState?.name } }
+
+    /// Every mode the loop has (created by adding items or blocks to them).
+    public var allModes: [RLMode] { locked { Array(modes.keys) } }
+
+    /// The modes marked common (initially just ``RLMode/default``).
+    public var commonModes: Set<RLMode> { locked { commonModeNames } }
+
+    /// Marks `mode` common: every item added to ``RLMode/commonModes`` — now and later — is in it.
+    /// Existing common items are copied into it. Marking the pseudo-mode itself is ignored.
+    public func addCommonMode(_ mode: RLMode) {
+        guard mode != .commonModes else { return }
+        var scheduled: [RLSource0] = []
+        locked {
+            guard !commonModeNames.contains(mode) else { return }
+            commonModeNames.insert(mode)
+            let m = modeLocked(mode, create: true)!
+            if isMainLoop { registerMainQueueLocked(m) }
+            for s in commonSources0 where addSource0Locked(s, m) { scheduled.append(s) }
+            for s in commonSources1 { try? addSource1Locked(s, m) }
+            for o in commonObservers { addObserverLocked(o, m) }
+            for t in commonTimers { addTimerLocked(t, m) }
+        }
+        for s in scheduled { s.schedule?(self, mode) }
+    }
+
+    /// Every mode an addition to `mode` lands in (the common modes for the pseudo-mode).
+    private func targetModesLocked(_ mode: RLMode) -> [ModeState] {
+        if mode == .commonModes { return commonModeNames.map { modeLocked($0, create: true)! } }
+        return [modeLocked(mode, create: true)!]
+    }
+
+    // MARK: - Source0 registration
+
+    /// Adds a source0 to `mode` (or to every common mode). Calls its `schedule` callback for each
+    /// mode it newly joins. Adding an invalidated source, or one already there, does nothing (CF).
+    public func add(_ source: RLSource0, forMode mode: RLMode) {
+        guard source.isValid else { return }
+        var joined: [RLMode] = []
+        locked {
+            if mode == .commonModes {
+                if commonSources0.contains(where: { $0 === source }) { return }
+                commonSources0.append(source)
+            }
+            for m in targetModesLocked(mode) where addSource0Locked(source, m) { joined.append(m.name) }
+        }
+        if !joined.isEmpty {
+            source.state.withLock { s in
+                if !s.loops.contains(where: { $0.loop === self }) { s.loops.append(WeakLoop(loop: self)) }
+            }
+        }
+        for m in joined {
+            RLTrace.itemAdded(loop: id, kind: .source0, item: source.id, name: source.name ?? "", mode: m.rawValue)
+            source.schedule?(self, m)
+        }
+    }
+
+    @discardableResult
+    func addSource0Locked(_ s: RLSource0, _ m: ModeState) -> Bool {
+        if m.sources0.contains(where: { $0 === s }) { return false }
+        m.sources0.append(s)
+        return true
+    }
+
+    /// Removes a source0 from `mode` (or from every common mode), calling `cancel` for each mode it
+    /// leaves. Removing what was never added does nothing (CF).
+    public func remove(_ source: RLSource0, forMode mode: RLMode) {
+        var left: [RLMode] = []
+        locked {
+            var targets: [ModeState] = []
+            if mode == .commonModes {
+                guard let i = commonSources0.firstIndex(where: { $0 === source }) else { return }
+                commonSources0.remove(at: i)
+                targets = commonModeNames.compactMap { modes[$0] }
+            } else if let m = modes[mode] {
+                targets = [m]
+            }
+            for m in targets {
+                if let i = m.sources0.firstIndex(where: { $0 === source }) { m.sources0.remove(at: i); left.append(m.name) }
+            }
+        }
+        for m in left {
+            RLTrace.itemRemoved(loop: id, kind: .source0, item: source.id, name: source.name ?? "", mode: m.rawValue)
+            source.cancel?(self, m)
+        }
+    }
+
+    /// Whether `mode` holds `source`.
+    public func contains(_ source: RLSource0, inMode mode: RLMode) -> Bool {
+        locked {
+            if mode == .commonModes { return commonSources0.contains { $0 === source } }
+            return modes[mode]?.sources0.contains { $0 === source } ?? false
+        }
+    }
+
+    func removeEverywhere(_ source: RLSource0) {
+        remove(source, forMode: .commonModes)
+        let names = locked { modes.values.filter { $0.sources0.contains { $0 === source } }.map(\.name) }
+        for n in names { remove(source, forMode: n) }
+    }
+
+    // MARK: - Source1 registration
+
+    /// Adds a source1 to `mode` (or every common mode): its fd joins the mode's epoll set.
+    /// Throws ``RLError/notPollable(_:)`` for a regular file, ``RLError/badFileDescriptor(_:)`` for a
+    /// closed fd, ``RLError/belongsToAnotherLoop(_:)`` if another loop has it. An invalidated
+    /// source is ignored (CF).
+    public func add(_ source: RLSource1, forMode mode: RLMode) throws(RLError) {
+        guard source.isValid else { return }
+        let owner: RLRunLoop?? = source.state.withLock { s in
+            if let w = s.loop { return .some(w.loop) }
+            s.loop = WeakLoop(loop: self)
+            return .none
+        }
+        if case .some(let o) = owner, o !== self { throw RLError.belongsToAnotherLoop("source1 #\(source.id)") }
+        var joined: [RLMode] = []
+        var failure: RLError?
+        locked {
+            if mode == .commonModes {
+                if commonSources1.contains(where: { $0 === source }) { return }
+            }
+            for m in targetModesLocked(mode) {
+                if m.sources1.contains(where: { $0 === source }) { continue }
+                do { try addSource1Locked(source, m); joined.append(m.name) } catch let e as RLError {
+                    failure = e
+                    break
+                } catch {
+                    break
+                }
+            }
+            if failure == nil && mode == .commonModes { commonSources1.append(source) }
+            if let _ = failure {
+                for n in joined { if let m = modes[n] { removeSource1Locked(source, m) } }
+                joined.removeAll()
+            }
+        }
+        if let failure { throw failure }
+        for m in joined {
+            RLTrace.itemAdded(loop: id, kind: .source1, item: source.id, name: source.name ?? "", mode: m.rawValue)
+        }
+    }
+
+    func addSource1Locked(_ s: RLSource1, _ m: ModeState) throws(RLError) {
+        if m.sources1.contains(where: { $0 === s }) { return }
+        try Waiter.control(m.epfd, EPOLL_CTL_ADD, s.fd, events: s.interest.rawValue, token: s.id)
+        m.sources1.append(s)
+        source1ByID[s.id] = s
+    }
+
+    func removeSource1Locked(_ s: RLSource1, _ m: ModeState) {
+        guard let i = m.sources1.firstIndex(where: { $0 === s }) else { return }
+        m.sources1.remove(at: i)
+        Waiter.remove(m.epfd, s.fd)
+        if !modes.values.contains(where: { $0.sources1.contains { $0 === s } }) { source1ByID.removeValue(forKey: s.id) }
+    }
+
+    /// Removes a source1 from `mode` (or every common mode). Never closes the fd.
+    public func remove(_ source: RLSource1, forMode mode: RLMode) {
+        var left: [RLMode] = []
+        locked {
+            var targets: [ModeState] = []
+            if mode == .commonModes {
+                guard let i = commonSources1.firstIndex(where: { $0 === source }) else { return }
+                commonSources1.remove(at: i)
+                targets = commonModeNames.compactMap { modes[$0] }
+            } else if let m = modes[mode] { targets = [m] }
+            for m in targets where m.sources1.contains(where: { $0 === source }) {
+                removeSource1Locked(source, m)
+                left.append(m.name)
+            }
+        }
+        for m in left { RLTrace.itemRemoved(loop: id, kind: .source1, item: source.id, name: source.name ?? "", mode: m.rawValue) }
+    }
+
+    /// Whether `mode` holds `source`.
+    public func contains(_ source: RLSource1, inMode mode: RLMode) -> Bool {
+        locked {
+            if mode == .commonModes { return commonSources1.contains { $0 === source } }
+            return modes[mode]?.sources1.contains { $0 === source } ?? false
+        }
+    }
+
+    func removeEverywhere(_ source: RLSource1) {
+        remove(source, forMode: .commonModes)
+        let names = locked { modes.values.filter { $0.sources1.contains { $0 === source } }.map(\.name) }
+        for n in names { remove(source, forMode: n) }
+    }
+
+    // MARK: - Observer registration
+
+    /// Adds an observer to `mode` (or every common mode). An observer belongs to one loop: adding it
+    /// to another, or adding an invalidated one, does nothing (CF).
+    public func add(_ observer: RLObserver, forMode mode: RLMode) {
+        guard claim(observer) else { return }
+        var joined: [RLMode] = []
+        locked {
+            if mode == .commonModes {
+                if commonObservers.contains(where: { $0 === observer }) { return }
+                commonObservers.append(observer)
+            }
+            for m in targetModesLocked(mode) where addObserverLocked(observer, m) { joined.append(m.name) }
+        }
+        for m in joined { RLTrace.itemAdded(loop: id, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
+    }
+
+    private func claim(_ o: RLObserver) -> Bool {
+        o.state.withLock { s in
+            guard s.valid else { return false }
+            if let w = s.loop { return w.loop === self }
+            s.loop = WeakLoop(loop: self)
+            return true
+        }
+    }
+
+    @discardableResult
+    func addObserverLocked(_ o: RLObserver, _ m: ModeState) -> Bool {
+        if m.observers.contains(where: { $0 === o }) { return false }
+        // After every observer of lower or equal order: ties keep insertion order.
+        let i = m.observers.firstIndex(where: { $0.order > o.order }) ?? m.observers.count
+        m.observers.insert(o, at: i)
+        m.observerMask |= o.activities.rawValue
+        return true
+    }
+
+    /// Removes an observer from `mode` (or every common mode).
+    public func remove(_ observer: RLObserver, forMode mode: RLMode) {
+        var left: [RLMode] = []
+        locked {
+            var targets: [ModeState] = []
+            if mode == .commonModes {
+                guard let i = commonObservers.firstIndex(where: { $0 === observer }) else { return }
+                commonObservers.remove(at: i)
+                targets = commonModeNames.compactMap { modes[$0] }
+            } else if let m = modes[mode] { targets = [m] }
+            for m in targets {
+                guard let i = m.observers.firstIndex(where: { $0 === observer }) else { continue }
+                m.observers.remove(at: i)
+                m.observerMask = m.observers.reduce(0) { $0 | $1.activities.rawValue }
+                left.append(m.name)
+            }
+        }
+        for m in left { RLTrace.itemRemoved(loop: id, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
+    }
+
+    /// Whether `mode` holds `observer`.
+    public func contains(_ observer: RLObserver, inMode mode: RLMode) -> Bool {
+        locked {
+            if mode == .commonModes { return commonObservers.contains { $0 === observer } }
+            return modes[mode]?.observers.contains { $0 === observer } ?? false
+        }
+    }
+
+    func removeEverywhere(_ observer: RLObserver) {
+        remove(observer, forMode: .commonModes)
+        let names = locked { modes.values.filter { $0.observers.contains { $0 === observer } }.map(\.name) }
+        for n in names { remove(observer, forMode: n) }
+    }
+
+    // MARK: - Timer registration
+
+    /// Adds a timer to `mode` (or every common mode). A timer belongs to one loop: adding it to
+    /// another, or adding an invalidated one, does nothing (CF). O(log n).
+    public func add(_ timer: RLTimer, forMode mode: RLMode) {
+        let ok = timer.state.withLock { s -> Bool in
+            guard s.valid else { return false }
+            if let w = s.loop { return w.loop === self }
+            s.loop = WeakLoop(loop: self)
+            return true
+        }
+        guard ok else { return }
+        var joined: [RLMode] = []
+        locked {
+            if mode == .commonModes {
+                if commonTimers.contains(where: { $0 === timer }) { return }
+                commonTimers.append(timer)
+            }
+            for m in targetModesLocked(mode) where addTimerLocked(timer, m) { joined.append(m.name) }
+            rearmIfSleepingLocked()
+        }
+        for m in joined { RLTrace.itemAdded(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+    }
+
+    @discardableResult
+    func addTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
+        if m.timers.contains(t) { return false }
+        nextStamp &+= 1
+        let stamp = nextStamp
+        let mid = ObjectIdentifier(m)
+        let (fire, tol) = t.state.withLock { s in
+            s.memberships.append(RLTimer.Membership(mode: mid, stamp: stamp))
+            return (s.fireNs, s.toleranceNs)
+        }
+        m.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: stamp)
+        return true
+    }
+
+    func removeTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
+        guard m.timers.contains(t) else { return false }
+        let mid = ObjectIdentifier(m)
+        t.state.withLock { s in s.memberships.removeAll { $0.mode == mid } }
+        m.timers.remove(t)
+        return true
+    }
+
+    /// Removes a timer from `mode` (or every common mode). If it was the next to fire, the wake-up
+    /// timer is re-armed at once (no spurious wake, unlike CF on Linux).
+    public func remove(_ timer: RLTimer, forMode mode: RLMode) {
+        var left: [RLMode] = []
+        locked {
+            var targets: [ModeState] = []
+            if mode == .commonModes {
+                guard let i = commonTimers.firstIndex(where: { $0 === timer }) else { return }
+                commonTimers.remove(at: i)
+                targets = commonModeNames.compactMap { modes[$0] }
+            } else if let m = modes[mode] { targets = [m] }
+            for m in targets where removeTimerLocked(timer, m) { left.append(m.name) }
+            rearmIfSleepingLocked()
+        }
+        for m in left { RLTrace.itemRemoved(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+    }
+
+    /// Whether `mode` holds `timer`.
+    public func contains(_ timer: RLTimer, inMode mode: RLMode) -> Bool {
+        locked {
+            if mode == .commonModes { return commonTimers.contains { $0 === timer } }
+            return modes[mode]?.timers.contains(timer) ?? false
+        }
+    }
+
+    func removeEverywhere(_ timer: RLTimer) {
+        remove(timer, forMode: .commonModes)
+        let names = locked { modes.values.filter { $0.timers.contains(timer) }.map(\.name) }
+        for n in names { remove(timer, forMode: n) }
+    }
+
+    /// Applies `change` to a timer of this loop and repositions it in every mode it is in.
+    func reschedule(_ t: RLTimer, _ change: (inout RLTimer.State) -> Void) {
+        var fire: UInt64 = 0, interval: UInt64 = 0
+        locked {
+            let mids: [ObjectIdentifier] = t.state.withLock { s in
+                change(&s)
+                fire = s.fireNs
+                interval = s.intervalNs
+                return s.valid ? s.memberships.map(\.mode) : []
+            }
+            for mid in mids { repositionLocked(t, mid) }
+            rearmIfSleepingLocked()
+        }
+        RLTrace.timerArmed(loop: id, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
+    }
+
+    /// Gives `t` a new stamp in the mode `mid` and re-inserts it at its current fire date.
+    func repositionLocked(_ t: RLTimer, _ mid: ObjectIdentifier) {
+        guard let m = modes.values.first(where: { ObjectIdentifier($0) == mid }) else { return }
+        nextStamp &+= 1
+        let stamp = nextStamp
+        let (fire, tol) = t.state.withLock { s in
+            if let i = s.memberships.firstIndex(where: { $0.mode == mid }) { s.memberships[i].stamp = stamp }
+            return (s.fireNs, s.toleranceNs)
+        }
+        m.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: stamp)
+    }
+
+    /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
+    func rearmIfSleepingLocked() {
+        guard sleeping, let m = currentModeState else { return }
+        waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
+    }
+
+    // MARK: - Blocks
+
+    /// Queues `block` to run when the loop next runs `mode` (CF's `CFRunLoopPerformBlock`). Does
+    /// **not** wake the loop. ``RLMode/commonModes`` means any common mode.
+    public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: @escaping () -> Void) {
+        enqueue(BlockItem(modes: .one(mode), id: RLIDs.make(), name: name, body: block))
+    }
+
+    /// Queues `block` for any of `modes` (CF's `CFRunLoopPerformBlock` with a set). Does not wake.
+    public func performBlock(forModes modes: Set<RLMode>, name: String? = nil, _ block: @escaping () -> Void) {
+        enqueue(BlockItem(modes: modes.count == 1 ? .one(modes.first!) : .many(modes), id: RLIDs.make(), name: name, body: block))
+    }
+
+    private func enqueue(_ item: BlockItem) {
+        locked {
+            switch item.modes {
+            case .one(let m): _ = modeLocked(m, create: true)
+            case .many(let s): for m in s { _ = modeLocked(m, create: true) }
+            }
+            blocks.append(item)
+        }
+    }
+
+    /// Runs `block` on the loop's thread in any common mode, and wakes the loop (the
+    /// `performSelector:onThread:` pattern).
+    public func perform(name: String? = nil, _ block: @escaping () -> Void) {
+        performBlock(forMode: .commonModes, name: name, block)
+        wakeUp()
+    }
+
+    /// Runs `block` when the loop is next in one of `modes`, and wakes the loop.
+    public func perform(inModes modes: [RLMode], name: String? = nil, _ block: @escaping () -> Void) {
+        performBlock(forModes: Set(modes), name: name, block)
+        wakeUp()
+    }
+
+    /// Runs `block` after `delay` in `modes`, through a one-shot timer (so it needs a running loop,
+    /// as in CF's `performSelector:afterDelay:`). Returns the timer, which can be invalidated.
+    @discardableResult
+    public func perform(after delay: Duration, inModes modes: [RLMode] = [.default], name: String? = nil,
+                        _ block: @escaping () -> Void) -> RLTimer {
+        let t = RLTimer(fireAt: .now + delay, name: name) { _ in block() }
+        for m in modes { add(t, forMode: m) }
+        return t
+    }
+
+    // MARK: - Control
+
+    /// Wakes the loop if it is waiting (or makes its next wait return at once). Dropped while the
+    /// loop is ignoring wake-ups (between a wake and its next iteration, or when not running).
+    public func wakeUp() {
+        let accepted = locked { () -> Bool in
+            if perRun[perRun.count - 1].ignoreWakeUps { return false }
+            waiter.wake()
+            return true
+        }
+        RLTrace.wakeUpRequested(loop: id, accepted: accepted)
+    }
+
+    /// Stops the innermost running activation (it returns ``RLRunResult/stopped``) and wakes it.
+    /// On a loop that is not running it does nothing that a later run sees (CF).
+    public func stop() {
+        locked { perRun[perRun.count - 1].stopped = true }
+        wakeUp()
+    }
+
+    /// Whether the loop is blocked waiting for something to happen.
+    public var isWaiting: Bool { locked { sleeping } }
+
+    /// Runs the loop in the default mode until it is stopped or has nothing to wait for
+    /// (CF's `CFRunLoopRun`).
+    public func run() {
+        while true {
+            let r = run(mode: .default, seconds: 1e10, returnAfterSourceHandled: false)
+            if r == .stopped || r == .finished { return }
+        }
+    }
+
+    /// Runs the loop once in `mode` (CF's `CFRunLoopRunInMode` / `CFRunLoopRunSpecific`).
+    /// - Parameters:
+    ///   - seconds: ≤ 0 polls (one pass, no sleep); larger values are a timeout; past ~16 years means
+    ///     none. NaN is a programming error (precondition).
+    ///   - returnAfterSourceHandled: return after one source (source0, source1 or the main queue)
+    ///     was handled; timers never count.
+    /// - Returns: why it returned. An invalid mode (the common pseudo-mode) or a missing or empty
+    ///   mode returns ``RLRunResult/finished`` at once without calling entry/exit observers.
+    /// - Precondition: called on the loop's own thread.
+    @discardableResult
+    public func run(mode: RLMode, seconds: Double, returnAfterSourceHandled: Bool) -> RLRunResult {
+        precondition(!seconds.isNaN, "RunLoopCore: run(mode:seconds:) needs a timeout, not NaN")
+        precondition(isOnLoopThread, "RunLoopCore: run() must be called on the loop's own thread (loop of tid \(threadID) called from tid \(rl_gettid()))")
+        return runSpecific(mode: mode, seconds: seconds, stopAfterHandle: returnAfterSourceHandled)
+    }
+
+    /// Runs `mode` until `date` (`Foundation.RunLoop.run(mode:before:)`'s shape). A date in the past
+    /// is a true poll (unlike CF on Linux).
+    @discardableResult
+    public func run(mode: RLMode, until date: RLInstant) -> RLRunResult {
+        let now = RLInstant.now
+        let secs = date <= now ? 0 : Double(date.nanoseconds - now.nanoseconds) / 1e9
+        return run(mode: mode, seconds: secs, returnAfterSourceHandled: true)
+    }
+}
+
+/// The per-thread loop registry (thread-specific data with a destructor, as CF uses).
+enum LoopRegistry {
+    static let key: pthread_key_t = {
+        var k = pthread_key_t()
+        pthread_key_create(&k) { p in
+            guard let p else { return }
+            let loop = Unmanaged<RLRunLoop>.fromOpaque(p).takeRetainedValue()
+            if !loop.isMainLoop { loop.threadExited() }
+        }
+        return k
+    }()
+    nonisolated(unsafe) static var mainLoop: RLRunLoop?
+    static let mainLock = PThreadMutex()
+}
+
+/// A plain mutex for the registry (a static `Mutex` cannot return its class value easily).
+final class PThreadMutex: @unchecked Sendable {
+    private let m: UnsafeMutablePointer<pthread_mutex_t>
+    init() {
+        m = .allocate(capacity: 1)
+        pthread_mutex_init(m, nil)
+    }
+    func lock() { pthread_mutex_lock(m) }
+    func unlock() { pthread_mutex_unlock(m) }
+}

@@ -1,0 +1,369 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Synchronization
+import CRunLoopShims
+import Tracing
+
+/// A weak reference to a loop, for items that must find the loops they are in.
+struct WeakLoop {
+    weak var loop: RLRunLoop?
+}
+
+// MARK: - Source0
+
+/// A version-0 source (CF's `CFRunLoopSource` with a version-0 context): application-signalled.
+/// ``signal()`` marks it; the next pass of a loop running one of its modes performs it. Signalling
+/// does **not** wake the loop (CF semantics): call ``RLRunLoop/wakeUp()`` too, or use
+/// ``signalAndWake(_:)``. A source0 may be added to several modes of several loops.
+public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
+    /// Process-unique id (the trace's `item` field).
+    public let id: UInt64
+    /// Performs are sorted by order (lower first), then by signal time.
+    public let order: Int
+    /// A human name, recorded in traces.
+    public let name: String?
+    let perform: () -> Void
+    let schedule: ((RLRunLoop, RLMode) -> Void)?
+    let cancel: ((RLRunLoop, RLMode) -> Void)?
+
+    struct State {
+        var signalled = false
+        var signalSeq: UInt64 = 0
+        var valid = true
+        var loops: [WeakLoop] = []
+    }
+    let state = Mutex(State())
+    static let signalClock = Atomic<UInt64>(0)
+
+    /// Creates a source0.
+    /// - Parameters:
+    ///   - order: performs are sorted by order, then by signal time.
+    ///   - name: shown in traces and descriptions.
+    ///   - schedule: called (on the adding thread, outside locks) when added to a mode of a loop.
+    ///   - cancel: called when removed from a mode (or invalidated) for each mode it was in.
+    ///   - perform: the callout, on the loop's thread.
+    public init(order: Int = 0, name: String? = nil,
+                schedule: ((RLRunLoop, RLMode) -> Void)? = nil,
+                cancel: ((RLRunLoop, RLMode) -> Void)? = nil,
+                perform: @escaping () -> Void) {
+        self.id = RLIDs.make()
+        self.order = order
+        self.name = name
+        self.schedule = schedule
+        self.cancel = cancel
+        self.perform = perform
+    }
+
+    /// Marks the source as ready to perform. Does not wake any loop.
+    public func signal() {
+        let seq = RLSource0.signalClock.add(1, ordering: .relaxed).newValue
+        state.withLock { s in
+            if !s.signalled { s.signalled = true; s.signalSeq = seq }
+        }
+        RLTrace.source0Signalled(item: id, name: self.name ?? "")
+    }
+
+    /// Signals the source and wakes `loop` (the usual pairing).
+    public func signalAndWake(_ loop: RLRunLoop) {
+        signal()
+        loop.wakeUp()
+    }
+
+    /// Whether the source is signalled and not yet performed.
+    public var isSignalled: Bool { state.withLock { $0.signalled } }
+    /// Whether the source is still valid.
+    public var isValid: Bool { state.withLock { $0.valid } }
+
+    /// Removes the source from every mode of every loop (calling `cancel` for each) and makes it
+    /// unusable. A signalled source that is invalidated is never performed.
+    public func invalidate() {
+        let loops: [WeakLoop] = state.withLock { s in
+            guard s.valid else { return [] }
+            s.valid = false
+            return s.loops
+        }
+        for w in loops { w.loop?.removeEverywhere(self) }
+    }
+
+    /// `RLSource0 #id "name" order=…`.
+    public var description: String {
+        "RLSource0 #\(id)\(name.map { " \"\($0)\"" } ?? "") order=\(order) signalled=\(isSignalled) valid=\(isValid)"
+    }
+}
+
+// MARK: - Source1
+
+/// A version-1 source: a file descriptor the loop waits on (CF's port-based source). Unlike CF on
+/// Linux, which only reads 8-byte eventfd/timerfd values, any pollable descriptor works — sockets,
+/// pipes, eventfds, timerfds, ttys. The callout receives the descriptor and its readiness and must
+/// consume the data itself (the descriptor is level-triggered: unconsumed input is reported again).
+/// A source1 belongs to one loop (it may be in several of its modes). RunLoopCore never closes the fd.
+public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
+    /// What to wait for.
+    public struct Interest: OptionSet, Sendable, Hashable {
+        /// The raw epoll bits.
+        public let rawValue: UInt32
+        /// Creates an interest from epoll bits.
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Readable (EPOLLIN).
+        public static let read = Interest(rawValue: UInt32(EPOLLIN.rawValue))
+        /// Writable (EPOLLOUT).
+        public static let write = Interest(rawValue: UInt32(EPOLLOUT.rawValue))
+    }
+    /// What the descriptor is ready for, as reported by epoll.
+    public struct Readiness: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        /// The raw epoll event bits.
+        public let rawValue: UInt32
+        /// Creates a readiness set from epoll bits.
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Data can be read (EPOLLIN).
+        public static let readable = Readiness(rawValue: UInt32(EPOLLIN.rawValue))
+        /// Data can be written (EPOLLOUT).
+        public static let writable = Readiness(rawValue: UInt32(EPOLLOUT.rawValue))
+        /// An error condition (EPOLLERR).
+        public static let error = Readiness(rawValue: UInt32(EPOLLERR.rawValue))
+        /// The peer hung up (EPOLLHUP).
+        public static let hangup = Readiness(rawValue: UInt32(EPOLLHUP.rawValue))
+        /// The set's names joined by `|`.
+        public var description: String {
+            var p: [String] = []
+            if contains(.readable) { p.append("readable") }
+            if contains(.writable) { p.append("writable") }
+            if contains(.error) { p.append("error") }
+            if contains(.hangup) { p.append("hangup") }
+            return p.isEmpty ? "none" : p.joined(separator: "|")
+        }
+    }
+
+    /// Process-unique id (the trace's `item` field, also the epoll token).
+    public let id: UInt64
+    /// The descriptor waited on.
+    public let fd: Int32
+    /// What the loop waits for.
+    public let interest: Interest
+    /// Order (CF keeps it; with one ready descriptor per iteration it does not sort anything).
+    public let order: Int
+    /// A human name, recorded in traces.
+    public let name: String?
+    let handler: (RLSource1, Int32, Readiness) -> Void
+
+    struct State {
+        var valid = true
+        var loop: WeakLoop? = nil
+    }
+    let state = Mutex(State())
+
+    /// Creates a source for `fd`. Throws ``RLError/badFileDescriptor(_:)`` when `fd` is not open.
+    /// Whether it can be polled is checked when it is added to a mode (``RLError/notPollable(_:)``).
+    public init(fd: Int32, interest: Interest = .read, order: Int = 0, name: String? = nil,
+                handler: @escaping (_ source: RLSource1, _ fd: Int32, _ readiness: Readiness) -> Void) throws(RLError) {
+        guard fd >= 0, fcntl(fd, F_GETFD) != -1 else { throw RLError.badFileDescriptor(fd) }
+        precondition(!interest.isEmpty, "RunLoopCore: a source1 needs .read and/or .write interest")
+        self.id = RLIDs.make()
+        self.fd = fd
+        self.interest = interest
+        self.order = order
+        self.name = name
+        self.handler = handler
+    }
+
+    /// Whether the source is still valid.
+    public var isValid: Bool { state.withLock { $0.valid } }
+
+    /// Removes the source from its loop's modes and makes it unusable. Does not close the fd.
+    public func invalidate() {
+        let loop: RLRunLoop? = state.withLock { s in
+            guard s.valid else { return nil }
+            s.valid = false
+            return s.loop?.loop
+        }
+        loop?.removeEverywhere(self)
+    }
+
+    /// `RLSource1 #id "name" fd=… interest=…`.
+    public var description: String {
+        "RLSource1 #\(id)\(name.map { " \"\($0)\"" } ?? "") fd=\(fd) interest=\(interest.contains(.read) ? "r" : "")\(interest.contains(.write) ? "w" : "") valid=\(isValid)"
+    }
+}
+
+// MARK: - Observer
+
+/// A run-loop observer (CF's `CFRunLoopObserver`): called at the activities in its mask. Observers
+/// of a mode are called in order (lower first; ties in insertion order). A non-repeating observer
+/// is invalidated after its first callout. An observer never re-enters itself. Belongs to one loop.
+public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
+    /// Process-unique id.
+    public let id: UInt64
+    /// The activities observed.
+    public let activities: RLActivity
+    /// Whether it stays after its first callout.
+    public let repeats: Bool
+    /// Call order among the mode's observers.
+    public let order: Int
+    /// A human name, recorded in traces.
+    public let name: String?
+    let callout: (RLObserver, RLActivity) -> Void
+
+    struct State {
+        var valid = true
+        var firing = false
+        var loop: WeakLoop? = nil
+    }
+    let state = Mutex(State())
+
+    /// Creates an observer.
+    public init(activities: RLActivity, repeats: Bool = true, order: Int = 0, name: String? = nil,
+                callout: @escaping (_ observer: RLObserver, _ activity: RLActivity) -> Void) {
+        self.id = RLIDs.make()
+        self.activities = activities
+        self.repeats = repeats
+        self.order = order
+        self.name = name
+        self.callout = callout
+    }
+
+    /// Whether the observer is still valid.
+    public var isValid: Bool { state.withLock { $0.valid } }
+
+    /// Removes the observer from its loop's modes; it is never called again.
+    public func invalidate() {
+        let loop: RLRunLoop? = state.withLock { s in
+            guard s.valid else { return nil }
+            s.valid = false
+            return s.loop?.loop
+        }
+        loop?.removeEverywhere(self)
+    }
+
+    /// `RLObserver #id "name" activities=… order=…`.
+    public var description: String {
+        "RLObserver #\(id)\(name.map { " \"\($0)\"" } ?? "") activities=\(activities) repeats=\(repeats) order=\(order) valid=\(isValid)"
+    }
+}
+
+// MARK: - Timer
+
+/// A run-loop timer (CF's `CFRunLoopTimer`). Fires at its fire date (a date in the past means now),
+/// then — if repeating — at the next `fire + k·interval` after now: missed fires are skipped and the
+/// phase is kept. With a tolerance it may fire anywhere in `[fire, fire + tolerance]`, which lets the
+/// loop serve several timers with one wake-up (CF on Linux ignores tolerance). A timer belongs to
+/// one loop and may be in several of its modes. Timers never count as "handled sources".
+public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
+    /// Process-unique id.
+    public let id: UInt64
+    /// Kept for CF parity; it does not order anything (timers fire in fire-date order).
+    public let order: Int
+    /// A human name, recorded in traces.
+    public let name: String?
+    let callout: (RLTimer) -> Void
+
+    /// CF's TIMER_INTERVAL_LIMIT: longer intervals are clamped to it (about 16 years).
+    static let intervalLimitNs: UInt64 = 504_911_232 * 1_000_000_000
+
+    struct Membership {
+        var mode: ObjectIdentifier
+        var stamp: UInt64
+    }
+    struct State {
+        var fireNs: UInt64
+        var intervalNs: UInt64
+        var toleranceNs: UInt64
+        var valid = true
+        var firing = false
+        var loop: WeakLoop? = nil
+        var memberships: [Membership] = []
+        func stamp(in mode: ObjectIdentifier) -> UInt64? {
+            for m in memberships where m.mode == mode { return m.stamp }
+            return nil
+        }
+    }
+    let state: Mutex<State>
+
+    /// Creates a timer.
+    /// - Parameters:
+    ///   - fireAt: the first fire date (in the past = now).
+    ///   - interval: 0 or negative = one-shot (invalidated after firing); longer than about 16 years
+    ///     is clamped to CF's limit.
+    ///   - tolerance: how late it may fire to share a wake-up (negative = 0; capped at the interval
+    ///     for repeating timers).
+    ///   - callout: runs on the loop's thread.
+    public init(fireAt: RLInstant, interval: Duration = .zero, tolerance: Duration = .zero,
+                order: Int = 0, name: String? = nil, callout: @escaping (RLTimer) -> Void) {
+        self.id = RLIDs.make()
+        self.order = order
+        self.name = name
+        self.callout = callout
+        let iv = RLTimer.clampInterval(RLInstant.nanoseconds(of: interval))
+        state = Mutex(State(fireNs: fireAt.nanoseconds, intervalNs: iv,
+                            toleranceNs: RLTimer.clampTolerance(RLInstant.nanoseconds(of: tolerance), interval: iv)))
+    }
+
+    /// Creates a timer with CF-style seconds. `interval` ≤ 0 is one-shot; NaN is a programming error
+    /// (precondition); +∞ is clamped to CF's interval limit. `fireAfter` is relative to now.
+    public convenience init(fireAfter seconds: Double, interval: Double = 0, tolerance: Double = 0,
+                            order: Int = 0, name: String? = nil, callout: @escaping (RLTimer) -> Void) {
+        precondition(!interval.isNaN, "RunLoopCore: a timer interval must not be NaN")
+        precondition(!tolerance.isNaN, "RunLoopCore: a timer tolerance must not be NaN")
+        let iv: Duration = interval <= 0 ? .zero : (interval > 504_911_232 ? .seconds(504_911_232) : .nanoseconds(Int64(interval * 1e9)))
+        let tol: Duration = tolerance <= 0 ? .zero : (tolerance > 504_911_232 ? .seconds(504_911_232) : .nanoseconds(Int64(tolerance * 1e9)))
+        self.init(fireAt: RLInstant.now.advanced(bySeconds: seconds), interval: iv, tolerance: tol,
+                  order: order, name: name, callout: callout)
+    }
+
+    static func clampInterval(_ ns: Int64) -> UInt64 { ns <= 0 ? 0 : min(UInt64(ns), intervalLimitNs) }
+    static func clampTolerance(_ ns: Int64, interval: UInt64) -> UInt64 {
+        let t: UInt64 = ns <= 0 ? 0 : UInt64(ns)
+        return interval > 0 ? min(t, interval) : min(t, intervalLimitNs)
+    }
+
+    /// Whether the timer is still valid.
+    public var isValid: Bool { state.withLock { $0.valid } }
+    /// Whether it repeats.
+    public var repeats: Bool { state.withLock { $0.intervalNs > 0 } }
+    /// The interval (zero for a one-shot timer).
+    public var interval: Duration { .nanoseconds(Int64(state.withLock { $0.intervalNs })) }
+    /// The next fire date.
+    public var nextFireDate: RLInstant { RLInstant(nanoseconds: state.withLock { $0.fireNs }) }
+
+    /// The tolerance. Setting a negative value sets 0; a repeating timer's is capped at its interval.
+    public var tolerance: Duration {
+        get { .nanoseconds(Int64(state.withLock { $0.toleranceNs })) }
+        set {
+            let loop = state.withLock { $0.loop?.loop }
+            let apply = { (s: inout State) in
+                s.toleranceNs = RLTimer.clampTolerance(RLInstant.nanoseconds(of: newValue), interval: s.intervalNs)
+            }
+            if let loop { loop.reschedule(self, apply) } else { state.withLock { apply(&$0) } }
+        }
+    }
+
+    /// Moves the next fire date (any thread). Inside the timer's own callout, a date later than the
+    /// one being fired replaces the computed next fire (CF semantics).
+    public func setNextFireDate(_ date: RLInstant) {
+        let loop = state.withLock { $0.loop?.loop }
+        if let loop {
+            loop.reschedule(self) { $0.fireNs = date.nanoseconds }
+        } else {
+            state.withLock { $0.fireNs = date.nanoseconds }
+        }
+    }
+
+    /// Removes the timer from its loop's modes; it never fires again.
+    public func invalidate() {
+        let loop: RLRunLoop? = state.withLock { s in
+            guard s.valid else { return nil }
+            s.valid = false
+            return s.loop?.loop
+        }
+        loop?.removeEverywhere(self)
+    }
+
+    /// `RLTimer #id "name" fire=… interval=… tolerance=…`.
+    public var description: String {
+        let s = state.withLock { $0 }
+        return "RLTimer #\(id)\(name.map { " \"\($0)\"" } ?? "") fire=\(RLInstant(nanoseconds: s.fireNs)) interval=\(Double(s.intervalNs) / 1e9)s tolerance=\(Double(s.toleranceNs) / 1e9)s valid=\(s.valid)"
+    }
+}

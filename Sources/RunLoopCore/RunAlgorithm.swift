@@ -1,0 +1,418 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CRunLoopShims
+import Tracing
+import DequeModule
+
+/// CF's TIMER_INTERVAL_LIMIT in seconds: a run timeout longer than this means "no timeout".
+let runTimeoutLimit = 504_911_232.0
+
+// The run algorithm, readable top to bottom as CF's `CFRunLoopRunSpecific` + `__CFRunLoopRun`
+// (the step numbers are those of the reference, shared/runloop-semantics.md), followed by the
+// per-kind "do" functions and one trampoline per callout kind — the only places user code is called,
+// and where the tracepoints sit.
+extension RLRunLoop {
+
+    /// CFRunLoopRunSpecific.
+    func runSpecific(mode: RLMode, seconds: Double, stopAfterHandle: Bool) -> RLRunResult {
+        // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit).
+        if mode == .commonModes { return .finished }
+        let m: ModeState? = locked {
+            guard !deallocating, let m = modes[mode], !isEmptyLocked(m) else { return nil }
+            // Step 2: push per-run flags; save and set the current mode.
+            let deadline: UInt64 = seconds <= 0 ? 0
+                : (seconds <= runTimeoutLimit ? rl_monotonic_ns() &+ UInt64(seconds * 1e9) : .max)
+            perRun.append(PerRun(stopped: false, ignoreWakeUps: false, deadline: deadline))
+            return m
+        }
+        guard let m else { return .finished }
+        let previous = locked { () -> ModeState? in
+            let p = currentModeState
+            currentModeState = m
+            return p
+        }
+        depth += 1
+        RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
+                         timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
+                         returnAfterSourceHandled: stopAfterHandle, depth: depth)
+        doObservers(m, .entry)
+        let result = runActivation(m, stopAfterHandle: stopAfterHandle)
+        doObservers(m, .exit)
+        RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
+        depth -= 1
+        locked {
+            perRun.removeLast()
+            currentModeState = previous
+        }
+        return result
+    }
+
+    /// CF's `__CFRunLoopModeIsEmpty`: no source0, source1, timer or block for it; observers do not
+    /// count; the main loop in a common mode stands for the main queue (outside its drain).
+    func isEmptyLocked(_ m: ModeState) -> Bool {
+        if isMainLoop && !inMainQueueCallout && commonModeNames.contains(m.name) { return false }
+        if !m.sources0.isEmpty || !m.sources1.isEmpty || !m.timers.isEmpty { return false }
+        if blocks.isEmpty { return true }
+        let isCommon = commonModeNames.contains(m.name)
+        return !blocks.contains { $0.matches(m.name, isCommon: isCommon) }
+    }
+
+    /// CF's `__CFRunLoopRun`: the iterations of one activation.
+    func runActivation(_ m: ModeState, stopAfterHandle: Bool) -> RLRunResult {
+        // Step 0: stopped before it began?
+        let (deadline, early) = locked { () -> (UInt64, RLRunResult?) in
+            let top = perRun.count - 1
+            if perRun[top].stopped { perRun[top].stopped = false; return (0, .stopped) }
+            if m.stopped { m.stopped = false; return (0, .stopped) }
+            return (perRun[top].deadline, nil)
+        }
+        if let early { return early }
+        let servesMainQueue = isMainLoop && !inMainQueueCallout && locked { commonModeNames.contains(m.name) }
+        var didDispatchLastTime = true
+        var result: RLRunResult?
+
+        repeat {
+            iteration &+= 1
+            let it = iteration
+            let calloutsAtStart = calloutCount
+            RLTrace.iterationBegin(loop: id, iteration: it)
+
+            // Step 1: accept wake-ups again; beforeTimers, beforeSources.
+            locked { perRun[perRun.count - 1].ignoreWakeUps = false }
+            doObservers(m, .beforeTimers)
+            doObservers(m, .beforeSources)
+            // Step 2: blocks for this mode.
+            doBlocks(m)
+            // Step 3: signalled source0s; blocks again if any was handled.
+            var handled = doSources0(m, stopAfterHandle: stopAfterHandle)
+            if handled { doBlocks(m) }
+            // Step 4: poll when a source was handled or the timeout is zero.
+            let poll = handled || deadline == 0
+
+            var ready: (token: UInt64, events: UInt32)?
+            var reason = RLTraceWakeReason.none
+            // Step 5: main loop, common mode: peek at the main queue if not serviced last time.
+            var peeked = false
+            if servesMainQueue && !didDispatchLastTime && Waiter.isReadable(mainQueueFD) {
+                ready = (Waiter.mainQueueToken, UInt32(EPOLLIN.rawValue))
+                peeked = true
+            }
+            didDispatchLastTime = false
+
+            if !peeked {
+                // Step 6: beforeWaiting (no user callout from here to the wake).
+                if !poll { doObservers(m, .beforeWaiting) }
+                // Step 7: sleep on the mode's epoll set (wake-up fd, timer fd, source1s, main queue).
+                let armed: UInt64 = locked {
+                    sleeping = true
+                    if !poll { waiter.arm(min(m.timers.hardDeadline(), deadline)) }
+                    return waiter.armedDeadline
+                }
+                let sleepStart = poll ? 0 : rl_monotonic_ns()
+                if !poll {
+                    RLTrace.sleepBegin(loop: id, iteration: it,
+                                       timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- sleepStart),
+                                       deadlineNs: armed == .max ? 0 : armed)
+                }
+                ready = waiter.wait(on: m.epfd, poll: poll)
+                // Step 8: ignore wake-ups until the next iteration; afterWaiting.
+                let now = rl_monotonic_ns()
+                reason = locked { () -> RLTraceWakeReason in
+                    sleeping = false
+                    perRun[perRun.count - 1].ignoreWakeUps = true
+                    return wakeReasonLocked(ready, m, now: now, deadline: deadline)
+                }
+                RLTrace.wake(loop: id, iteration: it, reason: reason, fd: readyFD(ready),
+                             sleptNs: poll ? 0 : now &- sleepStart)
+                if !poll { doObservers(m, .afterWaiting) }
+            } else {
+                reason = .mainQueue
+                RLTrace.wake(loop: id, iteration: it, reason: reason, fd: mainQueueFD, sleptNs: 0)
+            }
+            locked { perRun[perRun.count - 1].ignoreWakeUps = true }
+
+            // Step 9: handle what woke it — one thing per iteration.
+            if let ready {
+                switch ready.token {
+                case Waiter.wakeToken:
+                    waiter.drainWake()
+                case Waiter.timerToken:
+                    locked { waiter.timerFired() }
+                    doTimers(m, now: rl_monotonic_ns())
+                case Waiter.mainQueueToken:
+                    if servesMainQueue && !inMainQueueCallout {
+                        serviceMainQueue()
+                        handled = true
+                        didDispatchLastTime = true
+                    } else {
+                        suspendMainQueueLocked(m)
+                    }
+                default:
+                    if let s = locked({ source1ByID[ready.token] }), locked({ m.sources1.contains { $0 === s } }) {
+                        handled = doSource1(s, events: ready.events) || handled
+                    }
+                }
+            }
+            // Step 10: blocks again.
+            doBlocks(m)
+
+            // Step 11: decide.
+            result = locked { () -> RLRunResult? in
+                let top = perRun.count - 1
+                if handled && stopAfterHandle { return .handledSource }
+                if deadline < rl_monotonic_ns() { return .timedOut }
+                if perRun[top].stopped { perRun[top].stopped = false; return .stopped }
+                if m.stopped { m.stopped = false; return .stopped }
+                if isEmptyLocked(m) { return .finished }
+                return nil
+            }
+            RLTrace.iterationEnd(loop: id, iteration: it, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
+        } while result == nil
+        return result!
+    }
+
+    private func readyFD(_ ready: (token: UInt64, events: UInt32)?) -> Int32 {
+        guard let ready else { return -1 }
+        switch ready.token {
+        case Waiter.wakeToken: return waiter.wakeFD
+        case Waiter.timerToken: return waiter.timerFD
+        case Waiter.mainQueueToken: return mainQueueFD
+        default: return source1ByID[ready.token]?.fd ?? -1
+        }
+    }
+
+    /// Names the wake for the trace. A timerfd expiry with no timer due is the run's timeout.
+    private func wakeReasonLocked(_ ready: (token: UInt64, events: UInt32)?, _ m: ModeState,
+                                  now: UInt64, deadline: UInt64) -> RLTraceWakeReason {
+        guard let ready else { return .none }
+        switch ready.token {
+        case Waiter.wakeToken: return deadline <= now ? .timeout : .wakeUp
+        case Waiter.timerToken: return m.timers.earliestFire() <= now ? .timer : (deadline <= now ? .timeout : .timer)
+        case Waiter.mainQueueToken: return .mainQueue
+        default: return .source1
+        }
+    }
+
+    /// The main queue's fd woke a run that may not drain it (inside the drain): take the fd out of
+    /// this mode's set until the drain ends, so the nested run does not spin on it.
+    private func suspendMainQueueLocked(_ m: ModeState) {
+        locked {
+            guard m.mainQueueRegistered else { return }
+            Waiter.remove(m.epfd, mainQueueFD)
+            m.mainQueueRegistered = false
+            mainQueueSuspended.append(m)
+        }
+    }
+
+    // MARK: - Doing each kind
+
+    /// CF's `__CFRunLoopDoObservers`: snapshot the matching observers, then call each still valid.
+    func doObservers(_ m: ModeState, _ activity: RLActivity) {
+        var list = observerScratch.popLast() ?? []
+        locked {
+            guard m.observerMask & activity.rawValue != 0 else { return }
+            for o in m.observers where o.activities.rawValue & activity.rawValue != 0 {
+                if o.state.withLock({ $0.valid && !$0.firing }) { list.append(o) }
+            }
+        }
+        for o in list {
+            let fire = o.state.withLock { s -> Bool in
+                guard s.valid else { return false }
+                s.firing = true
+                return true
+            }
+            guard fire else { continue }
+            calloutToObserver(o, activity)
+            if !o.repeats { o.invalidate() }
+            o.state.withLock { $0.firing = false }
+        }
+        list.removeAll(keepingCapacity: true)
+        observerScratch.append(list)
+    }
+
+    /// CF's `__CFRunLoopDoBlocks`: run the queued blocks for this mode in FIFO order; others keep
+    /// their order, ahead of blocks queued meanwhile.
+    @discardableResult
+    func doBlocks(_ m: ModeState) -> Bool {
+        guard let (taken, isCommon) = locked({ () -> (Deque<BlockItem>, Bool)? in
+            if blocks.isEmpty { return nil }
+            let t = blocks
+            blocks = Deque()
+            return (t, commonModeNames.contains(m.name))
+        }) else { return false }
+        var kept = Deque<BlockItem>()
+        var did = false
+        for b in taken {
+            if b.matches(m.name, isCommon: isCommon) {
+                calloutToBlock(b)
+                did = true
+            } else {
+                kept.append(b)
+            }
+        }
+        if !kept.isEmpty {
+            locked {
+                kept.append(contentsOf: blocks)
+                blocks = kept
+            }
+        }
+        return did
+    }
+
+    /// CF's `__CFRunLoopDoSources0`: the signalled sources, by order then signal time, each
+    /// unsignalled before its perform. Like CF, the result is that of the last source tried.
+    func doSources0(_ m: ModeState, stopAfterHandle: Bool) -> Bool {
+        var list = source0Scratch.popLast() ?? []
+        locked {
+            for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) { list.append(s) }
+        }
+        var handled = false
+        if list.count > 1 {
+            let keyed = list.map { s in (s, s.state.withLock { $0.signalSeq }) }
+            list = keyed.sorted { $0.0.order != $1.0.order ? $0.0.order < $1.0.order : $0.1 < $1.1 }.map(\.0)
+        }
+        for s in list {
+            handled = doSource0(s)
+            if stopAfterHandle && handled { break }
+        }
+        list.removeAll(keepingCapacity: true)
+        source0Scratch.append(list)
+        return handled
+    }
+
+    private func doSource0(_ s: RLSource0) -> Bool {
+        let go = s.state.withLock { st -> Bool in
+            guard st.signalled else { return false }
+            st.signalled = false
+            return st.valid
+        }
+        if go { calloutToSource0(s) }
+        return go
+    }
+
+    /// CF's `__CFRunLoopDoTimers` / `__CFRunLoopDoTimer`: fire the due timers in fire order; then a
+    /// one-shot timer is invalidated and a repeating one moves to the first `fire + k·interval`
+    /// after now (missed fires skipped, phase kept) unless its callout moved it later.
+    @discardableResult
+    func doTimers(_ m: ModeState, now: UInt64) -> Bool {
+        var due = timerScratch.popLast() ?? []
+        locked { m.timers.collectDue(now: now, into: &due) }
+        var fired = false
+        for t in due { fired = doTimer(m, t) || fired }
+        due.removeAll(keepingCapacity: true)
+        timerScratch.append(due)
+        return fired
+    }
+
+    private func doTimer(_ m: ModeState, _ t: RLTimer) -> Bool {
+        let now = rl_monotonic_ns()
+        let go: (old: UInt64, oneShot: Bool)? = t.state.withLock { s in
+            guard s.valid, s.fireNs <= now, !s.firing, s.loop?.loop === self else { return nil }
+            s.firing = true
+            return (s.fireNs, s.intervalNs == 0)
+        }
+        guard let go else { return false }
+        calloutToTimer(t, scheduled: go.old)
+        if go.oneShot { t.invalidate() }
+        var armed: (fire: UInt64, interval: UInt64, missed: UInt64)?
+        locked {
+            let mids: [ObjectIdentifier] = t.state.withLock { s in
+                s.firing = false
+                guard s.valid, s.intervalNs > 0 else { return [] }
+                if go.old < s.fireNs { return [] }   // the callout moved it later: honoured (and placed)
+                let after = rl_monotonic_ns()
+                var next = go.old
+                var missed: UInt64 = 0
+                if after >= go.old {
+                    let k = (after - go.old) / s.intervalNs + 1
+                    let (prod, o1) = k.multipliedReportingOverflow(by: s.intervalNs)
+                    let (sum, o2) = go.old.addingReportingOverflow(prod)
+                    next = (o1 || o2) ? UInt64(Int64.max) : min(sum, UInt64(Int64.max))
+                    missed = k - 1
+                }
+                s.fireNs = next
+                armed = (next, s.intervalNs, missed)
+                return s.memberships.map(\.mode)
+            }
+            for mid in mids { repositionLocked(t, mid) }
+        }
+        if let armed {
+            RLTrace.timerArmed(loop: id, item: t.id, name: t.name ?? "", fireNs: armed.fire,
+                               intervalNs: armed.interval, missedFires: armed.missed)
+        }
+        return true
+    }
+
+    /// CF's `__CFRunLoopDoSource1`.
+    private func doSource1(_ s: RLSource1, events: UInt32) -> Bool {
+        guard s.isValid else { return false }
+        calloutToSource1(s, events: events)
+        return true
+    }
+
+    /// Drains the main dispatch queue (read the eventfd first: libdispatch does not reset it).
+    private func serviceMainQueue() {
+        var v: UInt64 = 0
+        _ = read(mainQueueFD, &v, 8)
+        inMainQueueCallout = true
+        calloutToMainQueue()
+        inMainQueueCallout = false
+        locked {
+            for sm in mainQueueSuspended { registerMainQueueLocked(sm) }
+            mainQueueSuspended.removeAll()
+        }
+    }
+
+    // MARK: - Trampolines: every callout goes through exactly one of these
+
+    @inline(never)
+    func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
+        calloutCount &+= 1
+        RLTrace.observerEntry(loop: id, iteration: iteration, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+        o.callout(o, activity)
+        RLTrace.observerExit(loop: id, iteration: iteration, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+    }
+
+    @inline(never)
+    func calloutToSource0(_ s: RLSource0) {
+        calloutCount &+= 1
+        RLTrace.source0Entry(loop: id, iteration: iteration, item: s.id, name: s.name ?? "")
+        s.perform()
+        RLTrace.source0Exit(loop: id, iteration: iteration, item: s.id, name: s.name ?? "")
+    }
+
+    @inline(never)
+    func calloutToSource1(_ s: RLSource1, events: UInt32) {
+        calloutCount &+= 1
+        RLTrace.source1Entry(loop: id, iteration: iteration, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+        s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
+        RLTrace.source1Exit(loop: id, iteration: iteration, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+    }
+
+    @inline(never)
+    func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
+        calloutCount &+= 1
+        RLTrace.timerEntry(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+        t.callout(t)
+        RLTrace.timerExit(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+    }
+
+    @inline(never)
+    func calloutToMainQueue() {
+        calloutCount &+= 1
+        RLTrace.mainQueueEntry(loop: id, iteration: iteration)
+        _dispatch_main_queue_callback_4CF(nil)
+        RLTrace.mainQueueExit(loop: id, iteration: iteration)
+    }
+
+    @inline(never)
+    func calloutToBlock(_ b: BlockItem) {
+        calloutCount &+= 1
+        RLTrace.blockEntry(loop: id, iteration: iteration, item: b.id, name: b.name ?? "")
+        b.body()
+        RLTrace.blockExit(loop: id, iteration: iteration, item: b.id, name: b.name ?? "")
+    }
+}
