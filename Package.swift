@@ -21,7 +21,7 @@ let package = Package(
     ],
     targets: [
         // --- RunLoopCore: the CFRunLoop engine -------------------------------------------------
-        .target(name: "CRunLoopShims"),
+        .target(name: "CRunLoopShims", linkerSettings: [.linkedLibrary("dispatch")]),
         .target(
             name: "RunLoopCore",
             dependencies: [
@@ -33,7 +33,7 @@ let package = Package(
         ),
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
         .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore"], path: "Sources/RLCScenarios"),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
         .target(
@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "Tracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
         .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing"], path: "Sources/TracingScenarios"),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "LTTngControl", "tracing-scenarios"]),
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),

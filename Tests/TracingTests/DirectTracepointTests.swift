@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+/// What `tracing-scenarios direct` says each call recorded.
+private struct ExpectedEvent: Decodable {
+    var event: String
+    var fields: [String: String]
+    var labels: [String: String]
+}
+
+@Suite("runloop tracepoints under a real session daemon", .serialized)
+struct DirectTracepointTests {
+    /// Every tracepoint fired directly with random values: each recorded event, field by field,
+    /// equals what the program passed (read back through babeltrace2).
+    @Test func everyTracepointRecordsEveryField() throws {
+        let rec = try Tracing.record(["direct"])
+        #expect(rec.run.status == 0, "\(rec.run.stderr)")
+        let expected = try rec.run.stdout.split(separator: "\n").filter { $0.hasPrefix("EXPECT ") }.map {
+            try JSONDecoder().decode(ExpectedEvent.self, from: Data($0.dropFirst(7).utf8))
+        }
+        #expect(expected.count > 40)
+        #expect(rec.events.count == expected.count, "trace has \(rec.events.count) events, program fired \(expected.count)")
+        // Every event of the provider appears.
+        let names = Set(rec.events.map(\.shortName))
+        #expect(names == Set(RunloopProvider.eventNames), "missing: \(Set(RunloopProvider.eventNames).subtracting(names))")
+        for (e, got) in zip(expected, rec.events) {
+            #expect(got.name == e.event)
+            guard got.name == e.event else { continue }
+            for (k, v) in e.fields {
+                #expect(got[k] == v, "\(e.event).\(k): expected \(v.debugDescription), recorded \(got[k].debugDescription)")
+            }
+            for (k, v) in e.labels {
+                #expect(got.labels[k] == v, "\(e.event).\(k) label: expected \(v), recorded \(got.labels[k] ?? "nil")")
+            }
+            // No payload field that the contract does not know about.
+            let payloadKeys = Set(got.fields.keys).subtracting(["cpu_id"])
+            #expect(payloadKeys == Set(e.fields.keys), "\(e.event): fields \(payloadKeys.sorted()) vs \(e.fields.keys.sorted())")
+        }
+    }
+
+    /// Without any session daemon, a traced program runs normally and quickly (registration fails fast).
+    @Test func noSessionDaemonIsHarmless() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("no-sessiond-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        var env = ProcessInfo.processInfo.environment
+        env["LTTNG_HOME"] = home.path
+        env["HOME"] = home.path
+        let run = try Tracing.run(Tracing.scenarios, ["direct"], environment: env)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.split(separator: "\n").filter { $0.hasPrefix("EXPECT ") }.count > 40)
+        #expect(run.seconds < 2.0, "a traced program without a daemon took \(run.seconds) s")
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import Tracing
+
+/// The `runloop` provider as declared in its header (the source of truth for names and fields).
+enum RunloopProvider {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static let header = (try? String(contentsOf: packageRoot.appendingPathComponent("Sources/CRunLoopTracepoints/runloop_tp.h"),
+                                     encoding: .utf8)) ?? ""
+
+    /// Every event name of the provider, in header order.
+    static var eventNames: [String] {
+        let re = try! NSRegularExpression(pattern: #"LTTNG_UST_TRACEPOINT_EVENT(?:_INSTANCE)?\(\s*runloop\s*,\s*(?:\w+\s*,\s*runloop\s*,\s*)?(\w+)"#)
+        let ns = header as NSString
+        return re.matches(in: header, range: NSRange(location: 0, length: ns.length)).map { ns.substring(with: $0.range(at: 1)) }
+    }
+
+    /// Every payload field name of the provider.
+    static var fieldNames: Set<String> {
+        let re = try! NSRegularExpression(pattern: #"lttng_ust_field_(?:integer|integer_hex|string)\(\s*(?:\w+\s*,\s*)?(\w+)\s*,|lttng_ust_field_enum\(\s*runloop\s*,\s*\w+\s*,\s*\w+\s*,\s*(\w+)"#)
+        let ns = header as NSString
+        var out = Set<String>()
+        for m in re.matches(in: header, range: NSRange(location: 0, length: ns.length)) {
+            for g in 1...2 where m.range(at: g).location != NSNotFound {
+                out.insert(ns.substring(with: m.range(at: g)))
+            }
+        }
+        return out
+    }
+}
+
+@Suite("runloop provider contract")
+struct ProviderTests {
+    @Test func headerDeclaresTheExpectedEvents() {
+        let names = RunloopProvider.eventNames
+        #expect(names.count == 25)
+        #expect(Set(names).count == names.count)
+        for kind in ["observer", "source0", "source1", "timer", "main_queue", "block"] {
+            #expect(names.contains("\(kind)_entry") && names.contains("\(kind)_exit"), "\(kind) entry/exit")
+        }
+    }
+
+    /// docs/tracepoints.md documents every event and every field.
+    @Test func docsDocumentEveryEventAndField() throws {
+        let docs = try String(contentsOf: RunloopProvider.packageRoot.appendingPathComponent("docs/tracepoints.md"), encoding: .utf8)
+        for name in RunloopProvider.eventNames {
+            #expect(docs.contains("`runloop:\(name)`"), "docs/tracepoints.md lacks runloop:\(name)")
+        }
+        #expect(RunloopProvider.fieldNames.count > 15)
+        for field in RunloopProvider.fieldNames {
+            #expect(docs.contains("`\(field)`"), "docs/tracepoints.md lacks field \(field)")
+        }
+    }
+
+    /// The Swift enumerations match the provider's enumeration mappings value for value.
+    @Test func swiftEnumerationsMatchTheProvider() {
+        let header = RunloopProvider.header
+        let kinds: [RLTraceCalloutKind: String] = [.observer: "observer", .source0: "source0", .source1: "source1",
+                                                   .timer: "timer", .mainQueue: "main_queue", .block: "block"]
+        for k in RLTraceCalloutKind.allCases {
+            #expect(header.contains("lttng_ust_field_enum_value(\"\(kinds[k]!)\", \(k.rawValue))"))
+        }
+        let reasons: [RLTraceWakeReason: String] = [.none: "none", .timeout: "timeout", .wakeUp: "wake_up",
+                                                    .timer: "timer", .source1: "source1", .mainQueue: "main_queue"]
+        for r in RLTraceWakeReason.allCases {
+            #expect(header.contains("lttng_ust_field_enum_value(\"\(reasons[r]!)\", \(r.rawValue))"))
+        }
+    }
+
+    /// With no session, every tracepoint is a no-op: names are never built.
+    @Test func disabledSitesDoNotEvaluateArguments() {
+        nonisolated(unsafe) var evaluated = 0
+        func name() -> String { evaluated += 1; return "n" }
+        for _ in 0..<1000 {
+            RLTrace.source0Entry(loop: 1, iteration: 2, item: 3, name: name())
+            RLTrace.itemAdded(loop: 1, kind: .timer, item: 3, name: name(), mode: name())
+            RLTrace.loopCreated(loop: 1, tid: 1, threadName: name())
+        }
+        #expect(evaluated == 0)
+    }
+}

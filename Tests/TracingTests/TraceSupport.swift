@@ -1,0 +1,224 @@
+import Foundation
+import LTTngControl
+import Testing
+
+/// One event as babeltrace2 prints it: `[cycles] host runloop:name: { ctx }, { payload }`.
+struct TraceEvent: CustomStringConvertible {
+    /// The full event name, e.g. `runloop:wake`.
+    var name: String
+    /// The event's timestamp in clock cycles (LTTng's monotonic clock: nanoseconds).
+    var cycles: UInt64
+    /// Every field of every printed scope (packet context, event context, payload), by name.
+    /// Integers in decimal, strings unescaped, enumerations as their integer value.
+    var fields: [String: String]
+    /// The label of each enumeration field.
+    var labels: [String: String]
+
+    subscript(_ field: String) -> String? { fields[field] }
+    func int(_ field: String) -> Int64? { fields[field].flatMap { Int64($0) } }
+    func uint(_ field: String) -> UInt64? { fields[field].flatMap { UInt64($0) } }
+    var shortName: String { String(name.dropFirst("runloop:".count)) }
+    var description: String { "\(name) \(fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))" }
+}
+
+/// Parses babeltrace2's default text output (run with `--clock-cycles --no-delta`).
+enum BabeltraceText {
+    struct ParseError: Error, CustomStringConvertible {
+        var line: String
+        var description: String { "cannot parse babeltrace2 line: \(line)" }
+    }
+
+    static func parse(_ text: String) throws -> [TraceEvent] {
+        try text.split(separator: "\n", omittingEmptySubsequences: true).map { try parseLine(String($0)) }
+    }
+
+    static func parseLine(_ line: String) throws -> TraceEvent {
+        let chars = Array(line.unicodeScalars)
+        var i = 0
+        func fail() -> ParseError { ParseError(line: line) }
+        guard chars.first == "[", let close = chars.firstIndex(of: "]") else { throw fail() }
+        guard let cycles = UInt64(String(String.UnicodeScalarView(chars[1..<close])).trimmingCharacters(in: .whitespaces)) else { throw fail() }
+        // Skip the host name (if any), then read the event name up to ": ".
+        let rest = String(String.UnicodeScalarView(chars[(close + 1)...]))
+        guard let nameRange = rest.range(of: #"[A-Za-z0-9_]+:[A-Za-z0-9_]+: "#, options: .regularExpression) else { throw fail() }
+        let name = String(rest[nameRange].dropLast(2))
+        let body = Array(rest[nameRange.upperBound...].unicodeScalars)
+        var fields: [String: String] = [:], labels: [String: String] = [:]
+        i = 0
+        func skipSpaces() { while i < body.count, body[i] == " " { i += 1 } }
+        func expect(_ c: Unicode.Scalar) throws { skipSpaces(); guard i < body.count, body[i] == c else { throw fail() }; i += 1 }
+        func readWord() -> String {
+            skipSpaces(); var s = ""
+            while i < body.count, body[i] != " ", body[i] != ",", body[i] != "}", body[i] != ")" { s.unicodeScalars.append(body[i]); i += 1 }
+            return s
+        }
+        func readString() throws -> String {
+            try expect("\"")
+            var s = ""
+            while i < body.count, body[i] != "\"" {
+                if body[i] == "\\", i + 1 < body.count {
+                    i += 1
+                    switch body[i] {
+                    case "n": s += "\n"
+                    case "t": s += "\t"
+                    case "r": s += "\r"
+                    case "v": s += "\u{0B}"
+                    case "f": s += "\u{0C}"
+                    case "a": s += "\u{07}"
+                    case "b": s += "\u{08}"
+                    case "e": s += "\u{1B}"
+                    default: s.unicodeScalars.append(body[i])
+                    }
+                } else {
+                    s.unicodeScalars.append(body[i])
+                }
+                i += 1
+            }
+            try expect("\"")
+            return s
+        }
+        func readValue(_ key: String) throws {
+            skipSpaces()
+            guard i < body.count else { throw fail() }
+            if body[i] == "\"" {
+                fields[key] = try readString()
+            } else if body[i] == "(" {
+                // ( "label" : container = N )   or   ( <unknown> : container = N )
+                i += 1; skipSpaces()
+                if body[i] == "\"" { labels[key] = try readString() } else { labels[key] = readWord() }
+                try expect(":")
+                guard readWord() == "container" else { throw fail() }
+                try expect("=")
+                fields[key] = normalizeInteger(readWord())
+                try expect(")")
+            } else {
+                fields[key] = normalizeInteger(readWord())
+            }
+        }
+        // Scopes: `{ k = v, ... }` separated by ", ".
+        while true {
+            skipSpaces()
+            if i >= body.count { break }
+            try expect("{")
+            skipSpaces()
+            if i < body.count, body[i] == "}" { i += 1 } else {
+                while true {
+                    let key = readWord()
+                    try expect("=")
+                    try readValue(key)
+                    skipSpaces()
+                    if i < body.count, body[i] == "," { i += 1; continue }
+                    try expect("}")
+                    break
+                }
+            }
+            skipSpaces()
+            if i < body.count, body[i] == "," { i += 1 }
+        }
+        return TraceEvent(name: name, cycles: cycles, fields: fields, labels: labels)
+    }
+
+    static func normalizeInteger(_ word: String) -> String {
+        if word.hasPrefix("0x"), let v = UInt64(word.dropFirst(2), radix: 16) { return String(v) }
+        return word
+    }
+}
+
+/// The private session daemon shared by this test process (started on first use, stopped at exit).
+nonisolated(unsafe) private var sharedDaemonInstance: PrivateSessionDaemon?
+private let sharedDaemonResult: Result<PrivateSessionDaemon, any Error> = {
+    do {
+        let d = try PrivateSessionDaemon.start()
+        sharedDaemonInstance = d
+        atexit { sharedDaemonInstance?.stop() }
+        return .success(d)
+    } catch {
+        return .failure(error)
+    }
+}()
+
+enum Tracing {
+    /// The shared private session daemon.
+    static func daemon() throws -> PrivateSessionDaemon { try sharedDaemonResult.get() }
+
+    /// The directory holding this package's built products (the test bundle's directory).
+    static var productsDirectory: URL {
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = exe.deletingLastPathComponent()
+        // swift-testing on Linux runs `<products>/<Package>PackageTests.xctest`.
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("tracing-scenarios").path),
+              dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir
+    }
+
+    static var scenarios: URL { productsDirectory.appendingPathComponent("tracing-scenarios") }
+
+    struct ProgramRun {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var seconds: Double
+        /// Lines `LOG ...` of the program (its own account of what it did), without the prefix.
+        var log: [String] { stdout.split(separator: "\n").filter { $0.hasPrefix("LOG ") }.map { String($0.dropFirst(4)) } }
+    }
+
+    /// Runs `executable arguments` with `environment`, returning its output (fails the test on timeout).
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String], timeout: Double = 60) throws -> ProgramRun {
+        let p = Process()
+        p.executableURL = executable
+        p.arguments = arguments
+        p.environment = environment
+        let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("tt-out-\(UUID().uuidString)")
+        let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("tt-err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outURL); try? FileManager.default.removeItem(at: errURL) }
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        let start = Date()
+        try p.run()
+        let deadline = start.addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(2_000) }
+        if p.isRunning { p.terminate(); p.waitUntilExit(); Issue.record("\(executable.lastPathComponent) \(arguments) timed out") }
+        p.waitUntilExit()
+        let seconds = Date().timeIntervalSince(start)
+        try? out.close(); try? err.close()
+        return ProgramRun(status: p.terminationStatus,
+                          stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+                          stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
+                          seconds: seconds)
+    }
+
+    struct Recording {
+        var run: ProgramRun
+        var events: [TraceEvent]
+        var babeltraceText: String
+    }
+
+    /// Records `tracing-scenarios arguments` in a fresh session (`runloop:*` enabled) of the shared daemon
+    /// and reads the trace back with babeltrace2.
+    static func record(_ arguments: [String], contexts: [String] = [], timeout: Double = 60) throws -> Recording {
+        let daemon = try daemon()
+        let name = "tt-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tracing-tests-\(name)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let session = try LTTngSession.create(name: name, outputDirectory: output, cli: daemon.cli)
+        var destroyed = false
+        defer { if !destroyed { try? session.destroy() } }
+        try session.enableUserspaceEvents("runloop:*")
+        if !contexts.isEmpty { try session.addContexts(contexts) }
+        try session.start()
+        let run = try run(scenarios, arguments, environment: daemon.applicationEnvironment, timeout: timeout)
+        try session.stop()
+        try session.destroy()
+        destroyed = true
+        let bt = try Tracing.run(URL(fileURLWithPath: "/usr/bin/babeltrace2"),
+                                 ["--clock-cycles", "--no-delta", output.path], environment: ProcessInfo.processInfo.environment)
+        #expect(bt.status == 0, "babeltrace2 failed: \(bt.stderr)")
+        return Recording(run: run, events: try BabeltraceText.parse(bt.stdout), babeltraceText: bt.stdout)
+    }
+}
