@@ -32,8 +32,8 @@ let package = Package(
             swiftSettings: tracingDefines
         ),
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
-        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore"], path: "Sources/RLCScenarios"),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/RLCScenarios"),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "rlc-scenarios"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
         .target(
@@ -43,8 +43,11 @@ let package = Package(
         ),
         .target(name: "Tracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
-        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing"], path: "Sources/TracingScenarios"),
+        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing", "RunLoopCore"], path: "Sources/TracingScenarios"),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "LTTngControl", "tracing-scenarios"]),
+        // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
+        .executableTarget(name: "tracing-bench", dependencies: ["Tracing", "RunLoopCore", "LTTngControl"],
+                          path: "Sources/TracingBench", swiftSettings: tracingDefines),
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),

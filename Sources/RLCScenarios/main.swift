@@ -1,1 +1,138 @@
-print("placeholder")
+// Scenarios that need the process's main thread to run the loop: the main dispatch queue and
+// @MainActor are serviced only by the main thread's loop, in common modes. The RunLoopCore tests
+// launch this program and compare what it prints (one event per line) with what CF specifies.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import RunLoopCore
+import Synchronization
+import CRunLoopShims
+
+final class Log: @unchecked Sendable {
+    private let lines = Mutex<[String]>([])
+    func add(_ s: String) { lines.withLock { $0.append(s) } }
+    func flush() { for l in lines.withLock({ $0 }) { print(l) } }
+}
+let log = Log()
+let mainTID = getpid()
+func onMain() -> String { rl_gettid() == mainTID ? "main" : "other" }
+
+func background(_ body: @escaping @Sendable () -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async { body(); done.signal() }
+    done.wait()
+}
+
+func mainQueueScenario() {
+    let loop = RLRunLoop.main
+    precondition(RLRunLoop.current === loop)
+    let tracking = RLMode("tracking")
+    let keepAlive = RLSource0(name: "keep-alive") {}
+    loop.add(keepAlive, forMode: tracking)
+
+    // 1. Main-queue work is not serviced in a mode that is not common.
+    background { DispatchQueue.main.async { log.add("dispatch-1 on \(onMain())") } }
+    log.add("tracking: \(loop.run(mode: tracking, seconds: 0.1, returnAfterSourceHandled: true))")
+    // 2. The default mode (common) drains it, and that counts as a handled source.
+    log.add("default: \(loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true))")
+    // 3. @MainActor work goes through the same queue.
+    background { Task { @MainActor in log.add("main-actor on \(onMain())") } }
+    log.add("default: \(loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true))")
+    // 4. Once tracking is marked common, it services the main queue too.
+    loop.addCommonMode(tracking)
+    background { DispatchQueue.main.async { log.add("dispatch-2 on \(onMain())") } }
+    log.add("tracking-common: \(loop.run(mode: tracking, seconds: 2, returnAfterSourceHandled: true))")
+    // 5. An empty default mode on the main loop is never "finished": it stands for the main queue.
+    log.add("poll-empty-default: \(loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false))")
+    // 6. Inside the drain the main queue is not re-entered: a nested run of a mode with nothing
+    //    else finishes at once, and work queued meanwhile runs after the outer drain.
+    DispatchQueue.main.async {
+        DispatchQueue.main.async { log.add("queued-inside-drain") }
+        log.add("nested: \(loop.run(mode: RLMode("nested-empty"), seconds: 1, returnAfterSourceHandled: false))")
+        let inner = RLSource0(name: "inner") { log.add("inner-source0") }
+        loop.add(inner, forMode: tracking)
+        inner.signal()
+        log.add("nested-tracking: \(loop.run(mode: tracking, seconds: 1, returnAfterSourceHandled: true))")
+        inner.invalidate()
+    }
+    loop.wakeUp()
+    log.add("outer: \(loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true))")
+    log.add("after: \(loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true))")
+    // 7. Main-queue work wakes the main loop only: a worker loop sleeping meanwhile does not wake.
+    let worker = RLWorkerThread(name: "rlc-worker")
+    let workerWakes = Atomic<Int>(0)
+    let obs = RLObserver(activities: .afterWaiting) { _, _ in workerWakes.add(1, ordering: .relaxed) }
+    let registered = DispatchSemaphore(value: 0)
+    worker.perform { RLRunLoop.current.add(obs, forMode: .default); registered.signal() }
+    registered.wait()
+    usleep(20_000)
+    let before = workerWakes.load(ordering: .relaxed)
+    background { DispatchQueue.main.async { log.add("dispatch-3 on \(onMain())") } }
+    log.add("default: \(loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true))")
+    usleep(20_000)
+    log.add("worker woke: \(workerWakes.load(ordering: .relaxed) - before)")
+    worker.cancel()
+    worker.join()
+}
+
+/// A stall monitor (observer + watchdog thread): the loop is "stalled" when it stays between
+/// beforeSources/afterWaiting and the next beforeWaiting for 5 × 200 ms... scaled to 5 × 20 ms here.
+func stallMonitorScenario() {
+    let loop = RLRunLoop.main
+    let lastActivity = Atomic<UInt32>(0)
+    let stamp = Atomic<UInt64>(0)
+    let observer = RLObserver(activities: .allActivities, order: Int.min + 1, name: "stall-monitor") { _, a in
+        lastActivity.store(a.rawValue, ordering: .relaxed)
+        stamp.add(1, ordering: .relaxed)
+    }
+    loop.add(observer, forMode: .commonModes)
+    let stalls = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+    let watchdog = Thread(name: "watchdog") {
+        var seen = stamp.load(ordering: .relaxed), strikes = 0
+        while !stop.load(ordering: .relaxed) {
+            usleep(20_000)
+            let now = stamp.load(ordering: .relaxed)
+            let a = lastActivity.load(ordering: .relaxed)
+            if now == seen && (a == RLActivity.beforeSources.rawValue || a == RLActivity.afterWaiting.rawValue) {
+                strikes += 1
+                if strikes == 5 { stalls.add(1, ordering: .relaxed) }
+            } else { strikes = 0 }
+            seen = now
+        }
+    }
+    let busy = RLTimer(fireAt: .now + .milliseconds(10), name: "busy") { _ in usleep(250_000) }
+    loop.add(busy, forMode: .default)
+    let quick = RLTimer(fireAt: .now + .milliseconds(400), name: "quick") { _ in }
+    loop.add(quick, forMode: .default)
+    loop.run(mode: .default, seconds: 0.6, returnAfterSourceHandled: false)
+    stop.store(true, ordering: .relaxed)
+    watchdog.join()
+    log.add("stalls: \(stalls.load(ordering: .relaxed))")
+    observer.invalidate()
+}
+
+/// A tiny joinable thread.
+final class Thread: @unchecked Sendable {
+    private var t = pthread_t()
+    init(name: String, _ body: @escaping () -> Void) {
+        final class Box { let f: () -> Void; init(_ f: @escaping () -> Void) { self.f = f } }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        pthread_create(&t, nil, { p in
+            Unmanaged<Box>.fromOpaque(p!).takeRetainedValue().f()
+            return nil
+        }, box)
+    }
+    func join() { pthread_join(t, nil) }
+}
+
+let args = CommandLine.arguments.dropFirst()
+switch args.first {
+case "mainqueue": mainQueueScenario()
+case "stall": stallMonitorScenario()
+default:
+    print("usage: rlc-scenarios mainqueue|stall")
+    exit(2)
+}
+log.flush()

@@ -113,6 +113,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
         self.perRun = [PerRun(stopped: false, ignoreWakeUps: true, deadline: .max)]
         self.perRun.reserveCapacity(8)
+        // Like CF, every loop has its default mode from birth (so the main loop can run it empty).
+        locked { _ = modeLocked(.default, create: true) }
         RLTrace.loopCreated(loop: id, tid: threadID, threadName: RLRunLoop.threadName())
     }
 

@@ -1,0 +1,258 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// A scenario drives an engine and logs what happens; the same scenario runs on RunLoopCore and on
+/// the real CFRunLoop (each on a fresh thread) and the logs must be identical.
+typealias Scenario = (any LoopEngine, EventLog) -> Void
+
+func runBoth(_ name: String, _ scenario: @escaping Scenario) -> (ours: [String], cf: [String]) {
+    let ours = onFreshThread("rl-\(name)") { () -> [String] in
+        let log = EventLog()
+        scenario(RLEngine(), log)
+        return log.all
+    }
+    let cf = onFreshThread("cf-\(name)") { () -> [String] in
+        let log = EventLog()
+        scenario(CFEngine(), log)
+        return log.all
+    }
+    return (ours, cf)
+}
+
+/// Adds an observer of every activity that logs `tag:activity`.
+func observeAll(_ e: any LoopEngine, _ log: EventLog, _ mode: String = "default", tag: String = "obs", order: Int = 0) -> AnyObject {
+    let o = e.observer(0x0FFF_FFFF, repeats: true, order: order) { log.add("\(tag):\(activityName($0))") }
+    e.add(observer: o, mode)
+    return o
+}
+
+let scenarios: [(String, Scenario)] = [
+    ("empty mode finishes without entry/exit", { e, log in
+        let o = observeAll(e, log)
+        log.add("result:\(e.run("default", 0.2, false))")
+        log.add("result-unknown-mode:\(e.run("nosuchmode", 0.2, false))")
+        log.add("result-common:\(e.run("common", 0.2, false))")
+        _ = o
+    }),
+    ("block, source0, one-shot timer, timeout", { e, log in
+        let o = observeAll(e, log)
+        let t = e.timer(after: 0.02, interval: 0) { log.add("timer") }
+        e.add(timer: t, "default")
+        e.performBlock("default") { log.add("block") }
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "default")
+        e.signal(s)
+        log.add("result:\(e.run("default", 0.15, false))")
+        _ = o
+    }),
+    ("one-shot timer as the only item finishes after it fires", { e, log in
+        let o = observeAll(e, log)
+        e.add(timer: e.timer(after: 0.01, interval: 0) { log.add("timer") }, "default")
+        log.add("result:\(e.run("default", 5, false))")
+        _ = o
+    }),
+    ("poll (timeout 0) runs one pass", { e, log in
+        let o = observeAll(e, log)
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "default")
+        log.add("result:\(e.run("default", 0, false))")
+        e.signal(s)
+        log.add("result:\(e.run("default", 0, false))")
+        log.add("result:\(e.run("default", -1, true))")
+        e.signal(s)
+        log.add("result:\(e.run("default", 0, true))")
+        _ = o
+    }),
+    ("observer order: autorelease-pool style bracketing and dirty-list flush", { e, log in
+        var keep: [AnyObject] = []
+        for (order, tag) in [(2_000_000, "commit"), (Int(Int32.max), "pool-pop"), (1_999_000, "flush"),
+                             (-Int(Int32.max), "pool-push"), (0, "plain-a"), (0, "plain-b")] {
+            let o = e.observer(1 | 32 | 128, repeats: true, order: order) { log.add("\(tag):\(activityName($0))") }
+            e.add(observer: o, "default")
+            keep.append(o)
+        }
+        e.add(timer: e.timer(after: 0.01, interval: 0) { log.add("timer") }, "default")
+        log.add("result:\(e.run("default", 2, false))")
+        _ = keep
+    }),
+    ("timer in default silent in tracking; alive once common", { e, log in
+        let keepAlive = e.source0(order: 0) {}
+        e.add(source0: keepAlive, "tracking")
+        let t = e.timer(after: 0.01, interval: 0) { log.add("timer") }
+        e.add(timer: t, "default")
+        log.add("tracking:\(e.run("tracking", 0.08, false))")
+        e.addCommonMode("tracking")
+        e.add(timer: t, "common")
+        log.add("tracking-common:\(e.run("tracking", 0.5, true))")
+        log.add("default:\(e.run("default", 0.05, false))")
+    }),
+    ("common items are copied into a mode marked common later", { e, log in
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "common")
+        let o = observeAll(e, log, "common")
+        e.signal(s)
+        log.add("before-mark:\(e.run("late", 0, false))")
+        e.addCommonMode("late")
+        e.signal(s)
+        log.add("after-mark:\(e.run("late", 0, true))")
+        e.performBlock("common") { log.add("common-block") }
+        log.add("block-run:\(e.run("late", 0, false))")
+        _ = o
+    }),
+    ("source0 signal without wakeUp is unseen while asleep; with wakeUp it runs", { e, log in
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "default")
+        let o = observeAll(e, log)
+        let signaller = Thread {
+            Thread.sleep(forTimeInterval: 0.03)
+            log.add("signalled")
+            e.signal(s)
+        }
+        signaller.start()
+        log.add("no-wake:\(e.run("default", 0.15, false))")
+        let wake = e.waker
+        let waker = Thread {
+            Thread.sleep(forTimeInterval: 0.03)
+            e.signal(s)
+            wake()
+        }
+        waker.start()
+        log.add("wake:\(e.run("default", 2, true))")
+        _ = o
+    }),
+    ("nested run in another mode from inside a callout", { e, log in
+        let o = observeAll(e, log, tag: "outer")
+        let inner = e.source0(order: 0) { log.add("inner-source0"); log.add("inner-mode:\(e.currentModeName ?? "-")") }
+        e.add(source0: inner, "inner")
+        let oi = observeAll(e, log, "inner", tag: "inner")
+        let s = e.source0(order: 0) {
+            log.add("outer-source0")
+            e.signal(inner)
+            log.add("nested:\(e.run("inner", 1, true))")
+            log.add("mode-after:\(e.currentModeName ?? "-")")
+        }
+        e.add(source0: s, "default")
+        e.signal(s)
+        log.add("result:\(e.run("default", 0.05, false))")
+        _ = (o, oi)
+    }),
+    ("stop inside a callout; stop before a run is lost", { e, log in
+        let s = e.source0(order: 0) { log.add("source0"); e.stop() }
+        e.add(source0: s, "default")
+        e.signal(s)
+        log.add("stopped:\(e.run("default", 2, false))")
+        e.stop()
+        log.add("after-early-stop:\(e.run("default", 0.03, false))")
+        let t = e.timer(after: 0.01, interval: 0) { log.add("timer"); e.stop() }
+        e.add(timer: t, "default")
+        log.add("timer-stop:\(e.run("default", 2, false))")
+    }),
+    ("mutation during callouts", { e, log in
+        var b: AnyObject?
+        let a = e.source0(order: 0) { log.add("A"); e.invalidate(source0: b!) }
+        b = e.source0(order: 1) { log.add("B") }
+        let c = e.source0(order: 2) { log.add("C") }
+        for s in [a, b!, c] { e.add(source0: s, "default"); e.signal(s) }
+        var selfRemoving: AnyObject?
+        selfRemoving = e.observer(4, repeats: true, order: 0) { _ in log.add("self-removing"); e.invalidate(observer: selfRemoving!) }
+        e.add(observer: selfRemoving!, "default")
+        let t1 = e.timer(after: 0.005, interval: 0) {
+            log.add("t1")
+            e.add(timer: e.timer(after: 0.01, interval: 0) { log.add("t-added") }, "default")
+        }
+        e.add(timer: t1, "default")
+        log.add("r1:\(e.run("default", 0, false))")
+        log.add("r2:\(e.run("default", 0.3, false))")
+    }),
+    ("one-shot observers fire once", { e, log in
+        let o = e.observer(0x0FFF_FFFF, repeats: false, order: 0) { log.add("once:\(activityName($0))") }
+        e.add(observer: o, "default")
+        let r = observeAll(e, log, tag: "rep")
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "default")
+        e.signal(s)
+        log.add("r:\(e.run("default", 0, false))")
+        e.signal(s)
+        log.add("r:\(e.run("default", 0, false))")
+        _ = r
+    }),
+    ("timers never count as handled sources", { e, log in
+        e.add(timer: e.timer(after: 0.01, interval: 0) { log.add("timer") }, "default")
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "default")
+        log.add("r:\(e.run("default", 0.08, true))")
+    }),
+    ("perform restricted to modes runs only when back in one", { e, log in
+        let keep = e.source0(order: 0) {}
+        e.add(source0: keep, "default")
+        e.add(source0: keep, "tracking")
+        e.performBlock("tracking") { log.add("for-tracking") }
+        e.performBlock(modes: ["default", "other"]) { log.add("for-default-or-other") }
+        e.performBlock("default") { log.add("for-default") }
+        log.add("default:\(e.run("default", 0, false))")
+        log.add("tracking:\(e.run("tracking", 0, false))")
+        e.performBlock("common") { log.add("for-common") }
+        log.add("tracking-again:\(e.run("tracking", 0, false))")
+        log.add("default-again:\(e.run("default", 0, false))")
+    }),
+    ("blocks queued during a pass wait for the next pass", { e, log in
+        let o = observeAll(e, log)
+        e.performBlock("default") {
+            log.add("b1")
+            e.performBlock("default") { log.add("b1-child") }
+        }
+        e.performBlock("default") { log.add("b2") }
+        log.add("r:\(e.run("default", 0, false))")
+        log.add("r:\(e.run("default", 0, false))")
+        _ = o
+    }),
+    ("source0 order, then signal time", { e, log in
+        let x = e.source0(order: 5) { log.add("x5") }
+        let y = e.source0(order: 1) { log.add("y1") }
+        let z = e.source0(order: 5) { log.add("z5") }
+        for s in [x, y, z] { e.add(source0: s, "default") }
+        e.signal(z); e.signal(x); e.signal(y)
+        log.add("r:\(e.run("default", 0, false))")
+        e.signal(x); e.signal(z)
+        log.add("r:\(e.run("default", 0, true))")
+        log.add("r:\(e.run("default", 0, true))")
+    }),
+    ("timer rescheduled later inside its callout is honoured", { e, log in
+        var t: AnyObject?
+        var n = 0
+        t = e.timer(after: 0.01, interval: 10) {
+            n += 1
+            log.add("fire\(n)")
+            if n == 1 { e.setNextFire(timer: t!, after: 0.02) }
+            if n == 2 { e.invalidate(timer: t!) }
+        }
+        e.add(timer: t!, "default")
+        log.add("r:\(e.run("default", 3, false))")
+    }),
+]
+
+@Suite("Differential: RunLoopCore vs CoreFoundation's CFRunLoop", .serialized)
+struct DifferentialTests {
+    @Test(arguments: scenarios.map(\.0))
+    func sameSequence(_ name: String) {
+        let scenario = scenarios.first { $0.0 == name }!.1
+        let (ours, cf) = runBoth(name, scenario)
+        #expect(!cf.isEmpty)
+        #expect(ours == cf, "\(name)\n ours: \(ours)\n   cf: \(cf)")
+    }
+
+    /// The logs are equal; they must also be what CF documents (so equality is not vacuous).
+    @Test func knownSequences() {
+        let basic = runBoth("basic", scenarios[1].1)
+        #expect(basic.cf == ["obs:entry", "obs:beforeTimers", "obs:beforeSources", "block", "source0",
+                             "obs:beforeTimers", "obs:beforeSources", "obs:beforeWaiting", "obs:afterWaiting", "timer",
+                             "obs:beforeTimers", "obs:beforeSources", "obs:beforeWaiting", "obs:afterWaiting", "obs:exit",
+                             "result:3"])
+        let empty = runBoth("empty", scenarios[0].1)
+        #expect(empty.ours == ["result:1", "result-unknown-mode:1", "result-common:1"])
+        let oneShot = runBoth("oneshot", scenarios[2].1)
+        #expect(oneShot.ours.last == "result:1")
+        #expect(oneShot.ours.contains("timer"))
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+/// The build folder holding the test bundle and the package's executables.
+func buildProductsDirectory() -> URL {
+    let exe = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+    return exe.deletingLastPathComponent()
+}
+
+/// Runs a package executable and returns its standard output lines and exit status.
+func runProduct(_ name: String, _ args: [String], timeout: TimeInterval = 60) throws -> (lines: [String], status: Int32) {
+    let p = Process()
+    p.executableURL = buildProductsDirectory().appendingPathComponent(name)
+    p.arguments = args
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    return (text.split(separator: "\n").map(String.init), p.terminationStatus)
+}
+
+@Suite("Main queue and @MainActor, in a process whose main thread runs the loop")
+struct MainQueueTests {
+    @Test func mainQueueIsServicedByTheMainLoopInCommonModesOnly() throws {
+        let (lines, status) = try runProduct("rlc-scenarios", ["mainqueue"])
+        #expect(status == 0)
+        #expect(lines == [
+            "tracking: timedOut",            // not a common mode: the main queue waits
+            "dispatch-1 on main",
+            "default: handledSource",         // draining the main queue is a handled source
+            "main-actor on main",
+            "default: handledSource",
+            "dispatch-2 on main",
+            "tracking-common: handledSource", // marked common: now it services the queue
+            "poll-empty-default: timedOut",   // the main loop's common mode is never empty
+            "nested: finished",               // inside the drain the queue is not re-entered
+            "inner-source0",
+            "nested-tracking: handledSource",
+            "outer: handledSource",
+            "queued-inside-drain",            // work queued during the drain runs afterwards
+            "after: handledSource",
+            "dispatch-3 on main",
+            "default: handledSource",
+            "worker woke: 0",                 // main-queue work wakes the main loop only
+        ])
+    }
+
+    @Test func stallMonitorSeesAHeldIteration() throws {
+        let (lines, status) = try runProduct("rlc-scenarios", ["stall"])
+        #expect(status == 0)
+        #expect(lines == ["stalls: 1"])
+    }
+}

@@ -1,0 +1,426 @@
+import Foundation
+import RunLoopCore
+import Synchronization
+import Testing
+
+/// Observer that logs every activity as `tag:name`.
+func logAll(_ loop: RLRunLoop, _ log: EventLog, _ mode: RLMode = .default, tag: String = "obs") -> RLObserver {
+    let o = RLObserver(activities: .allActivities, name: tag) { _, a in log.add("\(tag):\(activityName(a.rawValue))") }
+    loop.add(o, forMode: mode)
+    return o
+}
+
+@Suite("RunLoopCore: objects and rules", .serialized)
+struct RunLoopCoreTests {
+
+    @Test func currentAndMainLoops() {
+        let (a, b, tid, isMain) = onFreshThread { () -> (UInt64, UInt64, Bool, Bool) in
+            let l = RLRunLoop.current
+            return (l.id, RLRunLoop.current.id, l.threadID != getpid(), l.isMainLoop)
+        }
+        #expect(a == b)
+        #expect(tid)
+        #expect(!isMain)
+        #expect(RLRunLoop.main.isMainLoop)
+        #expect(RLRunLoop.main.threadID == getpid())
+        let other = onFreshThread { RLRunLoop.current.id }
+        #expect(other != a)
+    }
+
+    @Test func equalFireDatesAreFIFO() {
+        let order = onFreshThread { () -> [String] in
+            let loop = RLRunLoop.current
+            let log = EventLog()
+            let at = RLInstant.now + .milliseconds(20)
+            for n in ["t1", "t2", "t3", "t4", "t5"] { loop.add(RLTimer(fireAt: at) { _ in log.add(n) }, forMode: .default) }
+            loop.add(RLTimer(fireAt: at + .milliseconds(-10)) { _ in log.add("t0") }, forMode: .default)
+            loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: false)
+            return log.all
+        }
+        #expect(order == ["t0", "t1", "t2", "t3", "t4", "t5"])
+    }
+
+    @Test func repeatingTimerSkipsMissedFiresAndKeepsPhase() {
+        let (fires, phaseError) = onFreshThread { () -> ([Int], Int64) in
+            let loop = RLRunLoop.current
+            let start = RLInstant.now + .milliseconds(10)
+            var fires: [Int] = []
+            var lastScheduled = RLInstant(nanoseconds: 0)
+            let t = RLTimer(fireAt: start, interval: .milliseconds(20)) { t in
+                let k = Int(((RLInstant.now - start) / .milliseconds(20)).rounded(.down))
+                fires.append(k)
+                if fires.count == 1 { usleep(55_000) }   // miss the fires at +20 and +40 ms
+                lastScheduled = t.nextFireDate
+                if fires.count == 3 { t.invalidate() }
+            }
+            loop.add(t, forMode: .default)
+            loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: false)
+            let phase = nsOf(lastScheduled - start) % 20_000_000
+            return (fires, phase)
+        }
+        #expect(fires == [0, 3, 4], "fires at k·20ms: \(fires)")
+        #expect(phaseError == 0)
+    }
+
+    @Test func toleranceCoalescesWakeUps() {
+        // Timer A is due at +20 ms with 30 ms tolerance; B at +40 ms with none. With coalescing, the
+        // loop wakes once, at B's deadline, and fires both in one iteration.
+        let (sameIteration, wakes, lateness) = onFreshThread { () -> (Bool, Int, Int64) in
+            let loop = RLRunLoop.current
+            var iterations: [Int] = []
+            var iteration = 0
+            var wakes = 0
+            var lateA: Int64 = 0
+            let obs = RLObserver(activities: [.beforeTimers, .afterWaiting]) { _, a in
+                if a == .beforeTimers { iteration += 1 } else { wakes += 1 }
+            }
+            loop.add(obs, forMode: .default)
+            let base = RLInstant.now
+            let a = RLTimer(fireAt: base + .milliseconds(20), tolerance: .milliseconds(30)) { t in
+                lateA = nsOf(RLInstant.now - (base + .milliseconds(20)))
+                iterations.append(iteration)
+            }
+            let b = RLTimer(fireAt: base + .milliseconds(40)) { _ in iterations.append(iteration) }
+            loop.add(a, forMode: .default)
+            loop.add(b, forMode: .default)
+            loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: false)
+            return (iterations.count == 2 && iterations[0] == iterations[1], wakes, lateA)
+        }
+        #expect(sameIteration)
+        #expect(wakes == 1)
+        #expect(lateness >= 19_000_000 && lateness <= 30_000_000, "A fired \(lateness) ns after its date, within its tolerance")
+    }
+
+    @Test func source1OnAPipeWakesTheLoopAndDeliversBytes() throws {
+        let got = try onFreshThread { () -> Result<[String], Error> in
+            Result {
+                let loop = RLRunLoop.current
+                var fds: [Int32] = [0, 0]
+                #expect(pipe(&fds) == 0)
+                defer { close(fds[0]); close(fds[1]) }
+                let log = EventLog()
+                let s = try RLSource1(fd: fds[0], interest: .read, name: "pipe") { src, fd, readiness in
+                    var buf = [UInt8](repeating: 0, count: 64)
+                    let n = read(fd, &buf, 64)
+                    log.add("read \(n) \(String(decoding: buf.prefix(max(n, 0)), as: UTF8.self)) \(readiness)")
+                }
+                try loop.add(s, forMode: .default)
+                let w = fds[1]
+                Thread.detachNewThread {
+                    usleep(20_000)
+                    _ = "hello".withCString { write(w, $0, 5) }
+                }
+                let r = loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true)
+                log.add("result \(r)")
+                return log.all
+            }
+        }.get()
+        #expect(got == ["read 5 hello readable", "result handledSource"])
+    }
+
+    @Test func source1BadInput() throws {
+        let path = "/tmp/rlc-regular-\(getpid())"
+        FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+        let fd = open(path, O_RDONLY)
+        defer { close(fd); unlink(path) }
+        let loop = RLRunLoop.current
+        let s = try RLSource1(fd: fd) { _, _, _ in }
+        #expect(throws: RLError.notPollable(fd)) { try loop.add(s, forMode: RLMode("bad-input")) }
+        #expect(!loop.contains(s, inMode: RLMode("bad-input")))
+        #expect(throws: RLError.badFileDescriptor(9999)) { _ = try RLSource1(fd: 9999) { _, _, _ in } }
+        #expect(throws: RLError.badFileDescriptor(-1)) { _ = try RLSource1(fd: -1) { _, _, _ in } }
+    }
+
+    @Test func source1BelongsToOneLoop() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let s = try RLSource1(fd: fds[0]) { _, _, _ in }
+        let a = onFreshThread { RLRunLoop.current }
+        let b = onFreshThread { RLRunLoop.current }
+        try a.add(s, forMode: .default)
+        #expect(throws: RLError.belongsToAnotherLoop("source1 #\(s.id)")) { try b.add(s, forMode: .default) }
+    }
+
+    @Test func invalidatedItemsAreIgnoredAndRemovingUnknownItemsIsHarmless() {
+        let loop = onFreshThread { RLRunLoop.current }
+        let s = RLSource0 {}
+        s.invalidate()
+        loop.add(s, forMode: .default)
+        #expect(!loop.contains(s, inMode: .default))
+        let t = RLTimer(fireAt: .now) { _ in }
+        t.invalidate()
+        loop.add(t, forMode: .default)
+        #expect(!loop.contains(t, inMode: .default))
+        let never = RLObserver(activities: .entry) { _, _ in }
+        loop.remove(never, forMode: .default)
+        loop.remove(RLSource0 {}, forMode: RLMode("never-created"))
+        #expect(!loop.allModes.contains(RLMode("never-created")))
+    }
+
+    @Test func scheduleAndCancelCallbacks() {
+        let log = EventLog()
+        let loop = onFreshThread { RLRunLoop.current }
+        let s = RLSource0(schedule: { _, m in log.add("schedule \(m)") }, cancel: { _, m in log.add("cancel \(m)") }) {}
+        loop.addCommonMode(RLMode("x"))
+        loop.add(s, forMode: .commonModes)
+        loop.add(s, forMode: RLMode("y"))
+        loop.remove(s, forMode: RLMode("y"))
+        s.invalidate()
+        #expect(log.all.sorted() == ["cancel kCFRunLoopDefaultMode", "cancel x", "cancel y",
+                                     "schedule kCFRunLoopDefaultMode", "schedule x", "schedule y"])
+    }
+
+    @Test func stopFromAnotherThreadWakesTheLoop() {
+        let (r, elapsed) = onFreshThread { () -> (RLRunResult, Duration) in
+            let loop = RLRunLoop.current
+            loop.add(RLSource0 {}, forMode: .default)
+            Thread.detachNewThread { usleep(30_000); loop.stop() }
+            let start = RLInstant.now
+            let r = loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+            return (r, RLInstant.now - start)
+        }
+        #expect(r == .stopped)
+        #expect(elapsed < .seconds(2))
+    }
+
+    @Test func isWaitingWhileAsleep() {
+        let observed = Mutex<Bool?>(nil)
+        onFreshThread {
+            let loop = RLRunLoop.current
+            loop.add(RLSource0 {}, forMode: .default)
+            Thread.detachNewThread {
+                usleep(30_000)
+                observed.withLock { $0 = loop.isWaiting }
+                loop.stop()
+            }
+            #expect(!loop.isWaiting)
+            loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+        }
+        #expect(observed.withLock { $0 } == true)
+    }
+
+    @Test func performAfterDelayIsATimerAndNeedsARunningLoop() {
+        let log = onFreshThread { () -> [String] in
+            let loop = RLRunLoop.current
+            let log = EventLog()
+            let t = loop.perform(after: .milliseconds(10), name: "later") { log.add("later") }
+            usleep(30_000)
+            log.add("before-run valid=\(t.isValid)")
+            loop.run(mode: .default, seconds: 1, returnAfterSourceHandled: false)
+            log.add("after-run valid=\(t.isValid)")
+            return log.all
+        }
+        #expect(log == ["before-run valid=true", "later", "after-run valid=false"])
+    }
+
+    @Test func residentWorkerThreadWithMessagePort() {
+        let worker = RLWorkerThread(name: "rl-test-worker")
+        let results = Mutex<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        for i in 0..<100 {
+            worker.perform { results.withLock { $0.append(i) }; if i == 99 { done.signal() } }
+        }
+        done.wait()
+        #expect(results.withLock { $0 } == Array(0..<100))
+        var tid: Int32 = 0
+        let got = DispatchSemaphore(value: 0)
+        worker.perform { tid = RLRunLoop.current.threadID; got.signal() }
+        got.wait()
+        #expect(tid == worker.runLoop.threadID)
+        worker.cancel()
+        worker.join()
+    }
+
+    @Test func messagePortDeliversInOrderAcrossThreads() throws {
+        let received = Mutex<[Int]>([])
+        let log = try onFreshThread { () -> Result<[Int], Error> in
+            Result {
+                let loop = RLRunLoop.current
+                let port = try RLMessagePort<Int>(name: "port") { v in
+                    received.withLock { $0.append(v) }
+                    if v == 999 { RLRunLoop.current.stop() }
+                }
+                try loop.add(port.source, forMode: .default)
+                Thread.detachNewThread { for i in 0..<1000 { port.send(i) } }
+                loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+                return received.withLock { $0 }
+            }
+        }.get()
+        #expect(log == Array(0..<1000))
+    }
+
+    @Test func serialExecutorRunsActorJobsOnTheLoopThread() async {
+        let worker = RLWorkerThread(name: "rl-actor")
+        let executor = RLSerialExecutor(runLoop: worker.runLoop)
+        actor Counter {
+            let executor: RLSerialExecutor
+            var n = 0
+            init(_ e: RLSerialExecutor) { executor = e }
+            nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+            func bump() -> (Int, Int32) { n += 1; return (n, RLRunLoop.current.threadID) }
+        }
+        let c = Counter(executor)
+        var last = 0
+        for _ in 0..<50 {
+            let (n, tid) = await c.bump()
+            #expect(tid == worker.runLoop.threadID)
+            last = n
+        }
+        #expect(last == 50)
+        worker.cancel()
+        worker.join()
+    }
+
+    @Test func descriptionDumpListsModesAndItems() throws {
+        let (before, after) = try onFreshThread { () -> Result<(String, String), Error> in
+            Result {
+                let loop = RLRunLoop.current
+                loop.add(RLTimer(fireAt: .now + .seconds(60), interval: .seconds(2), tolerance: .milliseconds(5), name: "hb") { _ in }, forMode: .default)
+                let before = loop.description
+                var fds: [Int32] = [0, 0]
+                _ = pipe(&fds)
+                try loop.add(RLSource1(fd: fds[0], name: "port") { _, _, _ in }, forMode: .default)
+                loop.add(RLObserver(activities: [.beforeWaiting, .exit], order: 1_999_000, name: "flush") { _, _ in }, forMode: .default)
+                return (before, loop.description)
+            }
+        }.get()
+        #expect(before.contains("<mode kCFRunLoopDefaultMode>"))
+        #expect(before.contains("\"hb\"") && before.contains("interval=2.0s") && before.contains("tolerance=0.005s"))
+        #expect(!before.contains("\"port\""))
+        #expect(after.contains("\"port\" fd="))
+        #expect(after.contains("\"flush\" activities=beforeWaiting|exit repeats=true order=1999000"))
+        #expect(after.contains("common modes = {kCFRunLoopDefaultMode}"))
+    }
+
+    @Test func loopIsDestroyedAtThreadExit() {
+        let log = EventLog()
+        let weakLoop = onFreshThread { () -> (() -> RLRunLoop?) in
+            let loop = RLRunLoop.current
+            loop.add(RLSource0(cancel: { _, m in log.add("cancel \(m)") }) {}, forMode: .default)
+            weak var w = loop
+            return { w }
+        }
+        usleep(20_000)
+        #expect(log.all == ["cancel kCFRunLoopDefaultMode"])
+        #expect(weakLoop() == nil)
+    }
+
+    @Test func manyTimersInsertRemoveAndFireInOrder() {
+        let fired = onFreshThread { () -> [Int] in
+            let loop = RLRunLoop.current
+            var timers: [RLTimer] = []
+            var fired: [Int] = []
+            let base = RLInstant.now + .milliseconds(30)
+            // 100k timers in a scattered order; remove all but every 1000th; the rest fire in date order.
+            for i in 0..<100_000 {
+                let k = (i * 7919) % 100_000
+                timers.append(RLTimer(fireAt: base + .microseconds(k)) { _ in fired.append(k) })
+                loop.add(timers[i], forMode: .default)
+            }
+            for (i, t) in timers.enumerated() where ((i * 7919) % 100_000) % 1000 != 0 { loop.remove(t, forMode: .default) }
+            loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+            return fired
+        }
+        #expect(fired == stride(from: 0, to: 100_000, by: 1000).map { $0 })
+    }
+
+    @Test func removingTheNextTimerDoesNotCauseASpuriousWake() {
+        let wakes = onFreshThread { () -> Int in
+            let loop = RLRunLoop.current
+            var wakes = 0
+            loop.add(RLObserver(activities: .afterWaiting) { _, _ in wakes += 1 }, forMode: .default)
+            let t = RLTimer(fireAt: .now + .milliseconds(30)) { _ in }
+            loop.add(t, forMode: .default)
+            loop.add(RLSource0 {}, forMode: .default)
+            Thread.detachNewThread { usleep(10_000); t.invalidate() }
+            loop.run(mode: .default, seconds: 0.1, returnAfterSourceHandled: false)
+            return wakes
+        }
+        #expect(wakes == 1, "only the run's timeout wakes the loop (CF on Linux wakes for the removed timer too)")
+    }
+
+    @Test func timerAddedFromAnotherThreadWhileAsleepFiresOnTime() {
+        let late = onFreshThread { () -> Int64 in
+            let loop = RLRunLoop.current
+            loop.add(RLSource0 {}, forMode: .default)
+            var late: Int64 = -1
+            Thread.detachNewThread {
+                usleep(10_000)
+                let due = RLInstant.now + .milliseconds(20)
+                loop.add(RLTimer(fireAt: due) { _ in late = nsOf(RLInstant.now - due); loop.stop() }, forMode: .default)
+            }
+            loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: false)
+            return late
+        }
+        #expect(late >= 0 && late < 10_000_000, "fired \(late) ns late")
+    }
+
+    @Test func wakeUpIsDroppedWhenTheLoopIsNotRunning() {
+        let iterations = onFreshThread { () -> Int in
+            let loop = RLRunLoop.current
+            var n = 0
+            loop.add(RLObserver(activities: .afterWaiting) { _, _ in n += 1 }, forMode: .default)
+            loop.add(RLSource0 {}, forMode: .default)
+            loop.wakeUp()   // not running: ignored (CF), so the run below sleeps until its timeout
+            let r = loop.run(mode: .default, seconds: 0.05, returnAfterSourceHandled: false)
+            #expect(r == .timedOut)
+            return n
+        }
+        #expect(iterations == 1)
+    }
+
+    @Test func runUntilAPastDateIsATruePoll() {
+        let r = onFreshThread { () -> (RLRunResult, Int) in
+            let loop = RLRunLoop.current
+            var sleeps = 0
+            loop.add(RLObserver(activities: .beforeWaiting) { _, _ in sleeps += 1 }, forMode: .default)
+            loop.add(RLSource0 {}, forMode: .default)
+            return (loop.run(mode: .default, until: .now), sleeps)
+        }
+        #expect(r.0 == .timedOut)
+        #expect(r.1 == 0)
+    }
+
+    @Test func modesAreCreatedByAddingNotByRunning() {
+        let loop = onFreshThread { RLRunLoop.current }
+        #expect(loop.allModes == [.default])
+        _ = onFreshThread { _ = RLRunLoop.current.run(mode: RLMode("ghost"), seconds: 0, returnAfterSourceHandled: false) }
+        loop.performBlock(forMode: RLMode("via-block")) {}
+        #expect(loop.allModes.contains(RLMode("via-block")))
+        #expect(!loop.allModes.contains(RLMode("ghost")))
+    }
+}
+
+@Suite("RunLoopCore: preconditions")
+struct PreconditionTests {
+    @Test func nanTimeoutTraps() async {
+        await #expect(processExitsWith: .failure) {
+            _ = RLRunLoop.current.run(mode: .default, seconds: .nan, returnAfterSourceHandled: false)
+        }
+    }
+    @Test func nanIntervalTraps() async {
+        await #expect(processExitsWith: .failure) {
+            _ = RLTimer(fireAfter: 1, interval: .nan) { _ in }
+        }
+    }
+    @Test func runningAnotherThreadsLoopTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let loop = RLRunLoop.main
+            let sem = DispatchSemaphore(value: 0)
+            Thread.detachNewThread { _ = loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false); sem.signal() }
+            sem.wait()
+        }
+    }
+    @Test func clampsOfDatesAndIntervals() {
+        let inf = RLTimer(fireAfter: .infinity, interval: .infinity) { _ in }
+        #expect(inf.nextFireDate == .distantFuture)
+        #expect(inf.interval == .seconds(504_911_232))
+        let neg = RLTimer(fireAfter: -5, interval: -1, tolerance: -3) { _ in }
+        #expect(!neg.repeats)
+        #expect(neg.tolerance == .zero)
+        #expect(neg.nextFireDate < .now)
+        let capped = RLTimer(fireAt: .now, interval: .milliseconds(10), tolerance: .seconds(1)) { _ in }
+        #expect(capped.tolerance == .milliseconds(10))
+    }
+}
