@@ -1,6 +1,9 @@
 // tracing-scenarios: programs the TracingTests run under a real LTTng session daemon.
 //
 //   tracing-scenarios direct     fire every `runloop` tracepoint with known values; print them
+//   tracing-scenarios sequence   a loop with observers, source0s, timers, a pipe source1 and blocks
+//   tracing-scenarios wakes      one run per way of waking the main loop (timer, fd, wakeUp, stop,
+//                                main queue, timeout, poll)
 //
 // Each scenario prints what it did (lines `EXPECT {json}` / `LOG ...`) so the tests can compare
 // the recorded trace with the program's own account of what happened.
@@ -10,7 +13,11 @@ let args = CommandLine.arguments.dropFirst()
 switch args.first {
 case "direct":
     DirectScenario.run()
+case "sequence":
+    SequenceScenario.run()
+case "wakes":
+    WakeScenario.run()
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|wakes\n".utf8))
     exit(2)
 }

@@ -160,6 +160,8 @@ enum Tracing {
         var stdout: String
         var stderr: String
         var seconds: Double
+        /// The program's process id.
+        var pid: Int32
         /// Lines `LOG ...` of the program (its own account of what it did), without the prefix.
         var log: [String] { stdout.split(separator: "\n").filter { $0.hasPrefix("LOG ") }.map { String($0.dropFirst(4)) } }
     }
@@ -190,7 +192,7 @@ enum Tracing {
         return ProgramRun(status: p.terminationStatus,
                           stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
                           stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
-                          seconds: seconds)
+                          seconds: seconds, pid: p.processIdentifier)
     }
 
     struct Recording {
@@ -199,8 +201,9 @@ enum Tracing {
         var babeltraceText: String
     }
 
-    /// Records `tracing-scenarios arguments` in a fresh session (`runloop:*` enabled) of the shared daemon
-    /// and reads the trace back with babeltrace2.
+    /// Records `tracing-scenarios arguments` in a fresh session (`runloop:*` enabled, `vpid` context)
+    /// of the shared daemon and reads the trace back with babeltrace2. Only the program's own events
+    /// are returned (a session records every registered process's events).
     static func record(_ arguments: [String], contexts: [String] = [], timeout: Double = 60) throws -> Recording {
         let daemon = try daemon()
         let name = "tt-\(getpid())-\(UUID().uuidString.prefix(8))"
@@ -210,7 +213,7 @@ enum Tracing {
         var destroyed = false
         defer { if !destroyed { try? session.destroy() } }
         try session.enableUserspaceEvents("runloop:*")
-        if !contexts.isEmpty { try session.addContexts(contexts) }
+        try session.addContexts(["vpid"] + contexts)
         try session.start()
         let run = try run(scenarios, arguments, environment: daemon.applicationEnvironment, timeout: timeout)
         try session.stop()
@@ -219,6 +222,7 @@ enum Tracing {
         let bt = try Tracing.run(URL(fileURLWithPath: "/usr/bin/babeltrace2"),
                                  ["--clock-cycles", "--no-delta", output.path], environment: ProcessInfo.processInfo.environment)
         #expect(bt.status == 0, "babeltrace2 failed: \(bt.stderr)")
-        return Recording(run: run, events: try BabeltraceText.parse(bt.stdout), babeltraceText: bt.stdout)
+        let events = try BabeltraceText.parse(bt.stdout).filter { $0["vpid"] == String(run.pid) }
+        return Recording(run: run, events: events, babeltraceText: bt.stdout)
     }
 }

@@ -1,0 +1,228 @@
+import Foundation
+import Testing
+
+/// The callout kinds whose entry/exit events the provider has.
+private let calloutKinds = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+
+extension TraceEvent {
+    /// For a `*_entry`/`*_exit` callout event: its kind.
+    var calloutKind: String? {
+        for k in calloutKinds where shortName == k + "_entry" || shortName == k + "_exit" { return k }
+        return nil
+    }
+    var isEntry: Bool { shortName.hasSuffix("_entry") }
+    /// The callout as the scenarios log it: `<kind> <name> [<activity> | <fd> <events>]`.
+    var calloutLine: String {
+        switch calloutKind {
+        case "observer": return "observer \(self["name"] ?? "?") \(self["activity"] ?? "?")"
+        case "source1": return "source1 \(self["name"] ?? "?") \(self["fd"] ?? "?") \(self["events"] ?? "?")"
+        case "main_queue": return "main_queue"
+        case let k?: return "\(k) \(self["name"] ?? "?")"
+        case nil: return "?"
+        }
+    }
+}
+
+/// The `LOG` lines of a scenario.
+private struct ScenarioLog {
+    var lines: [String]
+    init(_ run: Tracing.ProgramRun) { lines = run.log }
+    func words(_ prefix: String) -> [[String]] {
+        lines.filter { $0.hasPrefix(prefix + " ") }.map { $0.split(separator: " ").map(String.init) }
+    }
+    var loopID: String? { words("loop").first?[1] }
+    var loopTID: String? { words("loop").first?[3] }
+}
+
+@Suite("RunLoopCore traced under a real session daemon", .serialized)
+struct EngineTraceTests {
+    /// The sequence of callouts in the trace is exactly the sequence the callouts themselves logged;
+    /// every entry has its exit; names, fds, activities, iterations and timer deadlines are right.
+    @Test func calloutSequenceMatchesWhatTheLoopExecuted() throws {
+        let rec = try Tracing.record(["sequence"])
+        #expect(rec.run.status == 0, "\(rec.run.stderr)")
+        let log = ScenarioLog(rec.run)
+        let loopID = try #require(log.loopID)
+        let events = rec.events.filter { $0["loop_id"] == loopID }
+
+        // 1. The sequence of callouts.
+        let expected = log.lines.filter { $0.hasPrefix("callout ") }.map { line -> String in
+            var w = line.dropFirst("callout ".count).split(separator: " ").map(String.init)
+            if w.first == "source1", let r = w.firstIndex(of: "read") { w.removeSubrange(r...) }
+            return w.joined(separator: " ")
+        }
+        let recorded = events.filter { $0.calloutKind != nil && $0.isEntry }.map(\.calloutLine)
+        #expect(expected.count > 30)
+        #expect(recorded == expected, "trace callouts:\n\(recorded.joined(separator: "\n"))\nlogged:\n\(expected.joined(separator: "\n"))")
+
+        // 2. Entries and exits pair up, with identical payloads, properly nested.
+        var stack: [TraceEvent] = []
+        var kindsSeen = Set<String>()
+        for e in events where e.calloutKind != nil {
+            kindsSeen.insert(e.calloutKind!)
+            if e.isEntry { stack.append(e); continue }
+            let popped = stack.popLast()
+            let open = try #require(popped, "exit without entry: \(e)")
+            #expect(open.calloutKind == e.calloutKind)
+            var a = open.fields, b = e.fields
+            a["cpu_id"] = nil; b["cpu_id"] = nil
+            #expect(a == b, "entry \(open) vs exit \(e)")
+            #expect(e.cycles >= open.cycles)
+        }
+        #expect(stack.isEmpty, "entries without exit: \(stack)")
+        #expect(kindsSeen.isSuperset(of: ["observer", "source0", "source1", "timer", "block"]), "\(kindsSeen)")
+
+        // 3. Names and fds.
+        let pipeFD = try #require(log.words("fd").first?[2])
+        let s1 = events.filter { $0.shortName == "source1_entry" }
+        #expect(!s1.isEmpty && s1.allSatisfy { $0["fd"] == pipeFD && $0["name"] == "pipe-r" && $0["events"] == "1" })
+
+        // 4. One run: mode, timeout, flags, depth, result.
+        let enters = events.filter { $0.shortName == "run_enter" }, exits = events.filter { $0.shortName == "run_exit" }
+        #expect(enters.count == 1 && exits.count == 1)
+        if let en = enters.first, let ex = exits.first {
+            #expect(en["mode"] == "kCFRunLoopDefaultMode" && ex["mode"] == "kCFRunLoopDefaultMode")
+            #expect(en["timeout_ns"] == "50000000")
+            #expect(en["return_after_source_handled"] == "0")
+            #expect(en["depth"] == "1" && ex["depth"] == "1")
+            #expect(ex["result"] == log.words("result").first?[1])
+            #expect(ex.labels["result"] == "timed_out")
+        }
+
+        // 5. Iterations bracket their callouts; iteration_end counts them.
+        var current: String?
+        var calloutsInIteration = 0
+        var iterations: [UInt64] = []
+        for e in events {
+            switch e.shortName {
+            case "iteration_begin":
+                #expect(current == nil, "nested iteration_begin \(e)")
+                current = e["iteration"]; calloutsInIteration = 0
+                iterations.append(e.uint("iteration") ?? 0)
+            case "iteration_end":
+                #expect(e["iteration"] == current)
+                #expect(e.int("callouts") == Int64(calloutsInIteration), "iteration \(current ?? "?"): \(e["callouts"] ?? "?") vs \(calloutsInIteration)")
+                current = nil
+            default:
+                if e.calloutKind != nil {
+                    if e.isEntry { calloutsInIteration += 1 }
+                    // Entry/exit observers of the run itself (entry/exit activities) lie outside iterations.
+                    if let c = current { #expect(e["iteration"] == c, "\(e) outside its iteration \(c)") }
+                }
+            }
+        }
+        #expect(iterations.count > 5)
+        #expect(zip(iterations, iterations.dropFirst()).allSatisfy { $1 == $0 + 1 }, "iterations not consecutive: \(iterations)")
+
+        // 6. Timers: fired at or after their scheduled time (same clock as the event timestamps).
+        let timerEntries = events.filter { $0.shortName == "timer_entry" }
+        #expect(timerEntries.map { $0["name"] ?? "" } == ["t-once", "t-repeat", "t-repeat", "t-repeat"])
+        for t in timerEntries {
+            let scheduled = try #require(t.uint("scheduled_ns"))
+            #expect(t.cycles >= scheduled && t.cycles - scheduled < 1_000_000_000, "lateness \(Int64(t.cycles) - Int64(scheduled)) ns")
+        }
+        let armed = events.filter { $0.shortName == "timer_armed" }
+        #expect(armed.contains { $0["name"] == "t-repeat" && $0["interval_ns"] == "4000000" })
+
+        // 7. Sleep and wake: the waits ended by timer, fd and finally the run's timeout.
+        let wakes = events.filter { $0.shortName == "wake" }
+        let reasons = wakes.compactMap { $0.labels["reason"] }
+        #expect(reasons.contains("timer") && reasons.contains("source1") && reasons.last == "timeout", "\(reasons)")
+        #expect(wakes.filter { $0.labels["reason"] == "source1" }.allSatisfy { $0["fd"] == pipeFD })
+        let sleeps = events.filter { $0.shortName == "sleep_begin" }
+        #expect(sleeps.count == wakes.filter { $0.int("slept_ns") ?? 0 > 0 }.count)
+
+        // 8. Lifecycle and registrations, named.
+        #expect(rec.events.contains { $0.shortName == "loop_created" && $0["loop_id"] == loopID && $0["tid"] == log.loopTID })
+        let added = Set(events.filter { $0.shortName == "item_added" }.map { "\($0.labels["kind"] ?? "?") \($0["name"] ?? "?")" })
+        #expect(added.isSuperset(of: ["observer obs-all", "observer obs-late", "source0 s0-a", "source0 s0-b",
+                                      "timer t-once", "timer t-repeat", "source1 pipe-r"]), "\(added)")
+        let removed = Set(events.filter { $0.shortName == "item_removed" }.map { "\($0.labels["kind"] ?? "?") \($0["name"] ?? "?")" })
+        #expect(removed.isSuperset(of: ["observer obs-all", "source0 s0-a", "source1 pipe-r"]), "\(removed)")
+    }
+
+    /// Each way of waking the main loop is recorded with the right reason (and fd, and waking thread).
+    @Test func wakeReasonsAreRightForEachWayOfWaking() throws {
+        let rec = try Tracing.record(["wakes"])
+        #expect(rec.run.status == 0, "\(rec.run.stderr)")
+        let log = ScenarioLog(rec.run)
+        let loopID = try #require(log.loopID)
+        let steps = log.words("step"), results = log.words("result")
+        #expect(steps.count == 7 && results.count == 7)
+
+        // Split the loop's events into runs; every cross-thread event between two runs' starts belongs to the later run.
+        var runs: [[TraceEvent]] = []
+        var pending: [TraceEvent] = []
+        for e in rec.events where e["loop_id"] == loopID || e.shortName == "source0_signalled" {
+            if e.shortName == "run_enter" { runs.append(pending + [e]); pending = []; continue }
+            if runs.isEmpty || runs[runs.count - 1].last?.shortName == "run_exit" { pending.append(e) } else { runs[runs.count - 1].append(e) }
+        }
+        try #require(runs.count == steps.count, "\(runs.count) runs in the trace, \(steps.count) steps logged")
+
+        for (i, step) in steps.enumerated() {
+            let name = step[1], reason = step[2], fd = step[3]
+            let run = runs[i]
+            let wakes = run.filter { $0.shortName == "wake" }
+            let first = try #require(wakes.first, "step \(name): no wake event")
+            if name == "poll" {
+                // A poll does not sleep; RunLoopCore reports the elapsed zero timeout (`timeout`) or `none`.
+                #expect(["none", "timeout"].contains(first.labels["reason"] ?? ""), "step poll: first wake \(first)")
+            } else {
+                #expect(first.labels["reason"] == reason, "step \(name): first wake \(first)")
+            }
+            if reason == "source1" { #expect(first["fd"] == fd, "step \(name): fd \(first["fd"] ?? "?")") }
+            let exit = try #require(run.last { $0.shortName == "run_exit" })
+            #expect(exit["result"] == results[i][1], "step \(name): result")
+            switch name {
+            case "timer":
+                #expect(run.contains { $0.shortName == "timer_entry" && $0["name"] == "wake-timer" })
+            case "fd":
+                #expect(run.contains { $0.shortName == "source1_entry" && $0["fd"] == fd && $0["name"] == "wake-pipe" })
+            case "wakeup":
+                let tid = step[4], item = step[5]
+                let signalled = try #require(run.first { $0.shortName == "source0_signalled" && $0["item_id"] == item })
+                #expect(signalled["caller_tid"] == tid && signalled["name"] == "signalled-elsewhere")
+                let request = try #require(run.first { $0.shortName == "wakeup_requested" && $0["caller_tid"] == tid })
+                #expect(request["accepted"] == "1")
+                let perform = try #require(run.first { $0.shortName == "source0_entry" && $0["item_id"] == item })
+                #expect(signalled.cycles <= request.cycles && request.cycles <= first.cycles && first.cycles <= perform.cycles)
+                #expect(perform.cycles - signalled.cycles < 1_000_000_000, "signal-to-perform latency")
+            case "stop":
+                #expect(run.contains { $0.shortName == "wakeup_requested" && $0["caller_tid"] == step[4] && $0["accepted"] == "1" })
+                #expect(exit.labels["result"] == "stopped")
+            case "main-queue":
+                #expect(first.int("fd") ?? -1 >= 0, "main queue fd")
+                #expect(run.contains { $0.shortName == "main_queue_entry" } && run.contains { $0.shortName == "main_queue_exit" })
+                #expect(exit.labels["result"] == "handled_source")
+            case "timeout":
+                #expect(exit.labels["result"] == "timed_out")
+                #expect(run.contains { $0.shortName == "sleep_begin" && $0["timeout_ns"].flatMap { Int64($0) }.map { $0 > 0 && $0 <= 10_000_000 } == true })
+            case "poll":
+                #expect(!run.contains { $0.shortName == "sleep_begin" }, "a poll must not sleep")
+                #expect(first["slept_ns"] == "0")
+            default:
+                Issue.record("unknown step \(name)")
+            }
+        }
+    }
+
+    /// Without any session daemon, the same program does the same thing (its own log, with ids, fds
+    /// and tids masked, is identical to the log of the traced run) in about the same time.
+    @Test func untracedRunBehavesIdentically() throws {
+        let rec = try Tracing.record(["wakes"])
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("no-sessiond-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        var env = ProcessInfo.processInfo.environment
+        env["LTTNG_HOME"] = home.path
+        env["HOME"] = home.path
+        let plain = try Tracing.run(Tracing.scenarios, ["wakes"], environment: env)
+        #expect(plain.status == 0 && rec.run.status == 0, "\(plain.stderr) \(rec.run.stderr)")
+        func masked(_ lines: [String]) -> [String] {
+            lines.map { $0.replacingOccurrences(of: #"[0-9]+"#, with: "N", options: .regularExpression) }
+        }
+        #expect(masked(plain.log) == masked(rec.run.log))
+        #expect(plain.log.count > 10)
+        #expect(plain.seconds < 2, "untraced run took \(plain.seconds) s")
+    }
+}
