@@ -33,7 +33,9 @@ let package = Package(
         ),
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
         .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/RLCScenarios"),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "rlc-scenarios"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The example loop service (every callout kind, built-in load, injectable problems).
+        .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/ExampleService"),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "rlc-scenarios", "rl-example"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
         .target(

@@ -12,7 +12,9 @@ struct TimerQueue {
     struct Entry: Comparable {
         var key: UInt64
         var stamp: UInt64
-        unowned(unsafe) var timer: RLTimer
+        /// Strong: a stale entry keeps its timer alive until it is discarded (no dangling pointer,
+        /// no address reuse); compaction bounds stale entries to about twice the live ones.
+        var timer: RLTimer
         static func < (a: Entry, b: Entry) -> Bool { a.key != b.key ? a.key < b.key : a.stamp < b.stamp }
         static func == (a: Entry, b: Entry) -> Bool { a.key == b.key && a.stamp == b.stamp }
     }
@@ -21,7 +23,7 @@ struct TimerQueue {
     let mode: ObjectIdentifier
     private(set) var byFire = Heap<Entry>()
     private var byHard = Heap<Entry>()
-    /// The live timers (strong references: the heaps' entries are unowned).
+    /// The live timers.
     private(set) var members: [ObjectIdentifier: RLTimer] = [:]
 
     init(mode: ObjectIdentifier) { self.mode = mode }

@@ -53,3 +53,27 @@ struct MainQueueTests {
         #expect(lines == ["stalls: 1"])
     }
 }
+
+@Suite("The example loop service")
+struct ExampleServiceTests {
+    @Test func servesEveryRequestUnderItsBuiltInLoad() throws {
+        let (lines, status) = try runProduct("rl-example", ["--duration", "1.5", "--clients", "4", "--requests", "100"])
+        #expect(status == 0)
+        #expect(lines.contains("connections 4, requests 400, replies 400"), "\(lines)")
+        #expect(lines.contains("load: ok 400, wrong 0, broken 0, clients done 4/4"), "\(lines)")
+        // 100 ms heartbeat over 1.5 s: 14 or 15 fires; 50 ms main-queue and @MainActor posts: ~29.
+        let hb = lines.first { $0.hasPrefix("heartbeats ") } ?? ""
+        let numbers = hb.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        #expect(numbers.count == 4)
+        if numbers.count == 4 {
+            #expect((13...15).contains(numbers[0]), "heartbeats \(numbers[0])")
+            #expect(numbers[1] >= 20 && numbers[2] >= 20, "main queue \(numbers[1]), main actor \(numbers[2])")
+        }
+    }
+
+    @Test func rejectsUnknownOptionsClearly() throws {
+        let (lines, status) = try runProduct("rl-example", ["--inject", "bogus"])
+        #expect(status == 2)
+        #expect(lines.isEmpty)
+    }
+}

@@ -1,0 +1,335 @@
+// rl-example: a small loop-based TCP service built on RunLoopCore that uses every callout kind for
+// real, with a built-in load generator and switches that inject the problems rltrace should find.
+//
+//   rl-example [--port N] [--duration SECONDS] [--clients N] [--requests N]
+//              [--inject slow-callout,hang,late-timer,spin]...
+//
+// Protocol: newline-terminated requests over TCP. "ping" → "pong"; "compute N" → the sum 1…N,
+// computed on a worker thread whose result comes back through a source0 (the network-loader hand-off).
+#if canImport(Glibc)
+import Glibc
+#endif
+import CRunLoopShims
+import Dispatch
+import RunLoopCore
+import Synchronization
+
+// MARK: options
+
+struct Options {
+    var port: UInt16 = 0
+    var duration: Double = 2
+    var clients = 4
+    var requests = 200
+    var inject: Set<String> = []
+}
+
+func parseOptions() -> Options {
+    var o = Options()
+    var args = CommandLine.arguments.dropFirst()
+    func value(_ flag: String) -> String {
+        guard let v = args.popFirst() else { fail("\(flag) needs a value") }
+        return v
+    }
+    while let a = args.popFirst() {
+        switch a {
+        case "--port": o.port = UInt16(value(a)) ?? { fail("--port takes a number 0…65535") }()
+        case "--duration": o.duration = Double(value(a)) ?? { fail("--duration takes seconds") }()
+        case "--clients": o.clients = Int(value(a)) ?? { fail("--clients takes a number") }()
+        case "--requests": o.requests = Int(value(a)) ?? { fail("--requests takes a number") }()
+        case "--inject":
+            for k in value(a).split(separator: ",").map(String.init) {
+                guard ["slow-callout", "hang", "late-timer", "spin"].contains(k) else {
+                    fail("unknown --inject \(k) (slow-callout, hang, late-timer, spin)")
+                }
+                o.inject.insert(k)
+            }
+        case "-h", "--help":
+            print("usage: rl-example [--port N] [--duration S] [--clients N] [--requests N] [--inject slow-callout,hang,late-timer,spin]")
+            exit(0)
+        default: fail("unknown argument \(a)")
+        }
+    }
+    return o
+}
+
+func fail(_ message: String) -> Never {
+    warn(message)
+    exit(2)
+}
+
+func warn(_ message: String) {
+    let bytes = Array("rl-example: \(message)\n".utf8)
+    _ = bytes.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count) }
+}
+
+// MARK: counters (printed at the end)
+
+final class Stats: @unchecked Sendable {
+    let counts = Mutex<[String: Int]>([:])
+    func bump(_ k: String, _ n: Int = 1) { counts.withLock { $0[k, default: 0] += n } }
+    func get(_ k: String) -> Int { counts.withLock { $0[k] ?? 0 } }
+}
+let stats = Stats()
+
+// MARK: the service
+
+final class Connection {
+    let fd: Int32
+    let number: Int
+    var buffer: [UInt8] = []
+    var source: RLSource1?
+    var idle: RLTimer?
+    init(fd: Int32, number: Int) { self.fd = fd; self.number = number }
+}
+
+final class Service: @unchecked Sendable {
+    let loop = RLRunLoop.main
+    let options: Options
+    let listenFD: Int32
+    let port: UInt16
+    var connections: [Int32: Connection] = [:]
+    var nextConnection = 0
+    let worker = RLWorkerThread(name: "compute-worker")
+    let results = Mutex<[(Int32, String)]>([])
+    var resultsReady: RLSource0!
+    var spinLeft = 0
+
+    init(options: Options) {
+        self.options = options
+        let listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        self.listenFD = listenFD
+        guard listenFD >= 0 else { fail("socket: \(String(cString: strerror(errno)))") }
+        var yes: Int32 = 1
+        setsockopt(listenFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = options.port.bigEndian
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listenFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let listenOK = listen(listenFD, 128) == 0
+        guard rc == 0, listenOK else { fail("bind/listen on 127.0.0.1:\(options.port): \(String(cString: strerror(errno)))") }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listenFD, $0, &len) } }
+        self.port = UInt16(bigEndian: addr.sin_port)
+    }
+
+    func start() throws {
+        // source1: the listening socket.
+        let listener = try RLSource1(fd: listenFD, interest: .read, name: "listener") { [unowned self] _, fd, _ in self.acceptAll(fd) }
+        try loop.add(listener, forMode: .commonModes)
+
+        // source0: results handed back by the compute worker (signalled from its thread).
+        resultsReady = RLSource0(order: 0, name: "compute-results") { [unowned self] in
+            let ready = self.results.withLock { r -> [(Int32, String)] in defer { r.removeAll() }; return r }
+            for (fd, line) in ready { self.reply(fd, line) }
+            if self.options.inject.contains("slow-callout") { usleep(50_000) }  // injected: 50 ms in a named callout
+        }
+        loop.add(resultsReady, forMode: .commonModes)
+
+        // timer: a heartbeat every 100 ms.
+        let heartbeat = RLTimer(fireAt: .now + .milliseconds(100), interval: .milliseconds(100), name: "heartbeat") { _ in
+            stats.bump("heartbeats")
+        }
+        loop.add(heartbeat, forMode: .commonModes)
+
+        // observers: autorelease-pool style bracketing, and a beforeWaiting flush.
+        loop.add(RLObserver(activities: [.entry, .beforeWaiting, .exit], order: Int(Int32.min) + 1, name: "pool-push") { _, _ in }, forMode: .commonModes)
+        loop.add(RLObserver(activities: .beforeWaiting, order: 1_999_000, name: "flush-writes") { _, _ in stats.bump("flushes") }, forMode: .commonModes)
+
+        // main queue and @MainActor: a stats thread posts a summary every 50 ms.
+        Thread.spawn(name: "stats-poster") {
+            let end = RLInstant.now.advanced(bySeconds: self.options.duration)
+            while RLInstant.now < end {
+                usleep(50_000)
+                DispatchQueue.main.async { stats.bump("main-queue-updates") }
+                Task { @MainActor in stats.bump("main-actor-updates") }
+            }
+        }
+
+        // Injected problems.
+        if options.inject.contains("hang") {
+            loop.add(RLTimer(fireAt: .now + .milliseconds(300), name: "hang-timer") { _ in usleep(300_000) }, forMode: .commonModes)
+        }
+        if options.inject.contains("late-timer") {
+            let due = RLInstant.now + .milliseconds(500)
+            loop.add(RLTimer(fireAt: due, name: "late-timer") { _ in stats.bump("late-timer-fired") }, forMode: .commonModes)
+            // A block that holds the loop for 20 ms right before the timer is due.
+            loop.add(RLTimer(fireAt: due + .milliseconds(-2), name: "blocker") { [unowned self] _ in
+                self.loop.perform(name: "blocking-block") { usleep(20_000) }
+            }, forMode: .commonModes)
+        }
+        if options.inject.contains("spin") {
+            spinLeft = 200
+            let spinner = RLSource0(name: "spinner") { [unowned self] in
+                if self.spinLeft > 0 { self.spinLeft -= 1; self.spinnerSource?.signal() }
+            }
+            spinnerSource = spinner
+            loop.add(spinner, forMode: .commonModes)
+            loop.add(RLTimer(fireAt: .now + .milliseconds(700), name: "start-spin") { _ in spinner.signal() }, forMode: .commonModes)
+        }
+    }
+    var spinnerSource: RLSource0?
+
+    func acceptAll(_ fd: Int32) {
+        while true {
+            let c = accept(fd, nil, nil)
+            if c < 0 { return }
+            _ = fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK)
+            nextConnection += 1
+            stats.bump("connections")
+            let conn = Connection(fd: c, number: nextConnection)
+            connections[c] = conn
+            do {
+                let s = try RLSource1(fd: c, interest: .read, name: "client") { [unowned self] _, fd, readiness in self.readable(fd, readiness) }
+                conn.source = s
+                try loop.add(s, forMode: .commonModes)
+            } catch { warn("cannot watch client fd \(c): \(error)"); closeConnection(c); continue }
+            // timer: per-connection idle timeout (pushed back on every request).
+            let idle = RLTimer(fireAt: .now + .seconds(5), name: "idle-timeout") { [unowned self] _ in
+                stats.bump("idle-timeouts"); self.closeConnection(c)
+            }
+            conn.idle = idle
+            loop.add(idle, forMode: .commonModes)
+        }
+    }
+
+    func readable(_ fd: Int32, _ readiness: RLSource1.Readiness) {
+        guard let conn = connections[fd] else { return }
+        var buf = [UInt8](repeating: 0, count: 4096)
+        let n = read(fd, &buf, buf.count)
+        if n <= 0 {
+            if n < 0 && errno == EAGAIN { return }
+            closeConnection(fd)
+            return
+        }
+        conn.idle?.setNextFireDate(.now + .seconds(5))
+        conn.buffer.append(contentsOf: buf[0..<n])
+        while let nl = conn.buffer.firstIndex(of: 10) {
+            let line = String(decoding: conn.buffer[..<nl], as: UTF8.self)
+            conn.buffer.removeSubrange(...nl)
+            handle(fd, line)
+        }
+    }
+
+    func handle(_ fd: Int32, _ line: String) {
+        stats.bump("requests")
+        if line == "ping" {
+            // perform-block: the reply is written at the end of the pass.
+            loop.performBlock(forMode: .commonModes, name: "reply") { [unowned self] in self.reply(fd, "pong") }
+        } else if line.hasPrefix("compute ") {
+            let n = Int(line.dropFirst(8)) ?? 0
+            worker.perform(name: "compute") { [unowned self] in
+                let sum = n * (n + 1) / 2
+                self.results.withLock { $0.append((fd, "sum \(sum)")) }
+                self.resultsReady.signal()
+                self.loop.wakeUp()
+            }
+        } else {
+            reply(fd, "error unknown request")
+        }
+    }
+
+    func reply(_ fd: Int32, _ line: String) {
+        guard connections[fd] != nil else { return }
+        stats.bump("replies")
+        var bytes = Array((line + "\n").utf8)
+        _ = write(fd, &bytes, bytes.count)
+    }
+
+    func closeConnection(_ fd: Int32) {
+        guard let conn = connections.removeValue(forKey: fd) else { return }
+        conn.source?.invalidate()
+        conn.idle?.invalidate()
+        close(fd)
+    }
+}
+
+// MARK: the load generator (plain blocking sockets on its own threads)
+
+func runLoad(port: UInt16, clients: Int, requests: Int) {
+    for c in 0..<clients {
+        Thread.spawn(name: "load-\(c)") {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = port.bigEndian
+            addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard ok == 0 else { stats.bump("load-connect-failures"); return }
+            var reader = LineReader(fd: fd)
+            for i in 0..<requests {
+                let req = i % 4 == 3 ? "compute \(i)" : "ping"
+                var bytes = Array((req + "\n").utf8)
+                _ = write(fd, &bytes, bytes.count)
+                guard let answer = reader.next() else { stats.bump("load-broken"); break }
+                let expected = i % 4 == 3 ? "sum \(i * (i + 1) / 2)" : "pong"
+                stats.bump(answer == expected ? "load-ok" : "load-wrong")
+                usleep(2_000)
+            }
+            close(fd)
+            stats.bump("load-clients-done")
+        }
+    }
+}
+
+struct LineReader {
+    let fd: Int32
+    var pending: [UInt8] = []
+    mutating func next() -> String? {
+        while true {
+            if let nl = pending.firstIndex(of: 10) {
+                let line = String(decoding: pending[..<nl], as: UTF8.self)
+                pending.removeSubrange(...nl)
+                return line
+            }
+            var buf = [UInt8](repeating: 0, count: 1024)
+            let n = read(fd, &buf, buf.count)
+            if n <= 0 { return nil }
+            pending.append(contentsOf: buf[0..<n])
+        }
+    }
+}
+
+enum Thread {
+    static func spawn(name: String, _ body: @escaping () -> Void) {
+        final class Box { let f: () -> Void; let name: String; init(_ f: @escaping () -> Void, _ n: String) { self.f = f; name = n } }
+        var t = pthread_t()
+        let box = Unmanaged.passRetained(Box(body, name)).toOpaque()
+        pthread_create(&t, nil, { p in
+            let b = Unmanaged<Box>.fromOpaque(p!).takeRetainedValue()
+            rl_set_thread_name(b.name)
+            b.f()
+            return nil
+        }, box)
+        pthread_detach(t)
+    }
+}
+
+// MARK: main
+
+let options = parseOptions()
+let service = Service(options: options)
+do { try service.start() } catch { fail("cannot start: \(error)") }
+print("rl-example: serving on 127.0.0.1:\(service.port) for \(options.duration) s; load \(options.clients) clients × \(options.requests) requests; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
+runLoad(port: service.port, clients: options.clients, requests: options.requests)
+
+let loop = RLRunLoop.main
+var iterations = 0, sleeps = 0
+loop.add(RLObserver(activities: [.beforeTimers, .beforeWaiting], name: "stats") { _, a in
+    if a == .beforeTimers { iterations += 1 } else { sleeps += 1 }
+}, forMode: .commonModes)
+loop.add(RLTimer(fireAt: RLInstant.now.advanced(bySeconds: options.duration), name: "shutdown") { _ in loop.stop() }, forMode: .commonModes)
+let started = RLInstant.now
+loop.run(mode: .default, seconds: options.duration + 5, returnAfterSourceHandled: false)
+let elapsed = Double(nsOf(RLInstant.now - started)) / 1e9
+
+func nsOf(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
+
+print("""
+ran \(Double(Int(elapsed * 100)) / 100) s: \(iterations) iterations, \(sleeps) sleeps
+connections \(stats.get("connections")), requests \(stats.get("requests")), replies \(stats.get("replies"))
+load: ok \(stats.get("load-ok")), wrong \(stats.get("load-wrong")), broken \(stats.get("load-broken")), clients done \(stats.get("load-clients-done"))/\(options.clients)
+heartbeats \(stats.get("heartbeats")), main-queue updates \(stats.get("main-queue-updates")), main-actor updates \(stats.get("main-actor-updates")), flushes \(stats.get("flushes"))
+""")
+exit(stats.get("load-wrong") == 0 && stats.get("load-broken") == 0 ? 0 : 1)
