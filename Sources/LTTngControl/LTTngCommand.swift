@@ -109,47 +109,54 @@ func resolveExecutable(_ name: String, environment: [String: String]) -> String?
     return nil
 }
 
-/// Runs a command to completion, capturing both output streams through temporary files (no pipe deadlock).
+/// Runs a command to completion, capturing both output streams through pipes read until end of file.
 func runProcess(_ argv: [String], environment: [String: String], timeout: Double) throws -> ProcessResult {
     guard let exe = resolveExecutable(argv[0], environment: environment) else {
         throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "", reason: "\(argv[0]) not found in PATH")
     }
-    let tmp = FileManager.default.temporaryDirectory
-    let outURL = tmp.appendingPathComponent("lttngctl-\(UUID().uuidString).out")
-    let errURL = tmp.appendingPathComponent("lttngctl-\(UUID().uuidString).err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer {
-        try? FileManager.default.removeItem(at: outURL)
-        try? FileManager.default.removeItem(at: errURL)
-    }
-    let outHandle = try FileHandle(forWritingTo: outURL)
-    let errHandle = try FileHandle(forWritingTo: errURL)
+    let outPipe = Pipe(), errPipe = Pipe()
     let p = Process()
     p.executableURL = URL(fileURLWithPath: exe)
     p.arguments = Array(argv.dropFirst())
     p.environment = environment
-    p.standardOutput = outHandle
-    p.standardError = errHandle
+    p.standardOutput = outPipe
+    p.standardError = errPipe
     p.standardInput = FileHandle.nullDevice
     do { try p.run() } catch {
-        try? outHandle.close(); try? errHandle.close()
         throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
     }
-    let deadline = Date().addingTimeInterval(timeout)
-    while p.isRunning && Date() < deadline { usleep(5_000) }
-    var timedOut = false
-    if p.isRunning {
-        timedOut = true
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+    let pid = p.processIdentifier
+    let timedOut = TimeoutFlag()
+    let killer = DispatchWorkItem {
+        timedOut.set()
+        kill(pid, SIGKILL)
     }
-    try? outHandle.close(); try? errHandle.close()
-    let out = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
-    let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-    if timedOut {
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+    let outBox = DataBox()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async {
+        outBox.data = outPipe.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    let errData = errPipe.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    p.waitUntilExit()
+    killer.cancel()
+    let out = String(decoding: outBox.data, as: UTF8.self)
+    let err = String(decoding: errData, as: UTF8.self)
+    if timedOut.isSet {
         throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: err, standardOutput: out,
                                 reason: "timed out after \(timeout) s")
     }
     return ProcessResult(status: p.terminationStatus, stdout: out, stderr: err)
+}
+
+private final class DataBox: @unchecked Sendable { var data = Data() }
+
+private final class TimeoutFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }

@@ -113,7 +113,7 @@ public final class PrivateSessionDaemon: @unchecked Sendable {
             }
             usleep(50_000)
         }
-        let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        let log = String(decoding: (try? Data(contentsOf: logFile)) ?? Data(), as: UTF8.self)
         daemon.stop()
         throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: p.isRunning ? -1 : p.terminationStatus,
                                 standardError: log + lastError, reason: "session daemon did not become reachable within \(timeout) s")

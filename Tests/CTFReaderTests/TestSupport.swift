@@ -78,16 +78,21 @@ func runTool(_ path: String, _ args: [String], environment: [String: String]? = 
     try p.run()
     p.waitUntilExit()
     try? o.close(); try? e.close()
-    let out = (try? String(contentsOfFile: tmp.path + ".out", encoding: .utf8)) ?? ""
-    let err = (try? String(contentsOfFile: tmp.path + ".err", encoding: .utf8)) ?? ""
+    let out = String(decoding: FileManager.default.contents(atPath: tmp.path + ".out") ?? Data(), as: UTF8.self)
+    let err = String(decoding: FileManager.default.contents(atPath: tmp.path + ".err") ?? Data(), as: UTF8.self)
     try? FileManager.default.removeItem(atPath: tmp.path + ".out")
     try? FileManager.default.removeItem(atPath: tmp.path + ".err")
     return (p.terminationStatus, out, err)
 }
 
+/// Serializes recordings: every session of the shared daemon traces every registered program, so two
+/// recordings at once would see each other's events.
+let recordingLock = NSLock()
+
 /// Records a trace of `ctf-testgen ARGS` with a fresh session on the shared daemon; returns the output directory.
 func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LTTngSession.BufferOwnership = .perUID,
                    subbufferSize: Int? = nil) throws -> URL {
+    recordingLock.lock(); defer { recordingLock.unlock() }
     let daemon = try SharedDaemon.get()
     let name = SharedDaemon.uniqueName("ctft")
     let out = SharedDaemon.scratch.appendingPathComponent(name)

@@ -1,0 +1,263 @@
+/// Operation kinds of a compiled decoding program.
+enum OpKind: UInt8 {
+    case align          // align pos to `align`
+    case int8, int16, int32, int64   // byte-aligned little-endian fast paths (host is little endian)
+    case intBits        // any integer/float bits: size, flags (signed, big endian)
+    case string         // slot = start bit, slot+1 = byte length (without NUL)
+    case mark           // slot = pos (start of a flattened nested struct or a variant)
+    case arrayFixed     // slot = start bit, slot+1 = count(aux); skip aux*aux2 bits
+    case seqFixed       // slot = start bit, slot+1 = count from slots[aux]; skip count*aux2 bits
+    case generic        // slot = start bit; skip a type (types[aux2]) with the generic walker
+    case seqGeneric     // slot = start bit, slot+1 = count from slots[aux]; walk count elements of types[aux2]
+    case variant        // select sub-program by tag in slots[variants[aux].tagSlot]
+}
+
+/// One step of a decoding program.
+struct Op {
+    var kind: OpKind
+    /// Bit 0 signed, bit 1 big endian, bit 2 updates the clock, bit 3 is the event id.
+    var flags: UInt8 = 0
+    var size: Int32 = 0
+    var align: Int32 = 1
+    var slot: Int32 = -1
+    var aux: Int32 = 0
+    var aux2: Int32 = 0
+    /// Index of the field's dotted name (for error messages).
+    var field: Int32 = 0
+}
+
+/// A variant's selection table: tag slot, tag value ranges, sub-program per range.
+struct VariantTable {
+    var tagSlot: Int
+    var tagSigned: Bool
+    var ranges: [(lo: Int64, hi: Int64, program: Int)]
+    var field: String
+}
+
+/// How one top-level field of a scope is stored in the slot buffer.
+struct FieldLayout {
+    enum Storage { case scalar, string, fixedArray, sequence, generic, nestedStruct, variant }
+    var name: String
+    var type: CTFType
+    var slot: Int
+    var storage: Storage
+}
+
+/// The decoding programs of one stream class plus its event classes, flattened for the interpreter.
+final class CompiledStreamClass {
+    var ops: [Op] = []
+    /// Program ranges into `ops`.
+    var programs: [(start: Int, count: Int)] = []
+    var variants: [VariantTable] = []
+    var types: [CTFType] = []
+    var names: [String] = []
+    var slotCount = 0
+    /// Integer values of named scope fields by slot (used to resolve lengths and tags during compilation).
+    var slotTypes: [Int: CTFType] = [:]
+
+    var packetHeaderProgram = -1
+    var packetContextProgram = -1
+    var eventHeaderProgram = -1
+    var streamEventContextProgram = -1
+    var packetHeaderLayout: [FieldLayout] = []
+    var packetContextLayout: [FieldLayout] = []
+    var eventHeaderLayout: [FieldLayout] = []
+    var streamEventContextLayout: [FieldLayout] = []
+    /// Per event class (by index into `eventClasses`).
+    var eventClasses: [CTFEventClass] = []
+    var eventContextPrograms: [Int] = []
+    var payloadPrograms: [Int] = []
+    var eventContextLayouts: [[FieldLayout]] = []
+    var payloadLayouts: [[FieldLayout]] = []
+    /// Event id → index in `eventClasses` (dense for small ids).
+    var denseIDs: [Int32] = []
+    var sparseIDs: [UInt64: Int] = [:]
+    /// Whether any event header field carries the id.
+    var headerHasID = false
+
+    // Slots of well-known fields, -1 when absent.
+    var magicSlot = -1, streamIDSlot = -1, streamInstanceSlot = -1
+    var contentSizeSlot = -1, packetSizeSlot = -1, tsBeginSlot = -1, tsEndSlot = -1
+    var discardedSlot = -1, seqNumSlot = -1, cpuIDSlot = -1
+    var tsBeginSize = 64, tsEndSize = 64
+
+    let clockName: String?
+
+    init(clockName: String?) { self.clockName = clockName }
+
+    @inline(__always)
+    func eventIndex(for id: UInt64) -> Int? {
+        if id < UInt64(denseIDs.count) {
+            let i = denseIDs[Int(id)]
+            return i >= 0 ? Int(i) : nil
+        }
+        return sparseIDs[id]
+    }
+}
+
+/// Compiles CTF types into flat programs.
+struct ProgramCompiler {
+    let cls: CompiledStreamClass
+    let traceByteOrder: CTFByteOrder
+    let path: String
+    /// Absolute scopes: name → (field name → slot) for already compiled scopes.
+    var absolute: [String: [String: Int]] = [:]
+    /// Relative lookup chain for the current compilation (innermost last).
+    var local: [[String: Int]] = []
+    /// Which scope is being compiled ("stream.event.header", …).
+    var scopeName = ""
+
+    init(cls: CompiledStreamClass, traceByteOrder: CTFByteOrder, path: String) {
+        self.cls = cls
+        self.traceByteOrder = traceByteOrder
+        self.path = path
+    }
+
+    private func bigEndian(_ b: CTFByteOrder) -> Bool {
+        switch b { case .big: return true; case .little: return false; case .native: return traceByteOrder == .big }
+    }
+
+    private mutating func allocSlots(_ n: Int) -> Int { let s = cls.slotCount; cls.slotCount += n; return s }
+    private mutating func nameIndex(_ s: String) -> Int32 { cls.names.append(s); return Int32(cls.names.count - 1) }
+
+    private func resolve(_ ref: String) -> Int? {
+        let prefixes = ["trace.packet.header.", "stream.packet.context.", "stream.event.header.", "stream.event.context.", "event.context.", "event.fields."]
+        for p in prefixes where ref.hasPrefix(p) {
+            let scope = String(p.dropLast())
+            let rest = String(ref.dropFirst(p.count))
+            if scope == scopeName, let s = lookupLocal(rest) { return s }
+            return absolute[scope]?[rest]
+        }
+        if let s = lookupLocal(ref) { return s }
+        // Relative references may also name fields of previously compiled scopes.
+        for scope in ["event.fields", "event.context", "stream.event.context", "stream.event.header", "stream.packet.context", "trace.packet.header"] {
+            if let s = absolute[scope]?[ref] { return s }
+        }
+        return nil
+    }
+
+    private func lookupLocal(_ name: String) -> Int? {
+        for l in local.reversed() { if let s = l[name] { return s } }
+        return nil
+    }
+
+    /// Compiles a scope's struct type into a new program; returns (program index, top-level layouts).
+    mutating func compileScope(_ type: CTFType?, scope: String) throws -> (Int, [FieldLayout]) {
+        scopeName = scope
+        local = [[:]]
+        var ops: [Op] = []
+        var layouts: [FieldLayout] = []
+        if let t = type {
+            guard case .structure(let fields, _) = t else {
+                throw CTFReaderError.metadataSemantic(path: path, message: "\(scope) must be a structure")
+            }
+            if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment))) }
+            for f in fields {
+                layouts.append(try compileField(f, prefix: "", into: &ops, depth: 0))
+            }
+        }
+        absolute[scope] = local.first ?? [:]
+        let idx = cls.programs.count
+        cls.programs.append((cls.ops.count, ops.count))
+        cls.ops.append(contentsOf: ops)
+        return (idx, layouts)
+    }
+
+    private mutating func compileField(_ f: CTFField, prefix: String, into ops: inout [Op], depth: Int) throws -> FieldLayout {
+        guard depth < 32 else { throw CTFReaderError.metadataSemantic(path: path, message: "types nested too deeply at `\(prefix)\(f.name)`") }
+        let dotted = scopeName + "." + prefix + f.name
+        let fieldIdx = nameIndex(dotted)
+        let t = f.type
+        if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment), field: fieldIdx)) }
+        switch t {
+        case .integer(let it), .enumeration(let it, _):
+            let slot = allocSlots(1)
+            var op = Op(kind: .intBits, size: Int32(it.size), align: Int32(it.alignment), slot: Int32(slot), field: fieldIdx)
+            let be = bigEndian(it.byteOrder)
+            if it.isSigned { op.flags |= 1 }
+            if be { op.flags |= 2 }
+            if it.mappedClock != nil {
+                if scopeName == "stream.event.header" || (scopeName == "stream.packet.context" && f.name == "timestamp_begin" && prefix.isEmpty) {
+                    op.flags |= 4
+                }
+            }
+            if scopeName == "stream.event.header" && f.name == "id" { op.flags |= 8; cls.headerHasID = true }
+            if !be && it.alignment % 8 == 0 && op.flags & 4 == 0 {
+                switch it.size { case 8: op.kind = .int8; case 16: op.kind = .int16; case 32: op.kind = .int32; case 64: op.kind = .int64; default: break }
+            }
+            ops.append(op)
+            local[local.count - 1][f.name] = slot
+            cls.slotTypes[slot] = t
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .scalar)
+        case .floatingPoint(let ft):
+            let slot = allocSlots(1)
+            var op = Op(kind: .intBits, size: Int32(ft.size), align: Int32(ft.alignment), slot: Int32(slot), field: fieldIdx)
+            if bigEndian(ft.byteOrder) { op.flags |= 2 }
+            ops.append(op)
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .scalar)
+        case .string:
+            let slot = allocSlots(2)
+            ops.append(Op(kind: .string, slot: Int32(slot), field: fieldIdx))
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .string)
+        case .array(let e, let n):
+            let slot = allocSlots(2)
+            if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0 {
+                guard n <= Int(Int32.max) else { throw CTFReaderError.metadataSemantic(path: path, message: "array `\(dotted)` too long") }
+                ops.append(Op(kind: .arrayFixed, slot: Int32(slot), aux: Int32(n), aux2: Int32(bits), field: fieldIdx))
+                return FieldLayout(name: f.name, type: t, slot: slot, storage: .fixedArray)
+            }
+            cls.types.append(t)
+            ops.append(Op(kind: .generic, slot: Int32(slot), aux2: Int32(cls.types.count - 1), field: fieldIdx))
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .generic)
+        case .sequence(let e, let lengthField):
+            guard let lslot = resolve(lengthField) else {
+                throw CTFReaderError.metadataSemantic(path: path, message: "sequence `\(dotted)`: length field `\(lengthField)` not found")
+            }
+            guard let lt = cls.slotTypes[lslot], case .integer(let li) = lt, !li.isSigned || true else {
+                throw CTFReaderError.metadataSemantic(path: path, message: "sequence `\(dotted)`: length field `\(lengthField)` is not an integer")
+            }
+            _ = li
+            let slot = allocSlots(2)
+            if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0 {
+                ops.append(Op(kind: .seqFixed, slot: Int32(slot), aux: Int32(lslot), aux2: Int32(bits), field: fieldIdx))
+            } else {
+                cls.types.append(e)
+                ops.append(Op(kind: .seqGeneric, slot: Int32(slot), aux: Int32(lslot), aux2: Int32(cls.types.count - 1), field: fieldIdx))
+            }
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .sequence)
+        case .structure(let fields, _):
+            let slot = allocSlots(1)
+            ops.append(Op(kind: .mark, slot: Int32(slot), field: fieldIdx))
+            local.append([:])
+            for sub in fields { _ = try compileField(sub, prefix: prefix + f.name + ".", into: &ops, depth: depth + 1) }
+            let inner = local.removeLast()
+            for (k, v) in inner { local[local.count - 1][f.name + "." + k] = v }
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .nestedStruct)
+        case .variant(let tag, let options):
+            guard let tslot = resolve(tag) else {
+                throw CTFReaderError.metadataSemantic(path: path, message: "variant `\(dotted)`: tag `\(tag)` not found")
+            }
+            guard case .enumeration(let ti, let maps)? = cls.slotTypes[tslot] else {
+                throw CTFReaderError.metadataSemantic(path: path, message: "variant `\(dotted)`: tag `\(tag)` is not an enumeration")
+            }
+            let slot = allocSlots(1)
+            var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: dotted)
+            for opt in options {
+                var subOps: [Op] = []
+                local.append([:])
+                _ = try compileField(opt, prefix: prefix + f.name + ".", into: &subOps, depth: depth + 1)
+                let inner = local.removeLast()
+                for (k, v) in inner { local[local.count - 1][f.name + "." + k] = v }
+                let pidx = cls.programs.count
+                cls.programs.append((cls.ops.count, subOps.count))
+                cls.ops.append(contentsOf: subOps)
+                for m in maps where m.label == opt.name {
+                    table.ranges.append((m.lower, m.upper, pidx))
+                }
+            }
+            cls.variants.append(table)
+            ops.append(Op(kind: .variant, slot: Int32(slot), aux: Int32(cls.variants.count - 1), field: fieldIdx))
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .variant)
+        }
+    }
+}

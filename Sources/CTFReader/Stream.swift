@@ -1,0 +1,524 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+nonisolated(unsafe) let debugPositions = getenv("CTFREADER_DEBUG") != nil
+
+/// A loss the tracer reported or that the packet sequence reveals.
+public struct CTFLoss: Sendable, CustomStringConvertible {
+    /// What was lost.
+    public enum Kind: Sendable, Equatable {
+        /// The tracer discarded this many events (ring buffer full), from the packet context counter.
+        case discardedEvents(UInt64)
+        /// This many packets are missing (a gap in the packet sequence numbers).
+        case lostPackets(UInt64)
+    }
+    /// What was lost.
+    public var kind: Kind
+    /// The data stream file concerned.
+    public var streamPath: String
+    /// Start of the time range in which the loss happened (ns since the epoch).
+    public var beginNanoseconds: Int64
+    /// End of that time range (ns since the epoch).
+    public var endNanoseconds: Int64
+
+    /// A human-readable description.
+    public var description: String {
+        switch kind {
+        case .discardedEvents(let n):
+            return "\(streamPath): tracer discarded \(n) event(s) between \(beginNanoseconds) and \(endNanoseconds) ns"
+        case .lostPackets(let n):
+            return "\(streamPath): \(n) packet(s) lost between \(beginNanoseconds) and \(endNanoseconds) ns"
+        }
+    }
+}
+
+/// One data stream file of a trace, decoded event by event with precompiled programs over a memory-mapped file.
+///
+/// Call ``next()`` to advance; after it returns true, the accessors describe the current event until the next call.
+public final class CTFStream: @unchecked Sendable {
+    /// The stream file's path.
+    public let path: String
+    /// The trace this stream belongs to.
+    public unowned let trace: CTFTrace
+    /// Losses found so far (filled as packets are read).
+    public private(set) var losses: [CTFLoss] = []
+    /// Warnings found so far (e.g. a truncated final packet).
+    public private(set) var warnings: [CTFWarning] = []
+
+    let cls: CompiledStreamClass
+    let base: UnsafeRawPointer
+    private let mapLength: Int
+    let fileSize: Int
+    let slots: UnsafeMutablePointer<UInt64>
+    private let opsBuf: UnsafeMutablePointer<Op>
+    private let clock: CTFClock?
+    private let traceBigEndian: Bool
+
+    // Decoding state.
+    var pos = 0
+    var end = 0
+    private var packetOffset = 0
+    private var nextPacketOffset = 0
+    private var packetTruncated = false
+    private var clockValue: UInt64 = 0
+    private var eventID: UInt64 = 0
+    private var finished = false
+    private var started = false
+    private var lastDiscarded: UInt64?
+    private var lastSeq: UInt64?
+    private var lastPacketEndNS: Int64?
+    private var lastPacketBeginNS: Int64 = 0
+    private var releasedUpTo = 0
+    private let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// The index into the stream class's event classes of the current event.
+    private(set) var currentClass = 0
+    /// The current event's timestamp in clock cycles (extended to 64 bits).
+    public private(set) var cycles: UInt64 = 0
+    /// The current event's timestamp in nanoseconds since the epoch.
+    public private(set) var timestamp: Int64 = 0
+    /// The current event's class.
+    public var eventClass: CTFEventClass { cls.eventClasses[currentClass] }
+    /// The current packet's `cpu_id`, if the packet context has one.
+    public var cpuID: UInt64? { cls.cpuIDSlot >= 0 ? slots[cls.cpuIDSlot] : nil }
+    /// The stream class id.
+    public private(set) var streamClassID: UInt64 = 0
+    /// Byte offset of the current packet in the file.
+    public var currentPacketOffset: Int { packetOffset }
+
+    init(path: String, trace: CTFTrace, metadata: CTFMetadata, compiled: [UInt64: CompiledStreamClass], firstStreamID: UInt64) throws {
+        self.path = path
+        self.trace = trace
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
+        fileSize = Int(st.st_size)
+        if fileSize > 0 {
+            guard let m = mmap(nil, fileSize, PROT_READ, MAP_PRIVATE, fd, 0), m != MAP_FAILED else {
+                throw CTFReaderError.io(path: path, message: "mmap failed: \(String(cString: strerror(errno)))")
+            }
+            _ = madvise(m, fileSize, MADV_SEQUENTIAL)
+            base = UnsafeRawPointer(m)
+            mapLength = fileSize
+        } else {
+            base = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 8))
+            mapLength = 0
+        }
+        guard let c = compiled[firstStreamID] else {
+            throw CTFReaderError.malformed(path: path, offset: 0, field: "trace.packet.header.stream_id", message: "unknown stream class id \(firstStreamID)")
+        }
+        cls = c
+        streamClassID = firstStreamID
+        clock = c.clockName.flatMap { metadata.clocks[$0] } ?? (metadata.clocks.count == 1 ? metadata.clocks.first!.value : nil)
+        traceBigEndian = metadata.byteOrder == .big
+        slots = .allocate(capacity: max(1, c.slotCount))
+        slots.initialize(repeating: 0, count: max(1, c.slotCount))
+        opsBuf = .allocate(capacity: max(1, c.ops.count))
+        _ = UnsafeMutableBufferPointer(start: opsBuf, count: c.ops.count).initialize(from: c.ops)
+        if fileSize == 0 { finished = true }
+    }
+
+    deinit {
+        if mapLength > 0 { munmap(UnsafeMutableRawPointer(mutating: base), mapLength) }
+        else { UnsafeMutableRawPointer(mutating: base).deallocate() }
+        slots.deallocate()
+        opsBuf.deallocate()
+    }
+
+    @inline(__always)
+    func nanoseconds(_ cycles: UInt64) -> Int64 {
+        clock?.nanoseconds(fromCycles: cycles) ?? Int64(bitPattern: cycles)
+    }
+
+    private func fail(_ pos: Int, _ field: Int32, _ msg: String) -> CTFReaderError {
+        .malformed(path: path, offset: pos >> 3, field: cls.names[Int(field)], message: msg)
+    }
+
+    /// Thrown internally when a read would pass the end of the content.
+    private struct OutOfBounds: Error { var pos: Int; var field: Int32; var message: String }
+
+    /// Runs a compiled program from `pos`.
+    private func run(_ program: Int) throws {
+        let (start, count) = cls.programs[program]
+        var i = start
+        let stop = start + count
+        var p = pos
+        let e = end
+        let b = base
+        let s = slots
+        while i < stop {
+            let op = opsBuf[i]
+            i += 1
+            switch op.kind {
+            case .align:
+                p = (p + Int(op.align) - 1) & ~(Int(op.align) - 1)
+            case .int8:
+                guard p + 8 <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "8-bit integer runs past the end of the packet content") }
+                let v = UInt64(b.load(fromByteOffset: p >> 3, as: UInt8.self))
+                s[Int(op.slot)] = op.flags & 1 != 0 ? UInt64(bitPattern: Int64(Int8(truncatingIfNeeded: v))) : v
+                if op.flags & 8 != 0 { eventID = v }
+                p += 8
+            case .int16:
+                guard p + 16 <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "16-bit integer runs past the end of the packet content") }
+                let v = UInt64(UInt16(littleEndian: b.loadUnaligned(fromByteOffset: p >> 3, as: UInt16.self)))
+                s[Int(op.slot)] = op.flags & 1 != 0 ? UInt64(bitPattern: Int64(Int16(truncatingIfNeeded: v))) : v
+                if op.flags & 8 != 0 { eventID = v }
+                p += 16
+            case .int32:
+                guard p + 32 <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "32-bit integer runs past the end of the packet content") }
+                let v = UInt64(UInt32(littleEndian: b.loadUnaligned(fromByteOffset: p >> 3, as: UInt32.self)))
+                s[Int(op.slot)] = op.flags & 1 != 0 ? UInt64(bitPattern: Int64(Int32(truncatingIfNeeded: v))) : v
+                if op.flags & 8 != 0 { eventID = v }
+                p += 32
+            case .int64:
+                guard p + 64 <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "64-bit integer runs past the end of the packet content") }
+                let v = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: p >> 3, as: UInt64.self))
+                s[Int(op.slot)] = v
+                if op.flags & 8 != 0 { eventID = v }
+                p += 64
+            case .intBits:
+                let size = Int(op.size)
+                guard p + size <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "\(size)-bit field runs past the end of the packet content") }
+                var v = readBits(b, p, size, bigEndian: op.flags & 2 != 0)
+                p += size
+                if op.flags & 4 != 0 {
+                    if size >= 64 {
+                        clockValue = v
+                    } else {
+                        let mask = (UInt64(1) << UInt64(size)) - 1
+                        if v < clockValue & mask { clockValue &+= UInt64(1) << UInt64(size) }
+                        clockValue = (clockValue & ~mask) | v
+                    }
+                }
+                if op.flags & 8 != 0 { eventID = v }
+                if op.flags & 1 != 0 { v = UInt64(bitPattern: signExtend(v, size)) }
+                s[Int(op.slot)] = v
+            case .string:
+                guard p & 7 == 0, p < e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "string starts past the end of the packet content") }
+                let start = p >> 3
+                guard let n = memchrRaw(b.advanced(by: start), (e >> 3) - start) else {
+                    pos = p; throw OutOfBounds(pos: p, field: op.field, message: "unterminated string (no NUL before the end of the packet content)")
+                }
+                s[Int(op.slot)] = UInt64(p)
+                s[Int(op.slot) + 1] = UInt64(n)
+                p += (n + 1) << 3
+            case .mark:
+                s[Int(op.slot)] = UInt64(p)
+            case .arrayFixed:
+                let total = Int(op.aux) * Int(op.aux2)
+                guard p + total <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "array of \(op.aux) elements runs past the end of the packet content") }
+                s[Int(op.slot)] = UInt64(p)
+                s[Int(op.slot) + 1] = UInt64(op.aux)
+                p += total
+            case .seqFixed:
+                let n = s[Int(op.aux)]
+                let elemBits = Int(op.aux2)
+                let remaining = e - p
+                if elemBits > 0 {
+                    guard n <= UInt64(remaining / elemBits) else {
+                        pos = p
+                        throw fail(p, op.field, "sequence length \(n) exceeds what the remaining \(max(0, remaining) / 8) bytes of the packet can hold")
+                    }
+                } else if n > UInt64(Int32.max) {
+                    throw fail(p, op.field, "sequence length \(n) is not plausible")
+                }
+                s[Int(op.slot)] = UInt64(p)
+                s[Int(op.slot) + 1] = n
+                p += Int(n) * elemBits
+            case .generic, .seqGeneric:
+                s[Int(op.slot)] = UInt64(p)
+                var count: Int? = nil
+                if op.kind == .seqGeneric {
+                    let n = s[Int(op.aux)]
+                    guard n <= UInt64(max(0, e - p)) else {
+                        throw fail(p, op.field, "sequence length \(n) exceeds what the remaining \(max(0, e - p) / 8) bytes of the packet can hold")
+                    }
+                    count = Int(n)
+                    s[Int(op.slot) + 1] = n
+                }
+                let w = walker()
+                var scope: [String: ScopeValue] = [:]
+                let t = cls.types[Int(op.aux2)]
+                do {
+                    if let c = count {
+                        let minBits = max(1, t.minimumBitSize)
+                        guard c <= (e - p) / minBits + 1 else { throw fail(p, op.field, "sequence length \(c) exceeds the packet") }
+                        for _ in 0..<c { _ = try w.walk(t, &p, field: cls.names[Int(op.field)], decode: false, scope: &scope) }
+                    } else {
+                        _ = try w.walk(t, &p, field: cls.names[Int(op.field)], decode: false, scope: &scope)
+                    }
+                } catch let err as CTFReaderError {
+                    if case .malformed(_, let o, _, let m) = err, m.contains("past the end") || m.contains("unterminated") {
+                        pos = p; throw OutOfBounds(pos: o * 8, field: op.field, message: m)
+                    }
+                    throw err
+                }
+            case .variant:
+                s[Int(op.slot)] = UInt64(p)
+                let table = cls.variants[Int(op.aux)]
+                let raw = s[table.tagSlot]
+                var chosen = -1
+                for r in table.ranges {
+                    if table.tagSigned {
+                        let v = Int64(bitPattern: raw)
+                        if v >= r.lo && v <= r.hi { chosen = r.program; break }
+                    } else if raw >= UInt64(bitPattern: r.lo) && raw <= UInt64(bitPattern: r.hi) { chosen = r.program; break }
+                }
+                guard chosen >= 0 else { pos = p; throw fail(p, op.field, "variant tag value \(Int64(bitPattern: raw)) selects no option") }
+                pos = p
+                try run(chosen)
+                p = pos
+            }
+        }
+        pos = p
+    }
+
+    func walker() -> GenericWalker {
+        GenericWalker(base: base, end: end, traceBigEndian: traceBigEndian, path: path, outer: { [unowned self] name in self.resolveRuntime(name) })
+    }
+
+    /// Resolves a field name against the current event's scopes (for lazily decoded compound values).
+    func resolveRuntime(_ name: String) -> ScopeValue? {
+        let layouts: [[FieldLayout]] = [cls.payloadLayouts[currentClass], cls.eventContextLayouts[currentClass], cls.streamEventContextLayout, cls.eventHeaderLayout, cls.packetContextLayout, cls.packetHeaderLayout]
+        var n = Substring(name)
+        for pfx in ["event.fields.", "event.context.", "stream.event.context.", "stream.event.header.", "stream.packet.context.", "trace.packet.header."] where n.hasPrefix(pfx) {
+            n = n.dropFirst(pfx.count)
+        }
+        for l in layouts {
+            if let f = l.first(where: { $0.name == n }), f.storage == .scalar {
+                switch f.type {
+                case .integer(let it): return ScopeValue(raw: slots[f.slot], signed: it.isSigned, maps: nil)
+                case .enumeration(let it, let m): return ScopeValue(raw: slots[f.slot], signed: it.isSigned, maps: m)
+                default: return nil
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Releases the pages of packets already consumed so resident memory does not grow with the trace.
+    private func releaseConsumed(upTo offset: Int) {
+        let start = releasedUpTo & ~(pageSize - 1)
+        let stop = offset & ~(pageSize - 1)
+        if stop > start && mapLength > 0 {
+            _ = madvise(UnsafeMutableRawPointer(mutating: base).advanced(by: start), stop - start, MADV_DONTNEED)
+            releasedUpTo = stop
+        }
+    }
+
+    private func warn(_ offset: Int, _ msg: String) {
+        warnings.append(CTFWarning(path: path, offset: offset, message: msg))
+    }
+
+    /// Reads the packet at `offset`; returns false at the end of the file.
+    private func loadPacket(at offset: Int) throws -> Bool {
+        releaseConsumed(upTo: offset)
+        guard offset < fileSize else { return false }
+        packetOffset = offset
+        pos = offset * 8
+        end = fileSize * 8
+        packetTruncated = false
+        do {
+            try run(cls.packetHeaderProgram)
+            if cls.magicSlot >= 0 && slots[cls.magicSlot] != 0xC1FC_1FC1 {
+                throw fail(offset * 8, Int32(cls.names.firstIndex(of: "trace.packet.header.magic") ?? 0),
+                           "bad packet magic 0x\(String(slots[cls.magicSlot], radix: 16)) (expected 0xc1fc1fc1)")
+            }
+            if cls.streamIDSlot >= 0 && slots[cls.streamIDSlot] != streamClassID {
+                throw CTFReaderError.malformed(path: path, offset: offset, field: "trace.packet.header.stream_id",
+                                               message: "packet of stream class \(slots[cls.streamIDSlot]) in a stream of class \(streamClassID)")
+            }
+            try run(cls.packetContextProgram)
+        } catch let oob as OutOfBounds {
+            warn(offset, "truncated packet header/context (\(oob.message)); stream ends here")
+            return false
+        }
+        let headerBits = pos - offset * 8
+        var packetBits = (fileSize - offset) * 8
+        if cls.packetSizeSlot >= 0 { packetBits = Int(clamping: slots[cls.packetSizeSlot]) }
+        var contentBits = packetBits
+        if cls.contentSizeSlot >= 0 { contentBits = Int(clamping: slots[cls.contentSizeSlot]) }
+        if cls.packetSizeSlot >= 0 {
+            guard packetBits > 0, packetBits % 8 == 0, packetBits >= headerBits else {
+                throw CTFReaderError.malformed(path: path, offset: offset, field: "stream.packet.context.packet_size",
+                                               message: "packet size \(packetBits) bits is impossible (header and context take \(headerBits) bits)")
+            }
+        }
+        guard contentBits <= packetBits, contentBits >= headerBits else {
+            throw CTFReaderError.malformed(path: path, offset: offset, field: "stream.packet.context.content_size",
+                                           message: "content size \(contentBits) bits is outside [\(headerBits), packet size \(packetBits)] bits")
+        }
+        let available = (fileSize - offset) * 8
+        if packetBits > available {
+            packetTruncated = true
+            warn(offset, "packet claims \(packetBits / 8) bytes but the file ends after \(available / 8); decoding the events that fit")
+            nextPacketOffset = fileSize
+            end = offset * 8 + min(contentBits, available)
+        } else {
+            nextPacketOffset = offset + packetBits / 8
+            end = offset * 8 + contentBits
+        }
+        // Loss accounting.
+        let beginNS = cls.tsBeginSlot >= 0 ? nanoseconds(slots[cls.tsBeginSlot]) : (lastPacketEndNS ?? 0)
+        let endNS = cls.tsEndSlot >= 0 ? nanoseconds(slots[cls.tsEndSlot]) : beginNS
+        if cls.discardedSlot >= 0 {
+            // The counter is cumulative per ring buffer; LTTng may write packets whose snapshot is older than a
+            // previous one, so only growth beyond the highest value seen counts (never a negative loss).
+            let d = slots[cls.discardedSlot]
+            let prev = lastDiscarded ?? 0
+            if d > prev {
+                losses.append(CTFLoss(kind: .discardedEvents(d - prev), streamPath: path,
+                                      beginNanoseconds: lastPacketEndNS ?? beginNS, endNanoseconds: endNS))
+                lastDiscarded = d
+            }
+        }
+        if cls.seqNumSlot >= 0 {
+            let sq = slots[cls.seqNumSlot]
+            if let prev = lastSeq, sq > prev &+ 1 {
+                losses.append(CTFLoss(kind: .lostPackets(sq - prev - 1), streamPath: path,
+                                      beginNanoseconds: lastPacketEndNS ?? beginNS, endNanoseconds: beginNS))
+            }
+            lastSeq = sq
+        }
+        lastPacketBeginNS = beginNS
+        lastPacketEndNS = endNS
+        return true
+    }
+
+    /// Advances to the next event. Returns false at the end of the stream.
+    /// - Throws: ``CTFReaderError/malformed(path:offset:field:message:)`` naming file, offset and field.
+    public func next() throws -> Bool {
+        if finished { return false }
+        if !started {
+            started = true
+            nextPacketOffset = 0
+            end = 0
+            pos = 0
+        }
+        while true {
+            if pos >= end {
+                if !(try loadPacket(at: nextPacketOffset)) {
+                    finished = true
+                    releaseConsumed(upTo: fileSize)
+                    return false
+                }
+                continue
+            }
+            let start = pos
+            do {
+                try run(cls.eventHeaderProgram)
+                guard let ci = cls.eventIndex(for: cls.headerHasID ? eventID : 0) else {
+                    throw CTFReaderError.malformed(path: path, offset: start >> 3, field: "stream.event.header.id",
+                                                   message: "unknown event id \(eventID) in stream class \(streamClassID)")
+                }
+                currentClass = ci
+                try run(cls.streamEventContextProgram)
+                try run(cls.eventContextPrograms[ci])
+                try run(cls.payloadPrograms[ci])
+            } catch let oob as OutOfBounds {
+                if packetTruncated {
+                    warn(start >> 3, "truncated final packet: \(oob.message) at byte \(oob.pos >> 3) (field `\(cls.names[Int(oob.field)])`); the stream ends here")
+                    finished = true
+                    return false
+                }
+                throw CTFReaderError.malformed(path: path, offset: oob.pos >> 3, field: cls.names[Int(oob.field)], message: oob.message)
+            }
+            guard pos > start else {
+                throw CTFReaderError.malformed(path: path, offset: start >> 3, field: eventClass.name, message: "event of zero size")
+            }
+            cycles = clockValue
+            timestamp = nanoseconds(clockValue)
+            if debugPositions { print("DEBUG event \(eventClass.name) at \(start >> 3)..<\(pos >> 3) slots \(Array(UnsafeBufferPointer(start: slots, count: cls.slotCount)))") }
+            return true
+        }
+    }
+
+    // MARK: field access
+
+    /// Decodes the value of a top-level field laid out in `layout`.
+    func value(_ f: FieldLayout) -> CTFValue? {
+        let raw = slots[f.slot]
+        switch f.storage {
+        case .scalar:
+            switch f.type {
+            case .integer(let it): return it.isSigned ? .signed(Int64(bitPattern: raw)) : .unsigned(raw)
+            case .enumeration(let it, let maps):
+                let bits = it.isSigned ? raw : raw
+                return .enumeration(labels: enumLabels(maps, raw: bits, signed: it.isSigned),
+                                    value: it.isSigned ? .signed(Int64(bitPattern: raw)) : .unsigned(raw))
+            case .floatingPoint(let ft):
+                return .float(ft.size == 32 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: raw))) : Double(bitPattern: raw))
+            default: return nil
+            }
+        case .string:
+            let p = base.advanced(by: Int(raw) >> 3)
+            return .string(String(decoding: UnsafeRawBufferPointer(start: p, count: Int(slots[f.slot + 1])), as: UTF8.self))
+        case .fixedArray, .sequence:
+            let elem: CTFType
+            switch f.type { case .array(let e, _), .sequence(let e, _): elem = e; default: return nil }
+            var p = Int(raw)
+            let n = Int(slots[f.slot + 1])
+            let w = walker()
+            var scope: [String: ScopeValue] = [:]
+            if elem.isTextElement {
+                let bp = base.advanced(by: p >> 3).assumingMemoryBound(to: UInt8.self)
+                var len = 0
+                while len < n && bp[len] != 0 { len += 1 }
+                return .string(String(decoding: UnsafeBufferPointer(start: bp, count: len), as: UTF8.self))
+            }
+            var out: [CTFValue] = []
+            out.reserveCapacity(n)
+            for _ in 0..<n {
+                guard let v = try? w.walk(elem, &p, field: f.name, decode: true, scope: &scope) else { return nil }
+                out.append(v)
+            }
+            return .array(out)
+        case .generic, .nestedStruct, .variant:
+            var p = Int(raw)
+            let w = walker()
+            var scope: [String: ScopeValue] = [:]
+            if case .variant(let tag, _) = f.type, let tv = resolveRuntime(tag) { scope[tag] = tv }
+            return try? w.walk(f.type, &p, field: f.name, decode: true, scope: &scope)
+        }
+    }
+
+    /// The current event's payload fields, decoded.
+    public func payload() -> [CTFNamedValue] { decode(cls.payloadLayouts[currentClass]) }
+    /// The current event's specific context fields, decoded.
+    public func eventContext() -> [CTFNamedValue] { decode(cls.eventContextLayouts[currentClass]) }
+    /// The current event's stream event context fields (e.g. `vtid`, `procname`), decoded.
+    public func streamEventContext() -> [CTFNamedValue] { decode(cls.streamEventContextLayout) }
+    /// The current packet's context fields, decoded.
+    public func packetContext() -> [CTFNamedValue] { decode(cls.packetContextLayout) }
+
+    private func decode(_ layouts: [FieldLayout]) -> [CTFNamedValue] {
+        layouts.compactMap { f in value(f).map { CTFNamedValue(name: f.name, value: $0) } }
+    }
+
+    /// The value of one payload field of the current event, decoded on demand (nil if absent).
+    public func payloadField(_ name: String) -> CTFValue? {
+        guard let f = cls.payloadLayouts[currentClass].first(where: { $0.name == name }) else { return nil }
+        return value(f)
+    }
+
+    /// The value of one stream or event context field of the current event (nil if absent).
+    public func contextField(_ name: String) -> CTFValue? {
+        if let f = cls.streamEventContextLayout.first(where: { $0.name == name }) { return value(f) }
+        if let f = cls.eventContextLayouts[currentClass].first(where: { $0.name == name }) { return value(f) }
+        return nil
+    }
+
+    /// Typed top-level fields of the current event's scopes, for formatters.
+    func typedPayload() -> [(String, CTFType, CTFValue)] { typed(cls.payloadLayouts[currentClass]) }
+    func typedEventContext() -> [(String, CTFType, CTFValue)] { typed(cls.eventContextLayouts[currentClass]) }
+    func typedStreamEventContext() -> [(String, CTFType, CTFValue)] { typed(cls.streamEventContextLayout) }
+    private func typed(_ layouts: [FieldLayout]) -> [(String, CTFType, CTFValue)] {
+        layouts.compactMap { f in value(f).map { (f.name, f.type, $0) } }
+    }
+
+    /// Whether the stream class has layouts for an empty stream event context.
+    var hasStreamEventContext: Bool { !cls.streamEventContextLayout.isEmpty }
+}

@@ -1,0 +1,213 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One CTF trace: a directory holding a `metadata` file and its data stream files.
+public final class CTFTrace: @unchecked Sendable {
+    /// The trace directory.
+    public let path: String
+    /// The parsed metadata.
+    public let metadata: CTFMetadata
+    /// The data streams (one per file, in file name order).
+    public private(set) var streams: [CTFStream] = []
+    /// The `hostname` from the `env` block, if any.
+    public var hostname: String? { metadata.environment["hostname"] }
+    let compiled: [UInt64: CompiledStreamClass]
+
+    /// Opens the trace in `directory`: reads and parses its metadata, compiles the decoding programs and
+    /// maps every data stream file.
+    public init(directory: String) throws {
+        path = directory
+        let metaPath = (directory as NSString).appendingPathComponent("metadata")
+        let text = try CTFTrace.readMetadataText(metaPath)
+        var parser = try MetadataParser(text: text, path: metaPath)
+        metadata = try parser.parse()
+        compiled = try CTFTrace.compile(metadata, path: metaPath)
+        let fm = FileManager.default
+        guard let names = try? fm.contentsOfDirectory(atPath: directory) else {
+            throw CTFReaderError.io(path: directory, message: "cannot list directory")
+        }
+        for name in names.sorted() where name != "metadata" && !name.hasPrefix(".") {
+            let full = (directory as NSString).appendingPathComponent(name)
+            var isDir: ObjCBool = false
+            guard fm.fileExists(atPath: full, isDirectory: &isDir), !isDir.boolValue else { continue }
+            let sid = try CTFTrace.firstStreamID(full, metadata: metadata)
+            guard let sid else { continue } // empty file
+            streams.append(try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: sid))
+        }
+    }
+
+    /// Reads the metadata file, unpacking the packetized form (magic 0x75D11D57) when present.
+    static func readMetadataText(_ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot read file" : "no such file"
+            throw CTFReaderError.io(path: path, message: reason)
+        }
+        let bytes = [UInt8](data)
+        guard bytes.count >= 4 else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let le = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
+        let be = le.byteSwapped
+        let magic: UInt32 = 0x75D1_1D57
+        guard le == magic || be == magic else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let isBE = be == magic
+        func u32(_ o: Int) -> Int {
+            let v = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
+            return Int(isBE ? v.byteSwapped : v)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var off = 0
+        let headerSize = 37
+        while off < bytes.count {
+            guard off + headerSize <= bytes.count else {
+                throw CTFReaderError.malformed(path: path, offset: off, field: "metadata packet header", message: "truncated metadata packet header")
+            }
+            let m = u32(off)
+            guard m == Int(magic) else {
+                throw CTFReaderError.malformed(path: path, offset: off, field: "metadata packet header magic", message: "bad metadata packet magic 0x\(String(m, radix: 16))")
+            }
+            let contentBits = u32(off + 24), packetBits = u32(off + 28)
+            let compression = bytes[off + 32], encryption = bytes[off + 33]
+            guard compression == 0, encryption == 0 else {
+                throw CTFReaderError.malformed(path: path, offset: off + 32, field: "metadata packet header compression_scheme", message: "compressed or encrypted metadata is not supported")
+            }
+            guard contentBits % 8 == 0, packetBits % 8 == 0, contentBits >= headerSize * 8, contentBits <= packetBits else {
+                throw CTFReaderError.malformed(path: path, offset: off + 24, field: "metadata packet header content_size", message: "content size \(contentBits) / packet size \(packetBits) bits are inconsistent")
+            }
+            let contentEnd = off + contentBits / 8
+            guard contentEnd <= bytes.count else {
+                throw CTFReaderError.malformed(path: path, offset: off + 24, field: "metadata packet header content_size", message: "metadata packet claims \(contentBits / 8) bytes but the file ends at \(bytes.count)")
+            }
+            out.append(contentsOf: bytes[(off + headerSize)..<contentEnd])
+            off += packetBits / 8
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func compile(_ m: CTFMetadata, path: String) throws -> [UInt64: CompiledStreamClass] {
+        var out: [UInt64: CompiledStreamClass] = [:]
+        for (sid, sc) in m.streamClasses {
+            // The clock of the stream: the one its event header or packet context maps to.
+            var clockName: String?
+            func findClock(_ t: CTFType?) {
+                guard let t else { return }
+                switch t {
+                case .integer(let i): if clockName == nil { clockName = i.mappedClock }
+                case .enumeration(let i, _): if clockName == nil { clockName = i.mappedClock }
+                case .structure(let fs, _), .variant(_, let fs): for f in fs { findClock(f.type) }
+                default: break
+                }
+            }
+            findClock(sc.eventHeader); findClock(sc.packetContext)
+            if let c = clockName, m.clocks[c] == nil {
+                throw CTFReaderError.metadataSemantic(path: path, message: "stream \(sid) maps to undeclared clock `\(c)`")
+            }
+            let cls = CompiledStreamClass(clockName: clockName)
+            var comp = ProgramCompiler(cls: cls, traceByteOrder: m.byteOrder, path: path)
+            (cls.packetHeaderProgram, cls.packetHeaderLayout) = try comp.compileScope(m.packetHeader, scope: "trace.packet.header")
+            (cls.packetContextProgram, cls.packetContextLayout) = try comp.compileScope(sc.packetContext, scope: "stream.packet.context")
+            (cls.eventHeaderProgram, cls.eventHeaderLayout) = try comp.compileScope(sc.eventHeader, scope: "stream.event.header")
+            (cls.streamEventContextProgram, cls.streamEventContextLayout) = try comp.compileScope(sc.eventContext, scope: "stream.event.context")
+            func slot(_ l: [FieldLayout], _ n: String) -> Int { l.first(where: { $0.name == n && $0.storage == .scalar })?.slot ?? -1 }
+            cls.magicSlot = slot(cls.packetHeaderLayout, "magic")
+            cls.streamIDSlot = slot(cls.packetHeaderLayout, "stream_id")
+            cls.streamInstanceSlot = slot(cls.packetHeaderLayout, "stream_instance_id")
+            cls.contentSizeSlot = slot(cls.packetContextLayout, "content_size")
+            cls.packetSizeSlot = slot(cls.packetContextLayout, "packet_size")
+            cls.tsBeginSlot = slot(cls.packetContextLayout, "timestamp_begin")
+            cls.tsEndSlot = slot(cls.packetContextLayout, "timestamp_end")
+            cls.discardedSlot = slot(cls.packetContextLayout, "events_discarded")
+            cls.seqNumSlot = slot(cls.packetContextLayout, "packet_seq_num")
+            cls.cpuIDSlot = slot(cls.packetContextLayout, "cpu_id")
+            let base = cls.slotCount
+            var maxSlots = base
+            let classes = m.eventClasses.filter { $0.streamID == sid }
+            if !cls.headerHasID && classes.count > 1 {
+                throw CTFReaderError.metadataSemantic(path: path, message: "stream \(sid) has \(classes.count) event classes but its event header has no `id` field")
+            }
+            for ec in classes {
+                cls.slotCount = base
+                let savedAbsolute = comp.absolute
+                let (cp, cl) = try comp.compileScope(ec.context, scope: "event.context")
+                let (pp, pl) = try comp.compileScope(ec.payload, scope: "event.fields")
+                comp.absolute = savedAbsolute
+                maxSlots = max(maxSlots, cls.slotCount)
+                let idx = cls.eventClasses.count
+                cls.eventClasses.append(ec)
+                cls.eventContextPrograms.append(cp)
+                cls.payloadPrograms.append(pp)
+                cls.eventContextLayouts.append(cl)
+                cls.payloadLayouts.append(pl)
+                if ec.id < 65536 {
+                    if cls.denseIDs.count <= Int(ec.id) { cls.denseIDs += Array(repeating: -1, count: Int(ec.id) + 1 - cls.denseIDs.count) }
+                    if cls.denseIDs[Int(ec.id)] >= 0 {
+                        throw CTFReaderError.metadataSemantic(path: path, message: "duplicate event id \(ec.id) in stream \(sid)")
+                    }
+                    cls.denseIDs[Int(ec.id)] = Int32(idx)
+                } else {
+                    cls.sparseIDs[ec.id] = idx
+                }
+            }
+            cls.slotCount = maxSlots
+            out[sid] = cls
+        }
+        return out
+    }
+
+    /// Reads the stream id of a stream file's first packet (nil for an empty file).
+    static func firstStreamID(_ path: String, metadata: CTFMetadata) throws -> UInt64? {
+        guard let fh = FileHandle(forReadingAtPath: path) else { throw CTFReaderError.io(path: path, message: "cannot open file") }
+        defer { try? fh.close() }
+        let data = (try? fh.read(upToCount: 4096)) ?? Data()
+        if data.isEmpty { return nil }
+        guard let ph = metadata.packetHeader else { return metadata.streamClasses.keys.min() ?? 0 }
+        let bytes = [UInt8](data) + [UInt8](repeating: 0, count: 16)
+        return try bytes.withUnsafeBytes { raw -> UInt64 in
+            let w = GenericWalker(base: raw.baseAddress!, end: data.count * 8, traceBigEndian: metadata.byteOrder == .big, path: path, outer: { _ in nil })
+            var pos = 0
+            var scope: [String: ScopeValue] = [:]
+            do {
+                _ = try w.walk(ph, &pos, field: "trace.packet.header", decode: false, scope: &scope)
+            } catch {
+                throw CTFReaderError.malformed(path: path, offset: 0, field: "trace.packet.header", message: "file too short for a packet header")
+            }
+            if let sid = scope["stream_id"] { return sid.raw }
+            return metadata.streamClasses.keys.min() ?? 0
+        }
+    }
+}
+
+/// Finds every CTF trace (directory holding a `metadata` file) below the given paths: LTTng per-uid and
+/// per-pid layouts, snapshot folders, relay-daemon trees, several traces at once.
+/// - Returns: the trace directories, sorted and without duplicates.
+/// - Throws: ``CTFReaderError/io(path:message:)`` when a path does not exist.
+public func discoverCTFTraces(in paths: [String]) throws -> [String] {
+    let fm = FileManager.default
+    var found = Set<String>()
+    for p in paths {
+        var isDir: ObjCBool = false
+        guard fm.fileExists(atPath: p, isDirectory: &isDir) else { throw CTFReaderError.io(path: p, message: "no such file or directory") }
+        if !isDir.boolValue {
+            if (p as NSString).lastPathComponent == "metadata" { found.insert((p as NSString).deletingLastPathComponent) }
+            continue
+        }
+        let root = URL(fileURLWithPath: p).standardizedFileURL.path
+        if fm.fileExists(atPath: root + "/metadata") { found.insert(root) }
+        guard let en = fm.enumerator(atPath: root) else { continue }
+        var visited = 0
+        while let rel = en.nextObject() as? String {
+            visited += 1
+            if visited > 1_000_000 { break }
+            if (rel as NSString).lastPathComponent == "metadata" {
+                let dir = (root as NSString).appendingPathComponent((rel as NSString).deletingLastPathComponent)
+                found.insert(URL(fileURLWithPath: dir).standardizedFileURL.path)
+            }
+        }
+    }
+    return found.sorted()
+}

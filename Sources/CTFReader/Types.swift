@@ -1,0 +1,234 @@
+/// Byte order of a CTF field.
+public enum CTFByteOrder: Sendable, Equatable {
+    /// Little endian.
+    case little
+    /// Big endian (also "network").
+    case big
+    /// The trace's byte order (resolved when the trace block is known).
+    case native
+}
+
+/// Preferred display base of a CTF integer.
+public enum CTFDisplayBase: Int, Sendable {
+    /// Binary.
+    case binary = 2
+    /// Octal.
+    case octal = 8
+    /// Decimal.
+    case decimal = 10
+    /// Hexadecimal.
+    case hexadecimal = 16
+}
+
+/// A CTF integer type.
+public struct CTFIntegerType: Sendable, Equatable {
+    /// Size in bits (1…64).
+    public var size: Int
+    /// Alignment in bits.
+    public var alignment: Int
+    /// Whether the integer is two's complement signed.
+    public var isSigned: Bool
+    /// Byte order.
+    public var byteOrder: CTFByteOrder
+    /// Preferred display base.
+    public var base: CTFDisplayBase
+    /// Whether the integer encodes a character (UTF-8/ASCII).
+    public var isText: Bool
+    /// Name of the clock this integer maps to, if any.
+    public var mappedClock: String?
+}
+
+/// A CTF floating point type (only IEEE 754 binary32 and binary64 are supported).
+public struct CTFFloatType: Sendable, Equatable {
+    /// Exponent digits.
+    public var exponentDigits: Int
+    /// Mantissa digits (including the implicit bit).
+    public var mantissaDigits: Int
+    /// Alignment in bits.
+    public var alignment: Int
+    /// Byte order.
+    public var byteOrder: CTFByteOrder
+    /// Total size in bits.
+    public var size: Int { exponentDigits + mantissaDigits }
+}
+
+/// One label of a CTF enumeration: a name and an inclusive value range.
+public struct CTFEnumMapping: Sendable, Equatable {
+    /// The label.
+    public var label: String
+    /// Lowest value (inclusive), as the container's signedness dictates (bit pattern for unsigned).
+    public var lower: Int64
+    /// Highest value (inclusive).
+    public var upper: Int64
+}
+
+/// A named field of a structure or variant.
+public struct CTFField: Sendable {
+    /// The field name (with CTF's leading underscore removed).
+    public var name: String
+    /// The field type.
+    public var type: CTFType
+}
+
+/// A CTF 1.8 field type.
+public indirect enum CTFType: Sendable {
+    /// An integer.
+    case integer(CTFIntegerType)
+    /// A floating point number.
+    case floatingPoint(CTFFloatType)
+    /// An enumeration over an integer container.
+    case enumeration(CTFIntegerType, [CTFEnumMapping])
+    /// A NUL-terminated string.
+    case string
+    /// A structure, with its minimum alignment in bits.
+    case structure([CTFField], alignment: Int)
+    /// A variant selected by the enumeration field at `tag`.
+    case variant(tag: String, options: [CTFField])
+    /// A fixed-length array.
+    case array(CTFType, length: Int)
+    /// A sequence whose length is the integer field at `lengthField`.
+    case sequence(CTFType, lengthField: String)
+
+    /// The alignment of the type in bits.
+    public var alignment: Int {
+        switch self {
+        case .integer(let i): return i.alignment
+        case .floatingPoint(let f): return f.alignment
+        case .enumeration(let i, _): return i.alignment
+        case .string: return 8
+        case .structure(let fields, let a): return fields.reduce(a) { max($0, $1.type.alignment) }
+        case .variant: return 1
+        case .array(let e, _), .sequence(let e, _): return e.alignment
+        }
+    }
+
+    /// Whether the type's values are text (arrays/sequences of character integers print as strings).
+    var isTextElement: Bool {
+        if case .integer(let i) = self { return i.isText && i.size == 8 }
+        return false
+    }
+
+    /// The size in bits if it is the same for every value and the type keeps alignment internally consistent,
+    /// or nil when it varies (strings, sequences, variants).
+    var fixedBitSize: Int? {
+        switch self {
+        case .integer(let i): return i.size
+        case .floatingPoint(let f): return f.size
+        case .enumeration(let i, _): return i.size
+        case .string, .variant, .sequence: return nil
+        case .array(let e, let n):
+            guard let s = e.fixedBitSize else { return nil }
+            // Element stride must keep every element aligned.
+            guard s % e.alignment == 0 else { return nil }
+            return s * n
+        case .structure(let fields, _):
+            // Only when every field is naturally packed (no padding that depends on the start offset).
+            var total = 0
+            for f in fields {
+                guard let s = f.type.fixedBitSize else { return nil }
+                if total % f.type.alignment != 0 { return nil }
+                total += s
+            }
+            if total % max(1, self.alignment) != 0 && fields.count > 0 { return nil }
+            return total
+        }
+    }
+
+    /// The minimal size in bits of any value (used to bound untrusted sequence lengths).
+    var minimumBitSize: Int {
+        switch self {
+        case .integer(let i): return i.size
+        case .floatingPoint(let f): return f.size
+        case .enumeration(let i, _): return i.size
+        case .string: return 8
+        case .variant: return 0
+        case .array(let e, let n): return e.minimumBitSize * n
+        case .sequence: return 0
+        case .structure(let fields, _): return fields.reduce(0) { $0 + $1.type.minimumBitSize }
+        }
+    }
+}
+
+/// A clock declared in the metadata.
+public struct CTFClock: Sendable {
+    /// Clock name.
+    public var name: String
+    /// Frequency in Hz.
+    public var frequency: UInt64 = 1_000_000_000
+    /// Offset from the epoch in seconds.
+    public var offsetSeconds: Int64 = 0
+    /// Additional offset in cycles.
+    public var offsetCycles: Int64 = 0
+    /// Clock UUID, if declared.
+    public var uuid: String?
+    /// Description, if declared.
+    public var description: String?
+
+    /// Converts a cycle count to nanoseconds since the epoch (overflow-safe for realistic values).
+    @inline(__always)
+    public func nanoseconds(fromCycles cycles: UInt64) -> Int64 {
+        let base = offsetSeconds &* 1_000_000_000
+        if frequency == 1_000_000_000 {
+            return base &+ offsetCycles &+ Int64(bitPattern: cycles)
+        }
+        let total = UInt64(bitPattern: offsetCycles) &+ cycles
+        let secs = total / frequency
+        let rem = total % frequency
+        return base &+ Int64(bitPattern: secs &* 1_000_000_000) &+ Int64(bitPattern: rem &* 1_000_000_000 / frequency)
+    }
+}
+
+/// An event class: its id, name, stream, log level and field types.
+public final class CTFEventClass: @unchecked Sendable {
+    /// The event id within its stream class.
+    public let id: UInt64
+    /// The event name, e.g. `provider:event`.
+    public let name: String
+    /// The stream class id.
+    public let streamID: UInt64
+    /// The log level, if declared.
+    public let logLevel: Int64?
+    /// The event-specific context type, if any.
+    public let context: CTFType?
+    /// The payload type.
+    public let payload: CTFType?
+    /// Other attributes (e.g. `model.emf.uri`).
+    public let attributes: [String: String]
+
+    init(id: UInt64, name: String, streamID: UInt64, logLevel: Int64?, context: CTFType?, payload: CTFType?, attributes: [String: String]) {
+        self.id = id; self.name = name; self.streamID = streamID; self.logLevel = logLevel
+        self.context = context; self.payload = payload; self.attributes = attributes
+    }
+}
+
+/// A stream class: its id and the types shared by its packets and events.
+public struct CTFStreamClass: Sendable {
+    /// The stream class id.
+    public var id: UInt64
+    /// The packet context type.
+    public var packetContext: CTFType?
+    /// The event header type.
+    public var eventHeader: CTFType?
+    /// The stream event context type.
+    public var eventContext: CTFType?
+}
+
+/// Everything a trace's metadata declares.
+public struct CTFMetadata: Sendable {
+    /// The trace's byte order.
+    public var byteOrder: CTFByteOrder = .little
+    /// The trace UUID, if declared.
+    public var uuid: String?
+    /// The trace packet header type.
+    public var packetHeader: CTFType?
+    /// The `env` block.
+    public var environment: [String: String] = [:]
+    /// The declared clocks by name.
+    public var clocks: [String: CTFClock] = [:]
+    /// Stream classes by id.
+    public var streamClasses: [UInt64: CTFStreamClass] = [:]
+    /// Event classes in declaration order.
+    public var eventClasses: [CTFEventClass] = []
+    /// The metadata text.
+    public var text: String = ""
+}

@@ -1,0 +1,188 @@
+/// A decoded field value.
+public indirect enum CTFValue: Sendable, Equatable {
+    /// A signed integer.
+    case signed(Int64)
+    /// An unsigned integer.
+    case unsigned(UInt64)
+    /// A floating point number.
+    case float(Double)
+    /// A string.
+    case string(String)
+    /// An enumeration value with the labels whose ranges contain it.
+    case enumeration(labels: [String], value: CTFValue)
+    /// An array or sequence.
+    case array([CTFValue])
+    /// A structure's fields in order.
+    case structure([CTFNamedValue])
+    /// A variant's selected option.
+    case variant(option: String, value: CTFValue)
+
+    /// The value as a signed 64-bit integer, if it is an integer or enumeration.
+    public var int64: Int64? {
+        switch self {
+        case .signed(let v): return v
+        case .unsigned(let v): return Int64(bitPattern: v)
+        case .enumeration(_, let v): return v.int64
+        default: return nil
+        }
+    }
+}
+
+/// A named field value of a structure.
+public struct CTFNamedValue: Sendable, Equatable {
+    /// The field name.
+    public var name: String
+    /// The value.
+    public var value: CTFValue
+}
+
+/// Walks (and optionally decodes) values of arbitrary types at a bit position: the slow path used for lazy
+/// decoding of compound fields and for skipping the rare types the flat programs do not handle.
+struct GenericWalker {
+    let base: UnsafeRawPointer
+    let end: Int
+    let traceBigEndian: Bool
+    let path: String
+    /// Resolves a length/tag reference that is not local to the walked value.
+    let outer: (String) -> ScopeValue?
+
+    private func bigEndian(_ b: CTFByteOrder) -> Bool {
+        switch b { case .big: return true; case .little: return false; case .native: return traceBigEndian }
+    }
+
+    private func fail(_ pos: Int, _ field: String, _ msg: String) -> CTFReaderError {
+        .malformed(path: path, offset: pos >> 3, field: field, message: msg)
+    }
+
+    /// Decodes (when `decode`) or skips a value of `type` at `pos`, advancing `pos`.
+    func walk(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int = 0) throws -> CTFValue? {
+        guard depth < 64 else { throw fail(pos, field, "values nested too deeply") }
+        pos = alignUp(pos, type.alignment)
+        switch type {
+        case .integer(let it), .enumeration(let it, _):
+            guard pos + it.size <= end else { throw fail(pos, field, "integer of \(it.size) bits runs past the end of the packet content") }
+            let raw = readBits(base, pos, it.size, bigEndian: bigEndian(it.byteOrder))
+            pos += it.size
+            let v: Int64 = it.isSigned ? signExtend(raw, it.size) : Int64(bitPattern: raw)
+            if case .enumeration(_, let maps) = type {
+                scope[field] = ScopeValue(raw: UInt64(bitPattern: v), signed: it.isSigned, maps: maps)
+            } else {
+                scope[field] = ScopeValue(raw: UInt64(bitPattern: v), signed: it.isSigned, maps: nil)
+            }
+            guard decode else { return nil }
+            let iv: CTFValue = it.isSigned ? .signed(v) : .unsigned(raw)
+            if case .enumeration(_, let maps) = type {
+                return .enumeration(labels: enumLabels(maps, raw: raw, signed: it.isSigned), value: iv)
+            }
+            return iv
+        case .floatingPoint(let ft):
+            guard pos + ft.size <= end else { throw fail(pos, field, "floating point number runs past the end of the packet content") }
+            let raw = readBits(base, pos, ft.size, bigEndian: bigEndian(ft.byteOrder))
+            pos += ft.size
+            guard decode else { return nil }
+            return .float(ft.size == 32 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: raw))) : Double(bitPattern: raw))
+        case .string:
+            let (s, len) = try scanString(pos, field: field)
+            pos += (len + 1) * 8
+            return decode ? .string(s) : nil
+        case .array(let e, let n):
+            return try walkElements(e, count: n, &pos, field: field, decode: decode, scope: &scope, depth: depth)
+        case .sequence(let e, let lf):
+            guard let nv = scope[lf] ?? outer(lf) else { throw fail(pos, field, "sequence length field `\(lf)` not found") }
+            let n = nv.int
+            guard n >= 0 else { throw fail(pos, field, "negative sequence length \(n)") }
+            return try walkElements(e, count: Int(n), &pos, field: field, decode: decode, scope: &scope, depth: depth)
+        case .structure(let fields, _):
+            var inner = scope
+            var out: [CTFNamedValue] = []
+            for f in fields {
+                let v = try walk(f.type, &pos, field: f.name, decode: decode, scope: &inner, depth: depth + 1)
+                if let v { out.append(CTFNamedValue(name: f.name, value: v)) }
+            }
+            return decode ? .structure(out) : nil
+        case .variant(let tag, let options):
+            guard let tv = scope[tag] ?? outer(tag) else { throw fail(pos, field, "variant tag `\(tag)` not found") }
+            guard let maps = tv.maps else { throw fail(pos, field, "variant tag `\(tag)` is not an enumeration") }
+            let labels = enumLabels(maps, raw: tv.raw, signed: tv.signed)
+            let t = tv.int
+            guard let opt = options.first(where: { labels.contains($0.name) }) else {
+                throw fail(pos, field, "variant tag `\(tag)` value \(t) selects no option")
+            }
+            let v = try walk(opt.type, &pos, field: opt.name, decode: decode, scope: &scope, depth: depth + 1)
+            return decode ? .variant(option: opt.name, value: v!) : nil
+        }
+    }
+
+
+    private func walkElements(_ e: CTFType, count n: Int, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int) throws -> CTFValue? {
+        // Never trust the count: each element needs at least its minimum size (8 bits when that is zero-sized).
+        let minBits = max(1, e.minimumBitSize)
+        let remaining = end - pos
+        guard n <= remaining / minBits + 1 else {
+            throw fail(pos, field, "length \(n) exceeds what the remaining \(max(0, remaining) / 8) bytes of the packet can hold")
+        }
+        if e.isTextElement {
+            pos = alignUp(pos, e.alignment)
+            guard pos + n * 8 <= end else { throw fail(pos, field, "text runs past the end of the packet content") }
+            let p = base.advanced(by: pos >> 3).assumingMemoryBound(to: UInt8.self)
+            var len = 0
+            while len < n && p[len] != 0 { len += 1 }
+            let s = decode ? String(decoding: UnsafeBufferPointer(start: p, count: len), as: UTF8.self) : ""
+            pos += n * 8
+            return decode ? .string(s) : nil
+        }
+        var out: [CTFValue] = []
+        if decode { out.reserveCapacity(min(n, 4096)) }
+        var dummy = scope
+        for _ in 0..<n {
+            let v = try walk(e, &pos, field: field, decode: decode, scope: &dummy, depth: depth + 1)
+            if let v { out.append(v) }
+        }
+        return decode ? .array(out) : nil
+    }
+
+    func scanString(_ pos: Int, field: String) throws -> (String, Int) {
+        guard pos & 7 == 0 else { throw fail(pos, field, "string not byte aligned") }
+        let start = pos >> 3
+        let limit = end >> 3
+        guard start < limit else { throw fail(pos, field, "string starts at the end of the packet content") }
+        let p = base.advanced(by: start)
+        guard let nul = memchrRaw(p, limit - start) else {
+            throw fail(pos, field, "unterminated string (no NUL before the end of the packet content)")
+        }
+        return (String(decoding: UnsafeRawBufferPointer(start: p, count: nul), as: UTF8.self), nul)
+    }
+}
+
+/// An integer seen while walking, kept to resolve sequence lengths and variant tags.
+struct ScopeValue {
+    var raw: UInt64
+    var signed: Bool
+    var maps: [CTFEnumMapping]?
+    var int: Int64 { Int64(bitPattern: raw) }
+}
+
+/// The labels of `maps` whose ranges contain the value.
+func enumLabels(_ maps: [CTFEnumMapping], raw: UInt64, signed: Bool) -> [String] {
+    var out: [String] = []
+    for m in maps {
+        if signed {
+            let v = Int64(bitPattern: raw)
+            if v >= m.lower && v <= m.upper { out.append(m.label) }
+        } else {
+            let lo = UInt64(bitPattern: m.lower), hi = UInt64(bitPattern: m.upper)
+            if raw >= lo && raw <= hi { out.append(m.label) }
+        }
+    }
+    return out
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@inline(__always)
+func memchrRaw(_ p: UnsafeRawPointer, _ n: Int) -> Int? {
+    guard n > 0, let r = memchr(p, 0, n) else { return nil }
+    return UnsafeRawPointer(r) - p
+}

@@ -1,0 +1,256 @@
+import Foundation
+import Testing
+import CTFReader
+
+/// Builds small CTF traces by hand (metadata text + one binary stream file) so each bad-input case is exact.
+struct TinyTrace {
+    struct Event { var id: UInt8 = 0; var ts: UInt64; var data: [UInt8]; var text: String; var lenOverride: UInt32? = nil }
+    struct Packet {
+        var events: [Event]
+        var seq: UInt64
+        var discarded: UInt64 = 0
+        var contentOverride: UInt64? = nil
+        var packetOverride: UInt64? = nil
+        var padTo: Int = 0
+    }
+
+    static let metadata = """
+    /* CTF 1.8 */
+    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+    trace {
+        major = 1; minor = 8; byte_order = le;
+        packet.header := struct { uint32_t magic; uint32_t stream_id; };
+    };
+    env { hostname = "tiny"; };
+    clock { name = "c"; freq = 1000000000; offset_s = 1000; };
+    typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
+    stream {
+        id = 0;
+        packet.context := struct {
+            ts_t timestamp_begin; ts_t timestamp_end;
+            uint64_t content_size; uint64_t packet_size;
+            uint64_t packet_seq_num; uint64_t events_discarded;
+        };
+        event.header := struct { uint8_t id; ts_t timestamp; };
+    };
+    event { name = "tiny:seq"; id = 0; fields := struct { uint32_t _len; uint8_t _data[_len]; string _s; }; };
+
+    """
+
+    static func u32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func u64(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+
+    static func packetBytes(_ p: Packet) -> [UInt8] {
+        var body: [UInt8] = []
+        for e in p.events {
+            body += [e.id] + u64(e.ts) + u32(e.lenOverride ?? UInt32(e.data.count)) + e.data + Array(e.text.utf8) + [0]
+        }
+        let headerSize = 8 + 48
+        let content = UInt64(headerSize + body.count) * 8
+        let size = max(content, UInt64(p.padTo) * 8)
+        let begin = p.events.first?.ts ?? 0, end = p.events.last?.ts ?? 0
+        var bytes = u32(0xC1FC_1FC1) + u32(0)
+        bytes += u64(begin) + u64(end) + u64(p.contentOverride ?? content) + u64(p.packetOverride ?? size) + u64(p.seq) + u64(p.discarded)
+        bytes += body
+        bytes += [UInt8](repeating: 0, count: Int(size / 8) - bytes.count)
+        return bytes
+    }
+
+    /// Writes a trace directory; returns its path.
+    static func write(_ name: String, packets: [Packet], metadata: String = TinyTrace.metadata, truncateBy: Int = 0) throws -> String {
+        let dir = SharedDaemon.scratch.appendingPathComponent("tiny-\(name)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        var data: [UInt8] = packets.flatMap(packetBytes)
+        if truncateBy > 0 { data.removeLast(truncateBy) }
+        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
+        return dir.path
+    }
+
+    static func events(_ n: Int, from t0: UInt64 = 100) -> [Event] {
+        (0..<n).map { i in Event(ts: t0 + UInt64(i) * 10, data: Array(0..<UInt8(i % 5)), text: "ev\(i)") }
+    }
+}
+
+func expectReaderError(_ paths: [String], _ check: (CTFReaderError) -> Bool, sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        let (lines, _) = try readerLines(paths)
+        Issue.record("expected an error, decoded \(lines.count) events", sourceLocation: sourceLocation)
+    } catch let e as CTFReaderError {
+        #expect(check(e), "unexpected error: \(e)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("unexpected error type: \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("CTFReader on hand-built and malformed traces")
+struct MalformedTests {
+    @Test("a valid hand-built trace agrees with babeltrace2 (sequences, strings, two packets)")
+    func validTiny() throws {
+        let p = try TinyTrace.write("valid", packets: [
+            .init(events: TinyTrace.events(7), seq: 0),
+            .init(events: TinyTrace.events(5, from: 1000), seq: 1, padTo: 512),
+        ])
+        #expect(try expectAgreesWithBabeltrace([p]) == 12)
+    }
+
+    @Test("a missing path is an I/O error naming it; a directory without a trace says so")
+    func missingFiles() throws {
+        expectReaderError(["/nonexistent/trace/dir"]) { e in
+            if case .io(let p, _) = e { return p == "/nonexistent/trace/dir" }
+            return false
+        }
+        let empty = SharedDaemon.scratch.appendingPathComponent("empty-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        expectReaderError([empty.path]) { e in if case .noTrace = e { return true }; return false }
+    }
+
+    @Test("metadata that does not parse reports line and column")
+    func metadataSyntax() throws {
+        let bad = TinyTrace.metadata.replacingOccurrences(of: "uint64_t packet_seq_num;", with: "uint64_t packet_seq_num")
+        let p = try TinyTrace.write("syntax", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: bad)
+        let line = bad.split(separator: "\n", omittingEmptySubsequences: false).firstIndex(where: { $0.contains("events_discarded") })! + 1
+        expectReaderError([p]) { e in
+            if case .metadataSyntax(let path, let l, let c, let m) = e {
+                return path.hasSuffix("metadata") && l == line && c > 1 && m.contains("expected")
+            }
+            return false
+        }
+    }
+
+    @Test("unknown and unsupported declarations are named")
+    func unsupported() throws {
+        let unknownType = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: "mystery_t _len;")
+        let p1 = try TinyTrace.write("unknown", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: unknownType)
+        expectReaderError([p1]) { e in "\(e)".contains("unknown type `mystery_t`") }
+        let weirdFloat = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: "floating_point { exp_dig = 5; mant_dig = 11; align = 8; } _h; uint32_t _len;")
+        let p2 = try TinyTrace.write("float16", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: weirdFloat)
+        expectReaderError([p2]) { e in "\(e)".contains("unsupported floating_point with exp_dig = 5, mant_dig = 11") }
+        let bigInt = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: "integer { size = 128; } _big; uint32_t _len;")
+        let p3 = try TinyTrace.write("int128", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: bigInt)
+        expectReaderError([p3]) { e in "\(e)".contains("unsupported integer size 128") }
+    }
+
+    @Test("a sequence length claiming gigabytes is refused with file, offset and field, without allocating")
+    func hugeSequence() throws {
+        var evs = TinyTrace.events(3)
+        evs[1].lenOverride = 0xFFFF_FFF0
+        let p = try TinyTrace.write("hugeseq", packets: [.init(events: evs, seq: 0)])
+        // Event 1 starts after the 56-byte header and event 0 (1 + 8 + 4 + 0 data + "ev0\0").
+        let lenEnd = 56 + (13 + 4) + 13
+        expectReaderError([p]) { e in
+            if case .malformed(let path, let off, let field, let m) = e {
+                return path.hasSuffix("stream_0") && off == lenEnd && field == "event.fields.data" && m.contains("4294967280")
+            }
+            return false
+        }
+    }
+
+    @Test("packet sizes that lie are refused naming the field")
+    func lyingSizes() throws {
+        let p1 = try TinyTrace.write("content>packet", packets: [.init(events: TinyTrace.events(2), seq: 0, contentOverride: 1 << 20, packetOverride: 4096)])
+        expectReaderError([p1]) { e in
+            if case .malformed(_, let off, let field, _) = e { return off == 0 && field == "stream.packet.context.content_size" }
+            return false
+        }
+        let p2 = try TinyTrace.write("packet0", packets: [.init(events: TinyTrace.events(2), seq: 0, contentOverride: 0, packetOverride: 0)])
+        expectReaderError([p2]) { e in
+            if case .malformed(_, _, let field, _) = e { return field == "stream.packet.context.packet_size" }
+            return false
+        }
+        // A content size shorter than the events it holds cuts an event in half.
+        let p3 = try TinyTrace.write("shortcontent", packets: [.init(events: TinyTrace.events(3), seq: 0, contentOverride: (56 + 20) * 8, padTo: 256)])
+        expectReaderError([p3]) { e in
+            if case .malformed(let path, let off, _, let m) = e { return path.hasSuffix("stream_0") && off >= 56 && (m.contains("past the end") || m.contains("unterminated")) }
+            return false
+        }
+    }
+
+    @Test("a truncated final packet yields the valid events and a warning")
+    func truncatedTail() throws {
+        let evs = TinyTrace.events(6)
+        let p = try TinyTrace.write("trunc", packets: [
+            .init(events: TinyTrace.events(4, from: 10), seq: 0),
+            .init(events: evs, seq: 1, padTo: 512),
+        ], truncateBy: 512 - (56 + 6 * 16))
+        // Cut inside the last event: 5 of the 6 events of packet 2 survive... compute from the builder.
+        let (lines, set) = try readerLines([p])
+        let full = 56 + evs.reduce(0) { $0 + 13 + $1.data.count + $1.text.utf8.count + 1 }
+        let cut = 56 + 6 * 16
+        var fits = 0, off = 56
+        for e in evs { off += 13 + e.data.count + e.text.utf8.count + 1; if off <= cut { fits += 1 } }
+        #expect(full > cut)
+        #expect(lines.count == 4 + fits)
+        #expect(set.warnings.count >= 1)
+        #expect(set.warnings.contains { $0.path.hasSuffix("stream_0") && $0.message.contains("truncated") })
+    }
+
+    @Test("discarded events and lost packets are surfaced with their time ranges")
+    func lossAccounting() throws {
+        let p = try TinyTrace.write("loss", packets: [
+            .init(events: TinyTrace.events(2, from: 100), seq: 0, discarded: 0),
+            .init(events: TinyTrace.events(2, from: 200), seq: 1, discarded: 7),
+            .init(events: TinyTrace.events(2, from: 400), seq: 4, discarded: 7),
+        ])
+        let (lines, set) = try readerLines([p])
+        #expect(lines.count == 6)
+        let losses = set.losses
+        #expect(losses.count == 2)
+        let base: Int64 = 1000 * 1_000_000_000
+        #expect(losses.contains { $0.kind == .discardedEvents(7) && $0.beginNanoseconds == base + 110 && $0.endNanoseconds == base + 210 })
+        #expect(losses.contains { $0.kind == .lostPackets(2) && $0.beginNanoseconds == base + 210 && $0.endNanoseconds == base + 400 })
+    }
+
+    @Test("an unterminated string and an unknown event id are refused naming offset and field")
+    func badEvents() throws {
+        var evs = TinyTrace.events(2)
+        evs[0].id = 9
+        let p = try TinyTrace.write("badid", packets: [.init(events: evs, seq: 0)])
+        expectReaderError([p]) { e in
+            if case .malformed(_, let off, let field, let m) = e { return off == 56 && field == "stream.event.header.id" && m.contains("unknown event id 9") }
+            return false
+        }
+        // Cut the NUL of the last string off by declaring a content size one byte short.
+        let evs2 = TinyTrace.events(2)
+        let content = 56 + evs2.reduce(0) { $0 + 13 + $1.data.count + $1.text.utf8.count + 1 } - 1
+        let p2 = try TinyTrace.write("nonul", packets: [.init(events: evs2, seq: 0, contentOverride: UInt64(content * 8), padTo: 256)])
+        expectReaderError([p2]) { e in
+            if case .malformed(_, _, let field, let m) = e { return field == "event.fields.s" && m.contains("unterminated string") }
+            return false
+        }
+    }
+
+    @Test("rltrace dump exits non-zero with a clear message on a trace it cannot read")
+    func cliRefuses() throws {
+        var evs = TinyTrace.events(3)
+        evs[2].lenOverride = 0x7FFF_FFFF
+        let p = try TinyTrace.write("cli", packets: [.init(events: evs, seq: 0)])
+        let r = try runTool(try builtProduct("rltrace"), ["dump", p])
+        #expect(r.status != 0)
+        #expect(r.err.contains("stream_0"))
+        #expect(r.err.contains("event.fields.data"))
+        #expect(r.err.contains("byte offset"))
+    }
+
+    @Test("packetized metadata (magic 0x75D11D57) is unpacked")
+    func packetizedMetadata() throws {
+        let text = Array(TinyTrace.metadata.utf8)
+        var bin: [UInt8] = []
+        var off = 0
+        var seq = 0
+        while off < text.count {
+            let chunk = Array(text[off..<min(off + 100, text.count)])
+            let content = UInt32(37 + chunk.count) * 8
+            let packet = UInt32(37 + 128) * 8
+            bin += TinyTrace.u32(0x75D1_1D57) + [UInt8](repeating: 0, count: 16) + TinyTrace.u32(0) + TinyTrace.u32(content) + TinyTrace.u32(packet)
+            bin += [0, 0, 0, 1, 8]
+            bin += chunk + [UInt8](repeating: 0, count: 128 - chunk.count)
+            off += 100; seq += 1
+        }
+        let p = try TinyTrace.write("packetized", packets: [.init(events: TinyTrace.events(4), seq: 0)])
+        try Data(bin).write(to: URL(fileURLWithPath: p).appendingPathComponent("metadata"))
+        #expect(try expectAgreesWithBabeltrace([p]) == 4)
+    }
+}
