@@ -27,6 +27,12 @@ struct RunLoopCoreTests {
         #expect(other != a)
     }
 
+    @Test func activityRawValuesAreCFs() {
+        #expect([RLActivity.entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit, .allActivities].map(\.rawValue)
+                == [1, 2, 4, 32, 64, 128, 0x0FFF_FFFF])
+        #expect([RLRunResult.finished, .stopped, .timedOut, .handledSource].map(\.rawValue) == [1, 2, 3, 4])
+    }
+
     @Test func equalFireDatesAreFIFO() {
         let order = onFreshThread { () -> [String] in
             let loop = RLRunLoop.current
