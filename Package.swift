@@ -61,6 +61,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
         .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl"]),
+        // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
+        .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Sources/ReaderBench"),
         .executableTarget(
             name: "rltrace",
             dependencies: [

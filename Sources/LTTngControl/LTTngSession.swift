@@ -49,9 +49,12 @@ public struct LTTngSession: Sendable {
     ///   - subbufferCount: number of sub-buffers, or nil for the default.
     ///   - buffers: per-user or per-process buffers.
     ///   - overwrite: overwrite the oldest packets when full (flight-recorder mode) instead of discarding new events.
+    ///   - blocking: make traced programs wait (instead of discarding events) when the buffers are full; they
+    ///     must run with `LTTNG_UST_ALLOW_BLOCKING=1` in their environment.
     public func enableChannel(_ channel: String, subbufferSize: Int? = nil, subbufferCount: Int? = nil,
-                              buffers: BufferOwnership = .perUID, overwrite: Bool = false) throws {
+                              buffers: BufferOwnership = .perUID, overwrite: Bool = false, blocking: Bool = false) throws {
         var args = ["enable-channel", "--userspace", "--session=\(name)", buffers.rawValue]
+        if blocking { args.append("--blocking-timeout=inf") }
         if let s = subbufferSize { args.append("--subbuf-size=\(s)") }
         if let n = subbufferCount { args.append("--num-subbuf=\(n)") }
         if overwrite { args.append("--overwrite") }

@@ -1,0 +1,122 @@
+// reader-bench: records multi-million-event LTTng traces with ctf-testgen, then decodes each with CTFReader and
+// with `babeltrace2 --component=sink.utils.counter` in child processes, printing events/s, the ratio and the peak
+// RSS (from wait4) of both, side by side, for two trace sizes (the second ten times the first).
+//
+//   reader-bench [EVENTS]        (default 2000000; the large trace has 10× EVENTS)
+//   reader-bench --decode DIR    (child mode: decode every event of DIR with CTFReader and print the count)
+import Foundation
+import CTFReader
+import LTTngControl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func decodeMode(_ dir: String) -> Int32 {
+    do {
+        let set = try CTFTraceSet(paths: [dir])
+        var it = set.makeMergedIterator()
+        var count = 0
+        var checksum: Int64 = 0
+        while try it.next() {
+            count += 1
+            checksum &+= it.current.timestamp
+        }
+        print("\(count) \(checksum)")
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("\(error)\n".utf8))
+        return 1
+    }
+}
+
+struct ChildResult { var seconds: Double; var maxRSSKiB: Int; var stdout: String; var status: Int32 }
+
+/// Runs a child with posix_spawn and measures wall time and peak RSS with wait4.
+func measure(_ argv: [String]) throws -> ChildResult {
+    let outPath = NSTemporaryDirectory() + "reader-bench-\(getpid()).out"
+    var fa: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&fa)
+    posix_spawn_file_actions_addopen(&fa, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let cargs = argv.map { strdup($0) } + [nil]
+    defer { cargs.forEach { free($0) } }
+    var pid: pid_t = 0
+    let start = Date()
+    let rc = posix_spawnp(&pid, argv[0], &fa, nil, cargs, environ)
+    posix_spawn_file_actions_destroy(&fa)
+    guard rc == 0 else { throw NSError(domain: "spawn", code: Int(rc), userInfo: [NSLocalizedDescriptionKey: "cannot spawn \(argv[0])"]) }
+    var status: Int32 = 0
+    var ru = rusage()
+    _ = wait4(pid, &status, 0, &ru)
+    let secs = Date().timeIntervalSince(start)
+    let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+    unlink(outPath)
+    return ChildResult(seconds: secs, maxRSSKiB: Int(ru.ru_maxrss), stdout: out, status: status)
+}
+
+func record(_ daemon: PrivateSessionDaemon, events: Int, into dir: URL, testgen: String) throws {
+    let name = "bench-\(events)-\(getpid())"
+    let s = try LTTngSession.create(name: name, outputDirectory: dir, cli: daemon.cli)
+    try s.enableChannel("chan", subbufferSize: 1 << 20, subbufferCount: 8, buffers: .perUID, blocking: true)
+    try s.enableUserspaceEvents("rltest:tick", channel: "chan")
+    try s.start()
+    var env = daemon.applicationEnvironment
+    env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: testgen)
+    p.arguments = ["bench", String(events), "4"]
+    p.environment = env
+    try p.run()
+    p.waitUntilExit()
+    try s.stop()
+    try s.destroy()
+}
+
+func duSize(_ dir: URL) -> Int {
+    var total = 0
+    if let en = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: [.fileSizeKey]) {
+        for case let u as URL in en { total += (try? u.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0 }
+    }
+    return total
+}
+
+let args = CommandLine.arguments
+if args.count >= 3 && args[1] == "--decode" { exit(decodeMode(args[2])) }
+
+let baseEvents = args.count >= 2 ? Int(args[1]) ?? 2_000_000 : 2_000_000
+let selfPath = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+let testgen = URL(fileURLWithPath: selfPath).deletingLastPathComponent().appendingPathComponent("ctf-testgen").path
+guard FileManager.default.isExecutableFile(atPath: testgen) else {
+    print("ctf-testgen not found next to reader-bench (\(testgen)); build it: swift build -c release --product ctf-testgen")
+    exit(2)
+}
+let work = FileManager.default.temporaryDirectory.appendingPathComponent("reader-bench-\(getpid())")
+try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: work) }
+let daemon = try PrivateSessionDaemon.start()
+var rows: [String] = []
+print("reader-bench: recording traces of \(baseEvents) and \(baseEvents * 10) events (rltest:tick, 4 threads)…")
+for n in [baseEvents, baseEvents * 10] {
+    let dir = work.appendingPathComponent("t\(n)")
+    try record(daemon, events: n, into: dir, testgen: testgen)
+    let bytes = duSize(dir)
+    let mine = try measure([selfPath, "--decode", dir.path])
+    let bt = try measure(["babeltrace2", "--component=sink.utils.counter", dir.path])
+    let mineCount = Int(mine.stdout.split(separator: " ").first ?? "") ?? -1
+    // The counter sink prints e.g. "2000000 events" among other lines.
+    let btCount = bt.stdout.split(separator: "\n").compactMap { line -> Int? in
+        let parts = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
+        return parts.count >= 2 && parts[1] == "events" ? Int(parts[0]) : nil
+    }.first ?? -1
+    let mineRate = Double(mineCount) / mine.seconds
+    let btRate = Double(btCount) / bt.seconds
+    print(String(format: "trace %d events (%.1f MB on disk): CTFReader %d events in %.3f s = %.2f M ev/s, peak RSS %.1f MB | babeltrace2 counter %d events in %.3f s = %.2f M ev/s, peak RSS %.1f MB | ratio %.1fx",
+                 n, Double(bytes) / 1e6, mineCount, mine.seconds, mineRate / 1e6, Double(mine.maxRSSKiB) / 1024,
+                 btCount, bt.seconds, btRate / 1e6, Double(bt.maxRSSKiB) / 1024, mineRate / btRate))
+    if mineCount != btCount { print("  WARNING: event counts differ (CTFReader \(mineCount), babeltrace2 \(btCount))") }
+    rows.append("\(n) \(mine.maxRSSKiB) \(bt.maxRSSKiB)")
+    try? FileManager.default.removeItem(at: dir)
+}
+daemon.stop()
+let r0 = rows[0].split(separator: " ").compactMap { Int($0) }, r1 = rows[1].split(separator: " ").compactMap { Int($0) }
+print(String(format: "peak RSS growth for a 10x larger trace: CTFReader %+.1f MB, babeltrace2 %+.1f MB",
+             Double(r1[1] - r0[1]) / 1024, Double(r1[2] - r0[2]) / 1024))
