@@ -187,6 +187,8 @@ case "child-enabled":
     let p = measureEnabledPairs()
     let loop = measureLoop()
     print("\(p.source0) \(p.observer) \(p.timer) \(loop.pingPongNs) \(loop.blockNs)")
+case "child-noop":
+    break
 case "child-loop":
     print(String(decoding: try encoder.encode(measureLoop()), as: UTF8.self))
 default:
@@ -195,9 +197,22 @@ default:
     let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let quiet = isolatedEnvironment()
 
-    // This build, no session daemon at all.
-    let sites = Double(try runChild(me, ["child-sites"], env: quiet))!
-    let loop = try JSONDecoder().decode(LoopNumbers.self, from: Data(try runChild(me, ["child-loop"], env: quiet).utf8))
+    // This build and the compiled-out build, no session daemon at all: interleaved rounds, best of each.
+    let rounds = 5
+    var sites = Double.infinity, baseSites = Double.infinity
+    var loop = LoopNumbers(pingPongNs: .infinity, blockNs: .infinity)
+    var baseLoop = LoopNumbers(pingPongNs: .infinity, blockNs: .infinity)
+    func merge(_ a: inout LoopNumbers, _ b: LoopNumbers) {
+        a.pingPongNs = min(a.pingPongNs, b.pingPongNs); a.blockNs = min(a.blockNs, b.blockNs)
+    }
+    for _ in 0..<rounds {
+        sites = min(sites, Double(try runChild(me, ["child-sites"], env: quiet))!)
+        merge(&loop, try JSONDecoder().decode(LoopNumbers.self, from: Data(try runChild(me, ["child-loop"], env: quiet).utf8)))
+        if let b = baseline {
+            baseSites = min(baseSites, Double(try runChild(b, ["child-sites"], env: quiet))!)
+            merge(&baseLoop, try JSONDecoder().decode(LoopNumbers.self, from: Data(try runChild(b, ["child-loop"], env: quiet).utf8)))
+        }
+    }
 
     // This build, recording `runloop:*` in a private session daemon (overwrite mode: every event written).
     var enabled: [Double] = []
@@ -215,15 +230,22 @@ default:
         try session.destroy()
     }
 
-    // The compiled-out build (RLTRACE_DISABLED=1), same machine, same moment.
-    var base: (sites: Double, loop: LoopNumbers)?
-    if let b = baseline {
-        let s = Double(try runChild(b, ["child-sites"], env: quiet))!
-        let l = try JSONDecoder().decode(LoopNumbers.self, from: Data(try runChild(b, ["child-loop"], env: quiet).utf8))
-        base = (s, l)
-    }
+    let base: (sites: Double, loop: LoopNumbers)? = baseline == nil ? nil : (baseSites, baseLoop)
 
-    print("tracing-bench (tracing \(tracingCompiledIn ? "compiled in" : "COMPILED OUT")); times in ns")
+    // Process start-up (exec to exit of a program that does nothing), no session daemon: µs, best of 30.
+    func startup(_ exe: String) throws -> Double {
+        var m = Double.infinity
+        for _ in 0..<30 {
+            let t0 = nowNs()
+            _ = try runChild(exe, ["child-noop"], env: quiet)
+            m = min(m, Double(nowNs() - t0) / 1000)
+        }
+        return m
+    }
+    let startupUs = try startup(me)
+    let baseStartupUs = try baseline.map { try startup($0) }
+
+    print("tracing-bench (tracing \(tracingCompiledIn ? "compiled in" : "COMPILED OUT")); times in ns, best of \(rounds) interleaved runs")
     print("")
     print("                                        this build   compiled out   recording runloop:*")
     func row(_ label: String, _ v: Double, _ b: Double?, _ e: Double?) {
@@ -239,6 +261,7 @@ default:
     }
     row("loop: source0 ping iteration", loop.pingPongNs, base?.loop.pingPongNs, enabled.count == 5 ? enabled[3] : nil)
     row("loop: perform-block", loop.blockNs, base?.loop.blockNs, enabled.count == 5 ? enabled[4] : nil)
+    row("process start-up, no daemon (µs)", startupUs, baseStartupUs, nil)
     if let b = base {
         print("")
         print(String(format: "loop overhead of compiled-in, unrecorded tracing: ping %+.2f %%, block %+.2f %%",
