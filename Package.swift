@@ -51,6 +51,11 @@ let package = Package(
         .executableTarget(name: "tracing-bench", dependencies: ["Tracing", "RunLoopCore", "LTTngControl"],
                           path: "Sources/TracingBench", swiftSettings: tracingDefines),
 
+        // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (issue 8; scripts/bench.sh) ---
+        .target(name: "RLBenchMallocCounter", path: "Sources/RLBench/MallocCounter"),
+        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter"],
+                          path: "Sources/RLBench/Main", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
+
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),
         .target(name: "CTFReader"),

@@ -1,0 +1,471 @@
+// rl-bench: RunLoopCore side by side with CoreFoundation's CFRunLoop and a bare floor, in one run
+// (issue 8). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
+//
+//   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]
+//
+// Internal: `rl-bench --child WORKLOAD ENGINE PARAM` runs one workload and prints one number
+// (used under `strace -c -f` and for the tracing comparison).
+import CoreFoundation
+import Foundation
+import LTTngControl
+import RLBenchMallocCounter
+import RunLoopCore
+
+#if RLTRACE_DISABLED
+let tracingCompiledIn = false
+#else
+let tracingCompiledIn = true
+#endif
+
+// MARK: - result rows
+
+struct Row: Codable {
+    var id: String
+    var workload: String
+    var unit: String
+    var ours: Double?
+    var cf: Double?
+    var floor: Double?
+    /// The ratio the target is about (see `ratio_of`).
+    var ratio: Double?
+    var ratio_of: String
+    var target: String?
+    var pass: Bool?
+    var note: String?
+}
+
+var rows: [Row] = []
+
+struct Options {
+    var json = false
+    var quick = false
+    var strace = true
+    var tracing = true
+    var baseline: String?
+}
+
+let argv = Array(CommandLine.arguments.dropFirst())
+let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+
+func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
+
+// MARK: - sizes
+
+struct Sizes {
+    var batch = 200_000
+    var chained = 100_000
+    var due = 10_000
+    var future = 50_000
+    var wakeRounds = 5_000
+    var wakePauseUs = 50
+    var timerSeconds = 1.0
+    var pipeBytes = 64 << 20
+    var pipeChunk = 4096
+    var reps = 3
+}
+
+// MARK: - running engines interleaved
+
+/// Runs `body` for each engine `reps` times, interleaved (ours, cf, floor, ours, ...), each on a
+/// fresh thread; returns the samples per engine.
+func interleaved<T>(_ engines: [Engine], reps: Int, _ body: @escaping (Engine) -> T) -> [Engine: [T]] {
+    var out: [Engine: [T]] = [:]
+    for _ in 0..<reps {
+        for e in engines { out[e, default: []].append(onFreshThread(name: "rlb-\(e.rawValue)") { body(e) }) }
+    }
+    return out
+}
+
+/// Allocations per item of one smaller untimed run per engine (also the warm-up).
+func allocsPerItem(_ engines: [Engine], items: Int, _ body: @escaping (Engine) -> Void) -> [Engine: Double] {
+    var out: [Engine: Double] = [:]
+    for e in engines {
+        let (_, n) = countingAllocations { onFreshThread(name: "rlb-\(e.rawValue)") { body(e) } }
+        out[e] = Double(n) / Double(items)
+    }
+    return out
+}
+
+func speedRow(_ id: String, _ name: String, unit: String, _ s: [Engine: [Double]], target: Double?) -> Row {
+    let o = s[.ours]?.min(), c = s[.cf]?.min(), f = s[.floor]?.min()
+    let ratio = (o != nil && c != nil) ? c! / o! : nil
+    return Row(id: id, workload: name, unit: unit, ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "cf/ours",
+               target: target.map { String(format: "≥%.0f× CF", $0) },
+               pass: target.flatMap { t in ratio.map { $0 >= t } }, note: nil)
+}
+
+func allocRow(_ id: String, _ name: String, per: String, _ a: [Engine: Double]) -> Row {
+    let o = a[.ours], c = a[.cf]
+    return Row(id: id + ".allocs", workload: "  allocations per \(per) (\(name))", unit: "allocs",
+               ours: o, cf: c, floor: a[.floor], ratio: (o != nil && c != nil && c! > 0) ? o! / c! : nil,
+               ratio_of: "ours/cf", target: nil, pass: nil, note: nil)
+}
+
+// MARK: - the suite
+
+func runSuite(_ sz: Sizes, _ opt: Options) {
+    let all = Engine.allCases
+    let t0 = Date()
+
+    log("1. batch perform (\(sz.batch) blocks)")
+    let a1 = allocsPerItem(all, items: sz.batch / 10) { e in _ = batchPerform(e, n: sz.batch / 10) }
+    let s1 = interleaved(all, reps: sz.reps) { batchPerform($0, n: sz.batch) }
+    rows.append(speedRow("batch_perform", "1. batch perform \(sz.batch / 1000)k", unit: "ns/block", s1, target: 3))
+    rows.append(allocRow("batch_perform", "batch", per: "block", a1))
+
+    log("2. chained perform (\(sz.chained))")
+    let a2 = allocsPerItem(all, items: sz.chained / 10) { e in _ = chainedPerform(e, n: sz.chained / 10) }
+    let s2 = interleaved(all, reps: sz.reps) { chainedPerform($0, n: sz.chained) }
+    rows.append(speedRow("chained_perform", "2. chained perform \(sz.chained / 1000)k", unit: "ns/block", s2, target: 3))
+    rows.append(allocRow("chained_perform", "chained", per: "block", a2))
+
+    log("3. already-due timers (\(sz.due))")
+    let a3 = allocsPerItem(all, items: sz.due / 10) { e in _ = dueTimers(e, n: sz.due / 10) }
+    let s3 = interleaved(all, reps: sz.reps) { dueTimers($0, n: sz.due) }
+    rows.append(speedRow("due_timers", "3. \(sz.due / 1000)k already-due timers, fire all", unit: "ns/timer", s3, target: 20))
+    rows.append(allocRow("due_timers", "due timers, create+add+fire", per: "timer", a3))
+
+    log("4. future timers add/remove (\(sz.future))")
+    let s4 = interleaved(all, reps: sz.reps) { futureTimers($0, n: sz.future) }
+    rows.append(speedRow("future_timers_add", "4a. add \(sz.future / 1000)k future timers", unit: "ns/add",
+                         s4.mapValues { $0.map(\.add) }, target: 10))
+    rows.append(speedRow("future_timers_remove", "4b. remove them", unit: "ns/remove",
+                         s4.mapValues { $0.map(\.remove) }, target: nil))
+
+    log("5. cross-thread wake latency (\(sz.wakeRounds) rounds)")
+    let a5 = allocsPerItem(all, items: 500) { e in _ = wakeLatency(e, rounds: 500, pauseUs: sz.wakePauseUs) }
+    let s5 = interleaved(all, reps: sz.reps) { e -> (Double, Double) in
+        let xs = wakeLatency(e, rounds: sz.wakeRounds, pauseUs: sz.wakePauseUs)
+        return (percentile(xs, 0.5), percentile(xs, 0.99))
+    }
+    for (k, label, q) in [(0, "p50", 0.5), (1, "p99", 0.99)] {
+        _ = q
+        let pick: ([(Double, Double)]?) -> Double? = { v in v.map { median($0.map { k == 0 ? $0.0 : $0.1 }) } }
+        let o = pick(s5[.ours]), c = pick(s5[.cf]), f = pick(s5[.floor])
+        let ratio = (o != nil && f != nil) ? o! / f! : nil
+        rows.append(Row(id: "wake_latency_\(label)", workload: "5. cross-thread wake latency \(label)", unit: "µs",
+                        ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "ours/floor",
+                        target: k == 0 ? "≤1.5× floor" : nil, pass: k == 0 ? ratio.map { $0 <= 1.5 } : nil,
+                        note: "median of \(sz.reps) runs of \(sz.wakeRounds) rounds, \(sz.wakePauseUs) µs pause"))
+    }
+    rows.append(allocRow("wake_latency", "wake", per: "wake cycle", a5))
+
+    log("6. 1 ms repeating timer for \(sz.timerSeconds) s")
+    let timerReps = max(1, sz.reps - 1)
+    let s6 = interleaved(all, reps: timerReps) { e -> (Int, Double, Double) in
+        let r = repeatingTimer(e, seconds: sz.timerSeconds)
+        return (r.fires, percentile(r.lateness, 0.5), percentile(r.lateness, 0.99))
+    }
+    func med6(_ e: Engine, _ f: ((Int, Double, Double)) -> Double) -> Double? { s6[e].map { median($0.map(f)) } }
+    do {
+        let o = med6(.ours) { Double($0.0) }, c = med6(.cf) { Double($0.0) }, f = med6(.floor) { Double($0.0) }
+        let perSec = 1 / sz.timerSeconds
+        rows.append(Row(id: "timer_1ms_fires", workload: "6. 1 ms repeating timer, fires in 1 s", unit: "fires/s",
+                        ours: o.map { $0 * perSec }, cf: c.map { $0 * perSec }, floor: f.map { $0 * perSec },
+                        ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
+                        target: "≥995 fires/s", pass: o.map { $0 * perSec >= 995 }, note: nil))
+        for (label, k) in [("p50", 1), ("p99", 2)] {
+            let g: ((Int, Double, Double)) -> Double = { k == 1 ? $0.1 : $0.2 }
+            let o = med6(.ours, g), c = med6(.cf, g), f = med6(.floor, g)
+            rows.append(Row(id: "timer_1ms_lateness_\(label)", workload: "   lateness \(label)", unit: "µs",
+                            ours: o, cf: c, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil,
+                            ratio_of: "ours/floor", target: nil, pass: nil, note: nil))
+        }
+    }
+    let a6 = allocsPerItem(all, items: 200) { e in _ = repeatingTimer(e, seconds: 0.2) }
+    rows.append(allocRow("timer_1ms", "1 ms timer", per: "fire", a6))
+
+    log("7. pipe fd source (\(sz.pipeBytes >> 20) MiB in \(sz.pipeChunk)-byte writes)")
+    let s7 = interleaved([.ours, .floor], reps: sz.reps) { pipeThroughput($0, total: sz.pipeBytes, chunk: sz.pipeChunk)! }
+    do {
+        let o = s7[.ours]?.max(), f = s7[.floor]?.max()
+        rows.append(Row(id: "pipe_fd_source", workload: "7. fd source, pipe from another thread", unit: "MB/s",
+                        ours: o, cf: nil, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
+                        target: nil, pass: nil,
+                        note: "CF n/a: CFRunLoop on Linux has no fd source; its ports are eventfd/timerfd handles it reads 8 bytes from"))
+    }
+    let a7 = allocsPerItem([.ours, .floor], items: 256) { e in _ = pipeThroughput(e, total: 256 * 4096, chunk: 4096) }
+    rows.append(allocRow("pipe_fd_source", "pipe", per: "4 KiB write", a7))
+
+    if opt.strace { straceRows(sz) }
+    if opt.tracing { tracingRows(sz, opt) }
+    log(String(format: "suite done in %.1f s", Date().timeIntervalSince(t0)))
+}
+
+// MARK: - syscalls per cycle (strace -c -f on child runs)
+
+/// Total syscalls of a child run (excluding `excluded`), with a per-syscall breakdown.
+func straceCount(_ args: [String], excluded: Set<String>) -> (total: Double, by: [String: Double])? {
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent("rl-bench-strace-\(getpid())-\(UUID().uuidString).txt")
+    defer { try? FileManager.default.removeItem(at: out) }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+    p.arguments = ["-f", "-c", "-o", out.path, me, "--child"] + args
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    do { try p.run() } catch { return nil }
+    p.waitUntilExit()
+    guard p.terminationStatus == 0, let text = try? String(contentsOf: out, encoding: .utf8) else { return nil }
+    var by: [String: Double] = [:]
+    for line in text.split(separator: "\n") {
+        let f = line.split(separator: " ", omittingEmptySubsequences: true)
+        // % time, seconds, usecs/call, calls, [errors], syscall
+        guard f.count >= 5, Double(f[0]) != nil, let name = f.last, name != "total" else { continue }
+        guard let calls = Double(f[3]) else { continue }
+        if excluded.contains(String(name)) { continue }
+        by[String(name)] = calls
+    }
+    return (by.values.reduce(0, +), by)
+}
+
+/// Syscalls per cycle: (run with N cycles − run with 0 cycles) / N.
+func perCycle(_ workload: String, _ e: Engine, n: Int, excluded: Set<String>) -> (Double, String)? {
+    guard let a = straceCount([workload, e.rawValue, "0"], excluded: excluded),
+          let b = straceCount([workload, e.rawValue, "\(n)"], excluded: excluded) else { return nil }
+    var parts: [(String, Double)] = []
+    for (k, v) in b.by {
+        let d = (v - (a.by[k] ?? 0)) / Double(n)
+        if d >= 0.05 { parts.append((k, d)) }
+    }
+    parts.sort { $0.1 > $1.1 }
+    let detail = parts.map { String(format: "%@ %.2f", $0.0, $0.1) }.joined(separator: ", ")
+    return ((b.total - a.total) / Double(n), detail)
+}
+
+func straceRows(_ sz: Sizes) {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else { log("strace not found: syscall rows skipped"); return }
+    log("syscalls per cycle (strace -c -f)")
+    // The signaller's pauses (nanosleep) are not part of a wake cycle.
+    let pauses: Set<String> = ["nanosleep", "clock_nanosleep"]
+    for (wl, name, n) in [("wake", "wake cycle (workload 5)", 2000), ("timer", "1 ms timer fire (workload 6)", 300)] {
+        var v: [Engine: (Double, String)] = [:]
+        for e in Engine.allCases { v[e] = perCycle(wl, e, n: n, excluded: pauses) }
+        let o = v[.ours]?.0, c = v[.cf]?.0, f = v[.floor]?.0
+        let note = Engine.allCases.compactMap { e in v[e].map { "\(e.rawValue): \($0.1)" } }.joined(separator: "; ")
+        rows.append(Row(id: "syscalls_\(wl)", workload: "syscalls per \(name)", unit: "syscalls",
+                        ours: o, cf: c, floor: f, ratio: (o != nil && f != nil && f! > 0) ? o! / f! : nil,
+                        ratio_of: "ours/floor", target: nil, pass: nil, note: note))
+    }
+}
+
+// MARK: - 8. tracing cost (this build, with and without a session, vs. the compiled-out build)
+
+struct TraceNumbers: Codable {
+    var batchNs: Double
+    var chainedNs: Double
+    var dueNs: Double
+    var wakeP50Us: Double
+}
+
+func measureTraceNumbers(_ sz: Sizes) -> TraceNumbers {
+    func best(_ f: @escaping () -> Double) -> Double {
+        (0..<sz.reps).map { _ in onFreshThread { f() } }.min()!
+    }
+    _ = onFreshThread { batchPerform(.ours, n: 10_000) }
+    let wake = (0..<sz.reps).map { _ in onFreshThread { percentile(wakeLatency(.ours, rounds: 2000, pauseUs: sz.wakePauseUs), 0.5) } }
+    return TraceNumbers(batchNs: best { batchPerform(.ours, n: sz.batch) },
+                        chainedNs: best { chainedPerform(.ours, n: sz.chained) },
+                        dueNs: best { dueTimers(.ours, n: sz.due) },
+                        wakeP50Us: median(wake))
+}
+
+func runChild(_ exe: String, _ args: [String], env: [String: String]) -> String? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = args
+    p.environment = env
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    do { try p.run() } catch { log("cannot run \(exe): \(error)"); return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else { log("\(exe) \(args) exited \(p.terminationStatus)"); return nil }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+func traceChild(_ exe: String, env: [String: String], quick: Bool) -> TraceNumbers? {
+    guard let s = runChild(exe, ["--child", "trace-suite", "ours", quick ? "1" : "0"], env: env) else { return nil }
+    return try? JSONDecoder().decode(TraceNumbers.self, from: Data(s.utf8))
+}
+
+func isolatedEnvironment() -> [String: String] {
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("rl-bench-home-\(getpid())")
+    try? FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+    var env = ProcessInfo.processInfo.environment
+    env["LTTNG_HOME"] = home.path
+    return env
+}
+
+func tracingRows(_ sz: Sizes, _ opt: Options) {
+    guard tracingCompiledIn else { log("8. skipped: this build has tracing compiled out"); return }
+    log("8. tracing cost (compiled in, no session / session recording runloop:* / compiled out)")
+    let quiet = isolatedEnvironment()
+    var base: TraceNumbers?
+    var noSession: TraceNumbers?
+    var recording: TraceNumbers?
+    var note = ""
+    // Interleave the builds: baseline, this (no session), this (recording), twice; keep the best.
+    func better(_ a: TraceNumbers?, _ b: TraceNumbers?) -> TraceNumbers? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return TraceNumbers(batchNs: min(a.batchNs, b.batchNs), chainedNs: min(a.chainedNs, b.chainedNs),
+                            dueNs: min(a.dueNs, b.dueNs), wakeP50Us: min(a.wakeP50Us, b.wakeP50Us))
+    }
+    var daemon: PrivateSessionDaemon?
+    var session: LTTngSession?
+    let traceDir = FileManager.default.temporaryDirectory.appendingPathComponent("rl-bench-trace-\(getpid())")
+    do {
+        let d = try PrivateSessionDaemon.start()
+        daemon = d
+        let s = try LTTngSession.create(name: "rlbench\(getpid())", outputDirectory: traceDir, cli: d.cli)
+        try s.enableChannel("bench", subbufferSize: 1 << 20, subbufferCount: 8, overwrite: true)
+        try s.enableUserspaceEvents("runloop:*", channel: "bench")
+        try s.start()
+        session = s
+    } catch {
+        note = "no session: \(error)"
+        log("8. could not start an LTTng session: \(error)")
+    }
+    for _ in 0..<2 {
+        if let b = opt.baseline { base = better(base, traceChild(b, env: quiet, quick: opt.quick)) }
+        noSession = better(noSession, traceChild(me, env: quiet, quick: opt.quick))
+        if let d = daemon, session != nil { recording = better(recording, traceChild(me, env: d.applicationEnvironment, quick: opt.quick)) }
+    }
+    if let s = session { try? s.stop(); try? s.destroy() }
+    daemon?.stop()
+    try? FileManager.default.removeItem(at: traceDir)
+    if opt.baseline == nil { note += (note.isEmpty ? "" : "; ") + "no --baseline: compiled-out column empty" }
+
+    let items: [(String, String, String, KeyPath<TraceNumbers, Double>)] = [
+        ("batch", "batch perform", "ns/block", \.batchNs),
+        ("chained", "chained perform", "ns/block", \.chainedNs),
+        ("due", "already-due timers", "ns/timer", \.dueNs),
+        ("wake_p50", "wake latency p50", "µs", \.wakeP50Us),
+    ]
+    for (cfgID, cfg, nums) in [("no_session", "tracing in, no session", noSession), ("recording", "session recording", recording)] {
+        for (id, name, unit, kp) in items {
+            let o = nums?[keyPath: kp], f = base?[keyPath: kp]
+            rows.append(Row(id: "tracing_\(cfgID)_\(id)", workload: "8. \(cfg): \(name)", unit: unit,
+                            ours: o, cf: nil, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil,
+                            ratio_of: "ours/compiled-out", target: nil, pass: nil,
+                            note: id == "batch" ? ("floor column = RLTRACE_DISABLED=1 build" + (note.isEmpty ? "" : "; " + note)) : nil))
+        }
+    }
+}
+
+// MARK: - output
+
+func fmtNum(_ x: Double?) -> String {
+    guard let x, x.isFinite else { return "n/a" }
+    if x >= 10_000 { return String(format: "%.0f", x) }
+    if x >= 100 { return String(format: "%.1f", x) }
+    return String(format: "%.2f", x)
+}
+
+func pad(_ s: String, _ n: Int, right: Bool = false) -> String {
+    let c = s.count
+    if c >= n { return s }
+    let sp = String(repeating: " ", count: n - c)
+    return right ? sp + s : s + sp
+}
+
+func printTable(_ header: String) {
+    print(header)
+    print("")
+    let cols = ["workload", "unit", "ours", "CF", "floor", "ratio", "target", "pass"]
+    var lines: [[String]] = [cols]
+    for r in rows {
+        let ratio = r.ratio.map { String(format: "%.2f× %@", $0, r.ratio_of) } ?? "n/a"
+        lines.append([r.workload, r.unit, fmtNum(r.ours), fmtNum(r.cf), fmtNum(r.floor), ratio, r.target ?? "",
+                      r.pass.map { $0 ? "PASS" : "MISS" } ?? ""])
+    }
+    var w = Array(repeating: 0, count: cols.count)
+    for l in lines { for (i, s) in l.enumerated() { w[i] = max(w[i], s.count) } }
+    for (n, l) in lines.enumerated() {
+        var s = ""
+        for (i, c) in l.enumerated() { s += pad(c, w[i], right: (2...4).contains(i)) + "  " }
+        while s.hasSuffix(" ") { s.removeLast() }
+        print(s)
+        if n == 0 { print(String(repeating: "-", count: w.reduce(0, +) + 2 * w.count)) }
+    }
+    let notes = rows.filter { $0.note != nil }
+    if !notes.isEmpty {
+        print("")
+        for r in notes { print("note [\(r.id)]: \(r.note!)") }
+    }
+}
+
+struct Report: Codable {
+    var schema: Int
+    var tool: String
+    var date: String
+    var host: String
+    var cpus: Int
+    var tracing_compiled_in: Bool
+    var quick: Bool
+    var rows: [Row]
+}
+
+// MARK: - entry
+
+if argv.first == "--child" {
+    guard argv.count >= 4, let e = Engine(rawValue: argv[2]), let n = Int(argv[3]) else { fail("usage: --child WORKLOAD ENGINE N") }
+    switch argv[1] {
+    case "wake":
+        let xs = n == 0 ? [] : onFreshThread { wakeLatency(e, rounds: n, pauseUs: 20) }
+        print(xs.isEmpty ? 0 : percentile(xs, 0.5))
+    case "timer":
+        // n fires of the 1 ms timer (n = 0: set up and tear down only).
+        let r = onFreshThread { repeatingTimer(e, seconds: Double(n) / 1000) }
+        print(r.fires)
+    case "trace-suite":
+        var sz = Sizes()
+        if n == 1 { sz.batch /= 4; sz.chained /= 4; sz.due /= 4; sz.reps = 2 }
+        print(String(decoding: try! JSONEncoder().encode(measureTraceNumbers(sz)), as: UTF8.self))
+    default:
+        fail("unknown child workload \(argv[1])")
+    }
+    exit(0)
+}
+
+var opt = Options()
+var i = 0
+while i < argv.count {
+    switch argv[i] {
+    case "--json": opt.json = true
+    case "--quick": opt.quick = true
+    case "--no-strace": opt.strace = false
+    case "--no-tracing": opt.tracing = false
+    case "--baseline":
+        i += 1
+        guard i < argv.count else { fail("--baseline needs a path") }
+        opt.baseline = argv[i]
+    case "-h", "--help":
+        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]")
+        exit(0)
+    default: fail("unknown argument \(argv[i])")
+    }
+    i += 1
+}
+if rlb_malloc_interposed() == 0 { log("warning: malloc interposition inactive; allocation rows will read 0") }
+
+var sizes = Sizes()
+if opt.quick {
+    sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
+    sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1
+}
+runSuite(sizes, opt)
+
+var uts = utsname()
+uname(&uts)
+let host = withUnsafeBytes(of: &uts.nodename) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+let stamp = ISO8601DateFormatter().string(from: Date())
+if opt.json {
+    let enc = JSONEncoder()
+    enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    let rep = Report(schema: 1, tool: "rl-bench", date: stamp, host: host, cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))),
+                     tracing_compiled_in: tracingCompiledIn, quick: opt.quick, rows: rows)
+    print(String(decoding: try! enc.encode(rep), as: UTF8.self))
+} else {
+    printTable("rl-bench \(stamp) on \(host), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; RunLoopCore (ours) vs CoreFoundation CFRunLoop (CF) vs floor; tracing \(tracingCompiledIn ? "compiled in" : "compiled out")")
+}
