@@ -161,7 +161,7 @@ enum WakeScenario {
             log.add("step main-queue main_queue -2")
             let th = Thread {
                 usleep(5_000)
-                DispatchQueue.main.async { log.add("main-queue block ran") }
+                DispatchQueue.main.async { log.add("callout main_queue") }
             }
             th.start()
             let r = loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true)
@@ -180,6 +180,44 @@ enum WakeScenario {
             log.add("result \(r.rawValue)")
         }
         loop.remove(keep, forMode: .default)
+        log.flush()
+    }
+}
+
+/// Nested scenario: a source0 whose perform runs the loop in another mode (depth 2, with a timer
+/// and an entry/exit observer there), then a repeating timer whose first callout blocks long
+/// enough to miss several fires (rescheduled with `missed_fires`).
+enum NestedScenario {
+    static func run() {
+        let log = ScenarioLog()
+        let loop = RLRunLoop.current
+        log.add("loop \(loop.id) tid \(threadIDNow())")
+        let inner = RLMode("inner")
+        let innerTimer = RLTimer(fireAt: .now + .milliseconds(2), name: "inner-timer") { t in log.add("callout timer \(t.name!)") }
+        let innerObs = RLObserver(activities: [.entry, .exit], repeats: true, order: 0, name: "inner-obs") { o, a in
+            log.add("callout observer \(o.name!) \(a.rawValue)")
+        }
+        loop.add(innerTimer, forMode: inner)
+        loop.add(innerObs, forMode: inner)
+        var ticks = 0
+        let slow = RLTimer(fireAt: .now + .milliseconds(1), interval: .milliseconds(2), name: "slow-tick") { t in
+            log.add("callout timer \(t.name!)")
+            ticks += 1
+            if ticks == 1 { usleep(15_000) } else { t.invalidate(); RLRunLoop.current.stop() }
+        }
+        let outer = RLSource0(order: 0, name: "outer") {
+            log.add("callout source0 outer")
+            let r = RLRunLoop.current.run(mode: inner, seconds: 0.5, returnAfterSourceHandled: false)
+            log.add("inner-result \(r.rawValue)")
+        }
+        loop.add(outer, forMode: .default)
+        loop.add(slow, forMode: .default)
+        outer.signal()
+        let r = loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: false)
+        log.add("result \(r.rawValue)")
+        loop.remove(outer, forMode: .default)
+        loop.remove(innerObs, forMode: inner)
+        withExtendedLifetime((innerTimer, innerObs, slow, outer)) {}
         log.flush()
     }
 }

@@ -2,6 +2,7 @@
 //
 //   tracing-scenarios direct     fire every `runloop` tracepoint with known values; print them
 //   tracing-scenarios sequence   a loop with observers, source0s, timers, a pipe source1 and blocks
+//   tracing-scenarios nested     a run inside a callout (depth 2) and a timer missing fires
 //   tracing-scenarios wakes      one run per way of waking the main loop (timer, fd, wakeUp, stop,
 //                                main queue, timeout, poll)
 //
@@ -17,7 +18,9 @@ case "sequence":
     SequenceScenario.run()
 case "wakes":
     WakeScenario.run()
+case "nested":
+    NestedScenario.run()
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|wakes\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|nested|wakes\n".utf8))
     exit(2)
 }

@@ -34,6 +34,48 @@ private struct ScenarioLog {
     var loopTID: String? { words("loop").first?[3] }
 }
 
+/// The callouts a scenario logged, in the loggers' format (`source1` lines without their `read N`).
+private func loggedCallouts(_ log: ScenarioLog) -> [String] {
+    log.lines.filter { $0.hasPrefix("callout ") }.map { line -> String in
+        var w = line.dropFirst("callout ".count).split(separator: " ").map(String.init)
+        if w.first == "source1", let r = w.firstIndex(of: "read") { w.removeSubrange(r...) }
+        return w.joined(separator: " ")
+    }
+}
+
+/// Checks that callout entries and exits pair up with identical payloads, properly nested;
+/// returns the kinds seen.
+@discardableResult
+private func checkEntryExitPairing(_ events: [TraceEvent]) throws -> Set<String> {
+    var stack: [(entry: TraceEvent, runsInside: Int)] = []
+    var kindsSeen = Set<String>()
+    for e in events {
+        if e.shortName == "run_enter", !stack.isEmpty { stack[stack.count - 1].runsInside += 1 }
+        guard let kind = e.calloutKind else { continue }
+        kindsSeen.insert(kind)
+        if e.isEntry { stack.append((e, 0)); continue }
+        let popped = stack.popLast()
+        let (open, runsInside) = try #require(popped, "exit without entry: \(e)")
+        #expect(open.calloutKind == e.calloutKind)
+        var a = open.fields, b = e.fields
+        a["cpu_id"] = nil; b["cpu_id"] = nil
+        let (ia, ib) = (a.removeValue(forKey: "iteration"), b.removeValue(forKey: "iteration"))
+        #expect(a == b, "entry \(open) vs exit \(e)")
+        if runsInside > 0 && ia != ib {
+            // RunLoopCore (lead's code) reads the loop's iteration counter again after the callout,
+            // so after a nested run the exit carries the inner run's last iteration.
+            withKnownIssue("RunLoopCore: callout exit after a nested run carries the nested iteration", isIntermittent: true) {
+                #expect(ia == ib, "entry \(open) vs exit \(e)")
+            }
+        } else {
+            #expect(ia == ib, "entry \(open) vs exit \(e)")
+        }
+        #expect(e.cycles >= open.cycles)
+    }
+    #expect(stack.isEmpty, "entries without exit: \(stack.map(\.entry))")
+    return kindsSeen
+}
+
 @Suite("RunLoopCore traced under a real session daemon", .serialized)
 struct EngineTraceTests {
     /// The sequence of callouts in the trace is exactly the sequence the callouts themselves logged;
@@ -46,30 +88,13 @@ struct EngineTraceTests {
         let events = rec.events.filter { $0["loop_id"] == loopID }
 
         // 1. The sequence of callouts.
-        let expected = log.lines.filter { $0.hasPrefix("callout ") }.map { line -> String in
-            var w = line.dropFirst("callout ".count).split(separator: " ").map(String.init)
-            if w.first == "source1", let r = w.firstIndex(of: "read") { w.removeSubrange(r...) }
-            return w.joined(separator: " ")
-        }
+        let expected = loggedCallouts(log)
         let recorded = events.filter { $0.calloutKind != nil && $0.isEntry }.map(\.calloutLine)
         #expect(expected.count > 30)
         #expect(recorded == expected, "trace callouts:\n\(recorded.joined(separator: "\n"))\nlogged:\n\(expected.joined(separator: "\n"))")
 
         // 2. Entries and exits pair up, with identical payloads, properly nested.
-        var stack: [TraceEvent] = []
-        var kindsSeen = Set<String>()
-        for e in events where e.calloutKind != nil {
-            kindsSeen.insert(e.calloutKind!)
-            if e.isEntry { stack.append(e); continue }
-            let popped = stack.popLast()
-            let open = try #require(popped, "exit without entry: \(e)")
-            #expect(open.calloutKind == e.calloutKind)
-            var a = open.fields, b = e.fields
-            a["cpu_id"] = nil; b["cpu_id"] = nil
-            #expect(a == b, "entry \(open) vs exit \(e)")
-            #expect(e.cycles >= open.cycles)
-        }
-        #expect(stack.isEmpty, "entries without exit: \(stack)")
+        let kindsSeen = try checkEntryExitPairing(events)
         #expect(kindsSeen.isSuperset(of: ["observer", "source0", "source1", "timer", "block"]), "\(kindsSeen)")
 
         // 3. Names and fds.
@@ -158,6 +183,10 @@ struct EngineTraceTests {
             if runs.isEmpty || runs[runs.count - 1].last?.shortName == "run_exit" { pending.append(e) } else { runs[runs.count - 1].append(e) }
         }
         try #require(runs.count == steps.count, "\(runs.count) runs in the trace, \(steps.count) steps logged")
+        let kinds = try checkEntryExitPairing(rec.events.filter { $0["loop_id"] == loopID })
+        #expect(kinds.isSuperset(of: ["source0", "source1", "timer", "main_queue"]), "\(kinds)")
+        #expect(rec.events.filter { $0["loop_id"] == loopID && $0.calloutKind != nil && $0.isEntry }.map(\.calloutLine)
+                == loggedCallouts(log))
 
         for (i, step) in steps.enumerated() {
             let name = step[1], reason = step[2], fd = step[3]
@@ -204,6 +233,41 @@ struct EngineTraceTests {
                 Issue.record("unknown step \(name)")
             }
         }
+    }
+
+    /// A run inside a callout: depths, nesting of the inner run inside the callout, and a timer that
+    /// missed fires rescheduled with `missed_fires` and the matching next fire time.
+    @Test func nestedRunAndMissedTimerFires() throws {
+        let rec = try Tracing.record(["nested"])
+        #expect(rec.run.status == 0, "\(rec.run.stderr)")
+        let log = ScenarioLog(rec.run)
+        let loopID = try #require(log.loopID)
+        let events = rec.events.filter { $0["loop_id"] == loopID }
+        let recorded = events.filter { $0.calloutKind != nil && $0.isEntry }.map(\.calloutLine)
+        #expect(recorded == loggedCallouts(log), "trace: \(recorded)")
+        try checkEntryExitPairing(events)
+
+        let runEvents = events.filter { $0.shortName == "run_enter" || $0.shortName == "run_exit" }
+        #expect(runEvents.map { "\($0.shortName) \($0["mode"] ?? "?") \($0["depth"] ?? "?")" } ==
+                ["run_enter kCFRunLoopDefaultMode 1", "run_enter inner 2", "run_exit inner 2", "run_exit kCFRunLoopDefaultMode 1"])
+        if runEvents.count == 4 {
+            #expect(runEvents[2]["result"] == log.words("inner-result").first?[1])
+            #expect(runEvents[3]["result"] == log.words("result").first?[1])
+            #expect(runEvents[3].labels["result"] == "stopped")
+            // The inner run lies inside the outer source0's callout.
+            let outerEntry = try #require(events.first { $0.shortName == "source0_entry" && $0["name"] == "outer" })
+            let outerExit = try #require(events.first { $0.shortName == "source0_exit" && $0["name"] == "outer" })
+            #expect(outerEntry.cycles <= runEvents[1].cycles && runEvents[2].cycles <= outerExit.cycles)
+        }
+
+        let firstTick = try #require(events.first { $0.shortName == "timer_entry" && $0["name"] == "slow-tick" })
+        let rearm = try #require(events.first { $0.shortName == "timer_armed" && $0["name"] == "slow-tick" && $0.cycles > firstTick.cycles })
+        let missed = try #require(rearm.uint("missed_fires")), interval = try #require(rearm.uint("interval_ns"))
+        let scheduled = try #require(firstTick.uint("scheduled_ns")), fire = try #require(rearm.uint("fire_ns"))
+        #expect(interval == 2_000_000)
+        #expect(missed >= 5, "a 15 ms callout of a 2 ms timer must skip fires; missed_fires = \(missed)")
+        #expect(fire == scheduled + (missed + 1) * interval, "next fire \(fire) vs scheduled \(scheduled) + (\(missed)+1)×\(interval)")
+        #expect(fire > rearm.cycles - 2_000_000 && fire <= rearm.cycles + interval, "next fire must be the first future slot")
     }
 
     /// Without any session daemon, the same program does the same thing (its own log, with ids, fds
