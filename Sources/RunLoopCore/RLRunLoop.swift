@@ -14,7 +14,8 @@ final class ModeState {
     /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd).
     let epfd: Int32
     var sources0: [RLSource0] = []
-    var sources1: [RLSource1] = []
+    /// Keyed by the source's id (the epoll token): O(1) membership for every wake.
+    var sources1: [UInt64: RLSource1] = [:]
     /// Sorted by order; ties in insertion order.
     var observers: [RLObserver] = []
     var observerMask: UInt32 = 0
@@ -182,7 +183,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             deallocating = true
             for m in modes.values {
                 for s in m.sources0 { cancels.append((s, m.name)) }
-                for s in m.sources1 { Waiter.remove(m.epfd, s.fd) }
+                for s in m.sources1.values { Waiter.remove(m.epfd, s.fd) }
                 m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll(); m.observerMask = 0
                 for t in m.timers.members.values { t.state.withLock { $0.memberships.removeAll() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
@@ -342,7 +343,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 if commonSources1.contains(where: { $0 === source }) { return }
             }
             for m in targetModesLocked(mode) {
-                if m.sources1.contains(where: { $0 === source }) { continue }
+                if m.sources1[source.id] != nil { continue }
                 do { try addSource1Locked(source, m); joined.append(m.name) } catch let e as RLError {
                     failure = e
                     break
@@ -363,17 +364,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     func addSource1Locked(_ s: RLSource1, _ m: ModeState) throws(RLError) {
-        if m.sources1.contains(where: { $0 === s }) { return }
+        if m.sources1[s.id] != nil { return }
         try Waiter.control(m.epfd, EPOLL_CTL_ADD, s.fd, events: s.interest.rawValue, token: s.id)
-        m.sources1.append(s)
+        m.sources1[s.id] = s
         source1ByID[s.id] = s
     }
 
     func removeSource1Locked(_ s: RLSource1, _ m: ModeState) {
-        guard let i = m.sources1.firstIndex(where: { $0 === s }) else { return }
-        m.sources1.remove(at: i)
+        guard m.sources1.removeValue(forKey: s.id) != nil else { return }
         Waiter.remove(m.epfd, s.fd)
-        if !modes.values.contains(where: { $0.sources1.contains { $0 === s } }) { source1ByID.removeValue(forKey: s.id) }
+        if !modes.values.contains(where: { $0.sources1[s.id] != nil }) { source1ByID.removeValue(forKey: s.id) }
     }
 
     /// Removes a source1 from `mode` (or every common mode). Never closes the fd.
@@ -386,7 +386,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 commonSources1.remove(at: i)
                 targets = commonModeNames.compactMap { modes[$0] }
             } else if let m = modes[mode] { targets = [m] }
-            for m in targets where m.sources1.contains(where: { $0 === source }) {
+            for m in targets where m.sources1[source.id] != nil {
                 removeSource1Locked(source, m)
                 left.append(m.name)
             }
@@ -398,13 +398,13 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public func contains(_ source: RLSource1, inMode mode: RLMode) -> Bool {
         locked {
             if mode == .commonModes { return commonSources1.contains { $0 === source } }
-            return modes[mode]?.sources1.contains { $0 === source } ?? false
+            return modes[mode]?.sources1[source.id] != nil
         }
     }
 
     func removeEverywhere(_ source: RLSource1) {
         remove(source, forMode: .commonModes)
-        let names = locked { modes.values.filter { $0.sources1.contains { $0 === source } }.map(\.name) }
+        let names = locked { modes.values.filter { $0.sources1[source.id] != nil }.map(\.name) }
         for n in names { remove(source, forMode: n) }
     }
 

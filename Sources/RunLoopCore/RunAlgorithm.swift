@@ -118,6 +118,11 @@ extension RLRunLoop {
                                        deadlineNs: armed == .max ? 0 : armed)
                 }
                 ready = waiter.wait(on: m.epfd, poll: poll)
+                // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
+                // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
+                if ready == nil && poll && locked({ m.timers.earliestFire() }) <= rl_monotonic_ns() {
+                    ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
+                }
                 // Step 8: ignore wake-ups until the next iteration; afterWaiting.
                 let now = rl_monotonic_ns()
                 reason = locked { () -> RLTraceWakeReason in
@@ -151,7 +156,7 @@ extension RLRunLoop {
                         suspendMainQueueLocked(m)
                     }
                 default:
-                    if let s = locked({ source1ByID[ready.token] }), locked({ m.sources1.contains { $0 === s } }) {
+                    if let s = locked({ m.sources1[ready.token] }) {
                         handled = doSource1(s, events: ready.events) || handled
                     }
                 }

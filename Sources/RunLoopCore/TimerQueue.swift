@@ -23,6 +23,8 @@ struct TimerQueue {
     let mode: ObjectIdentifier
     private(set) var byFire = Heap<Entry>()
     private var byHard = Heap<Entry>()
+    /// Reused by `collectDue` (which never calls out, so it is never re-entered).
+    private var dueScratch: [Entry] = []
     /// The live timers.
     private(set) var members: [ObjectIdentifier: RLTimer] = [:]
 
@@ -72,16 +74,17 @@ struct TimerQueue {
     /// Appends to `out`, in fire order, every live timer whose fire time is ≤ `now`. The timers stay
     /// queued (a nested run in the same mode sees them too, as in CF); firing repositions them.
     mutating func collectDue(now: UInt64, into out: inout [RLTimer]) {
-        let start = out.count
-        var popped: [Entry] = []
         while let top = byFire.min, top.key <= now {
             _ = byFire.removeMin()
             if isLive(top) {
                 out.append(top.timer)
-                popped.append(top)
+                dueScratch.append(top)
             }
         }
-        if out.count > start { byFire.insert(contentsOf: popped) }
+        if !dueScratch.isEmpty {
+            byFire.insert(contentsOf: dueScratch)
+            dueScratch.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Rebuilds the heaps when stale entries dominate, keeping memory proportional to live timers.

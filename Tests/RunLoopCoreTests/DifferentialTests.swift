@@ -37,13 +37,13 @@ let scenarios: [(String, Scenario)] = [
     }),
     ("block, source0, one-shot timer, timeout", { e, log in
         let o = observeAll(e, log)
-        let t = e.timer(after: 0.02, interval: 0) { log.add("timer") }
+        let t = e.timer(after: 0.05, interval: 0) { log.add("timer") }
         e.add(timer: t, "default")
         e.performBlock("default") { log.add("block") }
         let s = e.source0(order: 0) { log.add("source0") }
         e.add(source0: s, "default")
         e.signal(s)
-        log.add("result:\(e.run("default", 0.15, false))")
+        log.add("result:\(e.run("default", 0.3, false))")
         _ = o
     }),
     ("one-shot timer as the only item finishes after it fires", { e, log in
@@ -62,6 +62,19 @@ let scenarios: [(String, Scenario)] = [
         log.add("result:\(e.run("default", -1, true))")
         e.signal(s)
         log.add("result:\(e.run("default", 0, true))")
+        _ = o
+    }),
+    ("a poll fires an already-due timer", { e, log in
+        let o = observeAll(e, log)
+        e.add(timer: e.timer(after: 0, interval: 0) { log.add("due-timer") }, "default")
+        let s = e.source0(order: 0) { log.add("source0") }
+        e.add(source0: s, "default")
+        usleep(20_000)
+        log.add("r:\(e.run("default", 0, false))")
+        e.add(timer: e.timer(after: 0, interval: 0) { log.add("due-timer-2") }, "default")
+        e.signal(s)
+        usleep(20_000)
+        log.add("r:\(e.run("default", 0, false))")
         _ = o
     }),
     ("observer order: autorelease-pool style bracketing and dirty-list flush", { e, log in
@@ -104,13 +117,15 @@ let scenarios: [(String, Scenario)] = [
         let s = e.source0(order: 0) { log.add("source0") }
         e.add(source0: s, "default")
         let o = observeAll(e, log)
+        let signalled = DispatchSemaphore(value: 0)
         let signaller = Thread {
             Thread.sleep(forTimeInterval: 0.03)
-            log.add("signalled")
             e.signal(s)
+            signalled.signal()
         }
         signaller.start()
-        log.add("no-wake:\(e.run("default", 0.15, false))")
+        log.add("no-wake:\(e.run("default", 0.3, false))")
+        signalled.wait()
         let wake = e.waker
         let waker = Thread {
             Thread.sleep(forTimeInterval: 0.03)
@@ -157,13 +172,13 @@ let scenarios: [(String, Scenario)] = [
         var selfRemoving: AnyObject?
         selfRemoving = e.observer(4, repeats: true, order: 0) { _ in log.add("self-removing"); e.invalidate(observer: selfRemoving!) }
         e.add(observer: selfRemoving!, "default")
-        let t1 = e.timer(after: 0.005, interval: 0) {
+        let t1 = e.timer(after: 0.1, interval: 0) {
             log.add("t1")
-            e.add(timer: e.timer(after: 0.01, interval: 0) { log.add("t-added") }, "default")
+            e.add(timer: e.timer(after: 0.02, interval: 0) { log.add("t-added") }, "default")
         }
         e.add(timer: t1, "default")
         log.add("r1:\(e.run("default", 0, false))")
-        log.add("r2:\(e.run("default", 0.3, false))")
+        log.add("r2:\(e.run("default", 0.6, false))")
     }),
     ("one-shot observers fire once", { e, log in
         let o = e.observer(0x0FFF_FFFF, repeats: false, order: 0) { log.add("once:\(activityName($0))") }
