@@ -5,10 +5,17 @@
 import CRunLoopShims
 import CoreFoundation
 import Foundation
+import RLBenchMallocCounter
 import RunLoopCore
 import Synchronization
 
 final class Counter { var n = 0 }
+
+// Allocation counting of the timed phases (see allocsPerItem in main.swift).
+var countTimed = false
+var phaseAllocs: [UInt64] = []
+@inline(__always) func phaseBegin() { if countTimed { rlb_malloc_reset(); rlb_malloc_counting(1) } }
+@inline(__always) func phaseEnd() { if countTimed { rlb_malloc_counting(0); phaseAllocs.append(rlb_malloc_count()) } }
 
 // MARK: - 1. batch perform: queue N blocks, drain them (ns per block)
 
@@ -17,24 +24,33 @@ func batchPerform(_ e: Engine, n: Int) -> Double {
     switch e {
     case .ours:
         let loop = RLRunLoop.current
+        phaseBegin()
         let t0 = nowNs()
         for _ in 0..<n { loop.performBlock(forMode: .default) { c.n &+= 1 } }
         while c.n < n { loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
-        return Double(nowNs() - t0) / Double(n)
+        let dt = nowNs() - t0
+        phaseEnd()
+        return Double(dt) / Double(n)
     case .cf:
         let rl = CFRunLoopGetCurrent()!
+        phaseBegin()
         let t0 = nowNs()
         for _ in 0..<n { CFRunLoopPerformBlock(rl, kCFRunLoopDefaultMode, { c.n &+= 1 }) }
         while c.n < n { _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 0, false) }
-        return Double(nowNs() - t0) / Double(n)
+        let dt = nowNs() - t0
+        phaseEnd()
+        return Double(dt) / Double(n)
     case .floor:
         // A plain array of closures, appended then called.
+        phaseBegin()
         let t0 = nowNs()
         var q: [() -> Void] = []
         for _ in 0..<n { q.append { c.n &+= 1 } }
         for f in q { f() }
         q.removeAll()
-        return Double(nowNs() - t0) / Double(n)
+        let dt = nowNs() - t0
+        phaseEnd()
+        return Double(dt) / Double(n)
     }
 }
 
@@ -52,10 +68,12 @@ func chainedPerform(_ e: Engine, n: Int) -> Double {
             ch.left -= 1
             if ch.left > 0 { loop.performBlock(forMode: .default, ch.step) }
         }
+        phaseBegin()
         let t0 = nowNs()
         loop.performBlock(forMode: .default, ch.step)
         while ch.left > 0 { loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
         let t = Double(nowNs() - t0) / Double(n)
+        phaseEnd()
         ch.step = nil
         return t
     case .cf:
@@ -64,10 +82,12 @@ func chainedPerform(_ e: Engine, n: Int) -> Double {
             ch.left -= 1
             if ch.left > 0 { CFRunLoopPerformBlock(rl, kCFRunLoopDefaultMode, ch.step) }
         }
+        phaseBegin()
         let t0 = nowNs()
         CFRunLoopPerformBlock(rl, kCFRunLoopDefaultMode, ch.step)
         while ch.left > 0 { _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 0, false) }
         let t = Double(nowNs() - t0) / Double(n)
+        phaseEnd()
         ch.step = nil
         return t
     case .floor:
@@ -77,10 +97,12 @@ func chainedPerform(_ e: Engine, n: Int) -> Double {
         var left = n
         var step: (() -> Void)!
         step = { left -= 1; if left > 0 { q.append(step) } }
+        phaseBegin()
         let t0 = nowNs()
         q.append(step)
         while head < q.count { let f = q[head]; head += 1; f() }
         let t = Double(nowNs() - t0) / Double(n)
+        phaseEnd()
         step = nil
         return t
     }
@@ -100,9 +122,12 @@ func dueTimers(_ e: Engine, n: Int) -> Double {
             timers.append(RLTimer(fireAt: RLInstant(nanoseconds: base + UInt64(i) * 1_000)) { _ in c.n &+= 1 })
         }
         for t in timers { loop.add(t, forMode: .default) }
+        phaseBegin()
         let t0 = nowNs()
         while c.n < n { loop.run(mode: .default, seconds: 1, returnAfterSourceHandled: false) }
-        return Double(nowNs() - t0) / Double(n)
+        let dt = nowNs() - t0
+        phaseEnd()
+        return Double(dt) / Double(n)
     case .cf:
         let rl = CFRunLoopGetCurrent()!
         let base = CFAbsoluteTimeGetCurrent() - 1
@@ -112,21 +137,27 @@ func dueTimers(_ e: Engine, n: Int) -> Double {
             timers.append(CFRunLoopTimerCreateWithHandler(nil, base + Double(i) * 1e-6, 0, 0, 0) { _ in c.n &+= 1 })
         }
         for t in timers { CFRunLoopAddTimer(rl, t, kCFRunLoopDefaultMode) }
+        phaseBegin()
         let t0 = nowNs()
         while c.n < n { _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 1, false) }
-        return Double(nowNs() - t0) / Double(n)
+        let dt = nowNs() - t0
+        phaseEnd()
+        return Double(dt) / Double(n)
     case .floor:
         // Deadlines sorted ascending: take every due one and call it.
         let base = nowNs() - 1_000_000_000
         var q: [(UInt64, () -> Void)] = []
         q.reserveCapacity(n)
         for i in 0..<n { q.append((base + UInt64(i) * 1_000, { c.n &+= 1 })) }
+        phaseBegin()
         let t0 = nowNs()
         let now = nowNs()
         var i = 0
         while i < q.count && q[i].0 <= now { q[i].1(); i += 1 }
         q.removeAll()
-        return Double(nowNs() - t0) / Double(n)
+        let dt = nowNs() - t0
+        phaseEnd()
+        return Double(dt) / Double(n)
     }
 }
 
@@ -140,32 +171,41 @@ func futureTimers(_ e: Engine, n: Int) -> (add: Double, remove: Double) {
         let loop = RLRunLoop.current
         let now = RLInstant.now
         let timers = offsets.map { RLTimer(fireAt: now.advanced(bySeconds: $0)) { _ in } }
+        phaseBegin()
         let t0 = nowNs()
         for t in timers { loop.add(t, forMode: .default) }
         let t1 = nowNs()
+        phaseEnd(); phaseBegin()
         for t in timers { loop.remove(t, forMode: .default) }
         let t2 = nowNs()
+        phaseEnd()
         return (Double(t1 - t0) / Double(n), Double(t2 - t1) / Double(n))
     case .cf:
         let rl = CFRunLoopGetCurrent()!
         let now = CFAbsoluteTimeGetCurrent()
         let timers = offsets.map { CFRunLoopTimerCreateWithHandler(nil, now + $0, 0, 0, 0) { _ in }! }
+        phaseBegin()
         let t0 = nowNs()
         for t in timers { CFRunLoopAddTimer(rl, t, kCFRunLoopDefaultMode) }
         let t1 = nowNs()
+        phaseEnd(); phaseBegin()
         for t in timers { CFRunLoopRemoveTimer(rl, t, kCFRunLoopDefaultMode) }
         let t2 = nowNs()
+        phaseEnd()
         return (Double(t1 - t0) / Double(n), Double(t2 - t1) / Double(n))
     case .floor:
         // A binary min-heap of (deadline, index) plus a position table: O(log n) add and remove.
         let now = nowNs()
         let dates = offsets.map { now + UInt64($0 * 1e9) }
         var heap = IndexedHeap(capacity: n)
+        phaseBegin()
         let t0 = nowNs()
         for (i, d) in dates.enumerated() { heap.insert(i, d) }
         let t1 = nowNs()
+        phaseEnd(); phaseBegin()
         for i in 0..<n { heap.remove(i) }
         let t2 = nowNs()
+        phaseEnd()
         precondition(heap.isEmpty)
         return (Double(t1 - t0) / Double(n), Double(t2 - t1) / Double(n))
     }
@@ -235,6 +275,7 @@ func wakeLatency(_ e: Engine, rounds: Int, pauseUs: Int) -> [Double] {
             stop()
         }
     }
+    phaseBegin()
     switch e {
     case .ours:
         let loop = RLRunLoop.current
@@ -274,6 +315,7 @@ func wakeLatency(_ e: Engine, rounds: Int, pauseUs: Int) -> [Double] {
         h.join()
         close(ep); close(efd)
     }
+    phaseEnd()
     return samples
 }
 
@@ -293,17 +335,21 @@ final class CFSource0 {
 
 // MARK: - 6. a 1 ms repeating timer for one second (fires, lateness µs)
 
-/// Lateness of a fire = now - the latest 1 ms slot (start + k ms) not after now.
+/// Lateness of a fire = now - the first 1 ms slot (start + k ms) after the slot of the previous
+/// fire: a fire that comes so late that slots were skipped counts the whole delay.
 func repeatingTimer(_ e: Engine, seconds: Double) -> (fires: Int, lateness: [Double]) {
     let period: UInt64 = 1_000_000
     var late: [Double] = []
     late.reserveCapacity(Int(seconds * 1000) + 10)
     var start: UInt64 = 0
+    var nextSlot: UInt64 = 0
     @inline(__always) func fired() {
         let now = nowNs()
-        let k = now >= start ? (now - start) / period : 0
-        late.append(Double(now &- (start + k * period)) / 1000)
+        let due = start + nextSlot * period
+        late.append((Double(now) - Double(due)) / 1000)
+        nextSlot = (now >= start ? (now - start) / period : 0) + 1
     }
+    phaseBegin()
     switch e {
     case .ours:
         let loop = RLRunLoop.current
@@ -348,6 +394,7 @@ func repeatingTimer(_ e: Engine, seconds: Double) -> (fires: Int, lateness: [Dou
         }
         close(ep); close(tfd)
     }
+    phaseEnd()
     return (late.count, late)
 }
 
@@ -396,10 +443,12 @@ func pipeThroughput(_ e: Engine, total: Int, chunk: Int) -> Double? {
             }
             try loop.add(src, forMode: .default)
         } catch { fail("RLSource1: \(error)") }
+        phaseBegin()
         let t0 = nowNs()
         let h = writer()
         while !(eof || got >= total) { loop.run(mode: .default, seconds: 30, returnAfterSourceHandled: false) }
         let t = nowNs() - t0
+        phaseEnd()
         h.join()
         loop.remove(src, forMode: .default)
         return Double(got) / (Double(t) / 1e9) / 1e6
@@ -411,6 +460,7 @@ func pipeThroughput(_ e: Engine, total: Int, chunk: Int) -> Double? {
         var ev = epoll_event()
         ev.events = EPOLLIN.rawValue
         _ = epoll_ctl(ep, EPOLL_CTL_ADD, r, &ev)
+        phaseBegin()
         let t0 = nowNs()
         let h = writer()
         var out = epoll_event()
@@ -418,6 +468,7 @@ func pipeThroughput(_ e: Engine, total: Int, chunk: Int) -> Double? {
             if epoll_wait(ep, &out, 1, -1) == 1 { drain() }
         }
         let t = nowNs() - t0
+        phaseEnd()
         h.join()
         close(ep)
         return Double(got) / (Double(t) / 1e9) / 1e6

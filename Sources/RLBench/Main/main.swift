@@ -42,6 +42,9 @@ struct Options {
     var strace = true
     var tracing = true
     var baseline: String?
+    /// Workload numbers to run (nil = all); "s" = syscalls, "8" = tracing.
+    var only: Set<String>?
+    func wants(_ w: String) -> Bool { only?.contains(w) ?? true }
 }
 
 let argv = Array(CommandLine.arguments.dropFirst())
@@ -76,12 +79,20 @@ func interleaved<T>(_ engines: [Engine], reps: Int, _ body: @escaping (Engine) -
     return out
 }
 
-/// Allocations per item of one smaller untimed run per engine (also the warm-up).
-func allocsPerItem(_ engines: [Engine], items: Int, _ body: @escaping (Engine) -> Void) -> [Engine: Double] {
-    var out: [Engine: Double] = [:]
+/// Allocations per item in the timed phase of one smaller untimed run per engine (also the
+/// warm-up); one value per phase (workload 4 has two: add, remove).
+func allocsPerItem(_ engines: [Engine], items: Int, phase: Int = 0, _ body: @escaping (Engine) -> Void) -> [Engine: Double] {
+    allocsPhases(engines, items: items, body).mapValues { $0.count > phase ? $0[phase] : .nan }
+}
+
+func allocsPhases(_ engines: [Engine], items: Int, _ body: @escaping (Engine) -> Void) -> [Engine: [Double]] {
+    var out: [Engine: [Double]] = [:]
     for e in engines {
-        let (_, n) = countingAllocations { onFreshThread(name: "rlb-\(e.rawValue)") { body(e) } }
-        out[e] = Double(n) / Double(items)
+        countTimed = true
+        phaseAllocs = []
+        onFreshThread(name: "rlb-\(e.rawValue)") { body(e) }
+        countTimed = false
+        out[e] = phaseAllocs.map { Double($0) / Double(items) }
     }
     return out
 }
@@ -107,92 +118,111 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     let all = Engine.allCases
     let t0 = Date()
 
-    log("1. batch perform (\(sz.batch) blocks)")
-    let a1 = allocsPerItem(all, items: sz.batch / 10) { e in _ = batchPerform(e, n: sz.batch / 10) }
-    let s1 = interleaved(all, reps: sz.reps) { batchPerform($0, n: sz.batch) }
-    rows.append(speedRow("batch_perform", "1. batch perform \(sz.batch / 1000)k", unit: "ns/block", s1, target: 3))
-    rows.append(allocRow("batch_perform", "batch", per: "block", a1))
-
-    log("2. chained perform (\(sz.chained))")
-    let a2 = allocsPerItem(all, items: sz.chained / 10) { e in _ = chainedPerform(e, n: sz.chained / 10) }
-    let s2 = interleaved(all, reps: sz.reps) { chainedPerform($0, n: sz.chained) }
-    rows.append(speedRow("chained_perform", "2. chained perform \(sz.chained / 1000)k", unit: "ns/block", s2, target: 3))
-    rows.append(allocRow("chained_perform", "chained", per: "block", a2))
-
-    log("3. already-due timers (\(sz.due))")
-    let a3 = allocsPerItem(all, items: sz.due / 10) { e in _ = dueTimers(e, n: sz.due / 10) }
-    let s3 = interleaved(all, reps: sz.reps) { dueTimers($0, n: sz.due) }
-    rows.append(speedRow("due_timers", "3. \(sz.due / 1000)k already-due timers, fire all", unit: "ns/timer", s3, target: 20))
-    rows.append(allocRow("due_timers", "due timers, create+add+fire", per: "timer", a3))
-
-    log("4. future timers add/remove (\(sz.future))")
-    let s4 = interleaved(all, reps: sz.reps) { futureTimers($0, n: sz.future) }
-    rows.append(speedRow("future_timers_add", "4a. add \(sz.future / 1000)k future timers", unit: "ns/add",
-                         s4.mapValues { $0.map(\.add) }, target: 10))
-    rows.append(speedRow("future_timers_remove", "4b. remove them", unit: "ns/remove",
-                         s4.mapValues { $0.map(\.remove) }, target: nil))
-
-    log("5. cross-thread wake latency (\(sz.wakeRounds) rounds)")
-    let a5 = allocsPerItem(all, items: 500) { e in _ = wakeLatency(e, rounds: 500, pauseUs: sz.wakePauseUs) }
-    let s5 = interleaved(all, reps: sz.reps) { e -> (Double, Double) in
-        let xs = wakeLatency(e, rounds: sz.wakeRounds, pauseUs: sz.wakePauseUs)
-        return (percentile(xs, 0.5), percentile(xs, 0.99))
+    if opt.wants("1") {
+        log("1. batch perform (\(sz.batch) blocks)")
+        let a1 = allocsPerItem(all, items: sz.batch / 10) { e in _ = batchPerform(e, n: sz.batch / 10) }
+        let s1 = interleaved(all, reps: sz.reps) { batchPerform($0, n: sz.batch) }
+        rows.append(speedRow("batch_perform", "1. batch perform \(sz.batch / 1000)k", unit: "ns/block", s1, target: 3))
+        rows.append(allocRow("batch_perform", "batch", per: "block", a1))
     }
-    for (k, label, q) in [(0, "p50", 0.5), (1, "p99", 0.99)] {
-        _ = q
-        let pick: ([(Double, Double)]?) -> Double? = { v in v.map { median($0.map { k == 0 ? $0.0 : $0.1 }) } }
-        let o = pick(s5[.ours]), c = pick(s5[.cf]), f = pick(s5[.floor])
-        let ratio = (o != nil && f != nil) ? o! / f! : nil
-        rows.append(Row(id: "wake_latency_\(label)", workload: "5. cross-thread wake latency \(label)", unit: "µs",
-                        ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "ours/floor",
-                        target: k == 0 ? "≤1.5× floor" : nil, pass: k == 0 ? ratio.map { $0 <= 1.5 } : nil,
-                        note: "median of \(sz.reps) runs of \(sz.wakeRounds) rounds, \(sz.wakePauseUs) µs pause"))
-    }
-    rows.append(allocRow("wake_latency", "wake", per: "wake cycle", a5))
 
-    log("6. 1 ms repeating timer for \(sz.timerSeconds) s")
-    let timerReps = max(1, sz.reps - 1)
-    let s6 = interleaved(all, reps: timerReps) { e -> (Int, Double, Double) in
-        let r = repeatingTimer(e, seconds: sz.timerSeconds)
-        return (r.fires, percentile(r.lateness, 0.5), percentile(r.lateness, 0.99))
+    if opt.wants("2") {
+        log("2. chained perform (\(sz.chained))")
+        let a2 = allocsPerItem(all, items: sz.chained / 10) { e in _ = chainedPerform(e, n: sz.chained / 10) }
+        let s2 = interleaved(all, reps: sz.reps) { chainedPerform($0, n: sz.chained) }
+        rows.append(speedRow("chained_perform", "2. chained perform \(sz.chained / 1000)k", unit: "ns/block", s2, target: 3))
+        rows.append(allocRow("chained_perform", "chained", per: "block", a2))
     }
-    func med6(_ e: Engine, _ f: ((Int, Double, Double)) -> Double) -> Double? { s6[e].map { median($0.map(f)) } }
-    do {
-        let o = med6(.ours) { Double($0.0) }, c = med6(.cf) { Double($0.0) }, f = med6(.floor) { Double($0.0) }
-        let perSec = 1 / sz.timerSeconds
-        rows.append(Row(id: "timer_1ms_fires", workload: "6. 1 ms repeating timer, fires in 1 s", unit: "fires/s",
-                        ours: o.map { $0 * perSec }, cf: c.map { $0 * perSec }, floor: f.map { $0 * perSec },
-                        ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
-                        target: "≥995 fires/s", pass: o.map { $0 * perSec >= 995 }, note: nil))
-        for (label, k) in [("p50", 1), ("p99", 2)] {
-            let g: ((Int, Double, Double)) -> Double = { k == 1 ? $0.1 : $0.2 }
-            let o = med6(.ours, g), c = med6(.cf, g), f = med6(.floor, g)
-            rows.append(Row(id: "timer_1ms_lateness_\(label)", workload: "   lateness \(label)", unit: "µs",
-                            ours: o, cf: c, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil,
-                            ratio_of: "ours/floor", target: nil, pass: nil, note: nil))
+
+    if opt.wants("3") {
+        log("3. already-due timers (\(sz.due))")
+        let a3 = allocsPerItem(all, items: sz.due / 10) { e in _ = dueTimers(e, n: sz.due / 10) }
+        let s3 = interleaved(all, reps: sz.reps) { dueTimers($0, n: sz.due) }
+        rows.append(speedRow("due_timers", "3. \(sz.due / 1000)k already-due timers, fire all", unit: "ns/timer", s3, target: 20))
+        rows.append(allocRow("due_timers", "due timers, fire phase", per: "timer", a3))
+    }
+
+    if opt.wants("4") {
+        log("4. future timers add/remove (\(sz.future))")
+        let s4 = interleaved(all, reps: sz.reps) { futureTimers($0, n: sz.future) }
+        rows.append(speedRow("future_timers_add", "4a. add \(sz.future / 1000)k future timers", unit: "ns/add",
+                             s4.mapValues { $0.map(\.add) }, target: 10))
+        rows.append(speedRow("future_timers_remove", "4b. remove them", unit: "ns/remove",
+                             s4.mapValues { $0.map(\.remove) }, target: nil))
+        let a4 = allocsPhases(all, items: sz.future / 10) { e in _ = futureTimers(e, n: sz.future / 10) }
+        rows.insert(allocRow("future_timers_add", "add", per: "add", a4.mapValues { $0.first ?? .nan }), at: rows.count - 1)
+        rows.append(allocRow("future_timers_remove", "remove", per: "remove", a4.mapValues { $0.count > 1 ? $0[1] : .nan }))
+    }
+
+    if opt.wants("5") {
+        log("5. cross-thread wake latency (\(sz.wakeRounds) rounds)")
+        let a5 = allocsPerItem(all, items: 500) { e in _ = wakeLatency(e, rounds: 500, pauseUs: sz.wakePauseUs) }
+        let s5 = interleaved(all, reps: sz.reps) { e -> (Double, Double) in
+            let xs = wakeLatency(e, rounds: sz.wakeRounds, pauseUs: sz.wakePauseUs)
+            return (percentile(xs, 0.5), percentile(xs, 0.99))
         }
+        for (k, label, q) in [(0, "p50", 0.5), (1, "p99", 0.99)] {
+            _ = q
+            let pick: ([(Double, Double)]?) -> Double? = { v in v.map { median($0.map { k == 0 ? $0.0 : $0.1 }) } }
+            let o = pick(s5[.ours]), c = pick(s5[.cf]), f = pick(s5[.floor])
+            let ratio = (o != nil && f != nil) ? o! / f! : nil
+            rows.append(Row(id: "wake_latency_\(label)", workload: "5. cross-thread wake latency \(label)", unit: "µs",
+                            ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "ours/floor",
+                            target: k == 0 ? "≤1.5× floor" : nil, pass: k == 0 ? ratio.map { $0 <= 1.5 } : nil,
+                            note: "median of \(sz.reps) runs of \(sz.wakeRounds) rounds, \(sz.wakePauseUs) µs pause"))
+        }
+        rows.append(allocRow("wake_latency", "wake", per: "wake cycle", a5))
     }
-    let a6 = allocsPerItem(all, items: 200) { e in _ = repeatingTimer(e, seconds: 0.2) }
-    rows.append(allocRow("timer_1ms", "1 ms timer", per: "fire", a6))
 
-    log("7. pipe fd source (\(sz.pipeBytes >> 20) MiB in \(sz.pipeChunk)-byte writes)")
-    let s7 = interleaved([.ours, .floor], reps: sz.reps) { pipeThroughput($0, total: sz.pipeBytes, chunk: sz.pipeChunk)! }
-    do {
-        let o = s7[.ours]?.max(), f = s7[.floor]?.max()
-        rows.append(Row(id: "pipe_fd_source", workload: "7. fd source, pipe from another thread", unit: "MB/s",
-                        ours: o, cf: nil, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
-                        target: nil, pass: nil,
-                        note: "CF n/a: CFRunLoop on Linux has no fd source; its ports are eventfd/timerfd handles it reads 8 bytes from"))
+    if opt.wants("6") {
+        log("6. 1 ms repeating timer for \(sz.timerSeconds) s")
+        let timerReps = max(1, sz.reps - 1)
+        let s6 = interleaved(all, reps: timerReps) { e -> (Int, Double, Double) in
+            let r = repeatingTimer(e, seconds: sz.timerSeconds)
+            return (r.fires, percentile(r.lateness, 0.5), percentile(r.lateness, 0.99))
+        }
+        func med6(_ e: Engine, _ f: ((Int, Double, Double)) -> Double) -> Double? { s6[e].map { median($0.map(f)) } }
+        do {
+            let o = med6(.ours) { Double($0.0) }, c = med6(.cf) { Double($0.0) }, f = med6(.floor) { Double($0.0) }
+            let perSec = 1 / sz.timerSeconds
+            rows.append(Row(id: "timer_1ms_fires", workload: "6. 1 ms repeating timer, fires in 1 s", unit: "fires/s",
+                            ours: o.map { $0 * perSec }, cf: c.map { $0 * perSec }, floor: f.map { $0 * perSec },
+                            ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
+                            target: "≥995 fires/s", pass: o.map { $0 * perSec >= 995 }, note: nil))
+            for (label, k) in [("p50", 1), ("p99", 2)] {
+                let g: ((Int, Double, Double)) -> Double = { k == 1 ? $0.1 : $0.2 }
+                let o = med6(.ours, g), c = med6(.cf, g), f = med6(.floor, g)
+                rows.append(Row(id: "timer_1ms_lateness_\(label)", workload: "   lateness \(label)", unit: "µs",
+                                ours: o, cf: c, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil,
+                                ratio_of: "ours/floor", target: nil, pass: nil, note: nil))
+            }
+        }
+        let a6 = allocsPerItem(all, items: 200) { e in _ = repeatingTimer(e, seconds: 0.2) }
+        rows.append(allocRow("timer_1ms", "1 ms timer", per: "fire", a6))
     }
-    let a7 = allocsPerItem([.ours, .floor], items: 256) { e in _ = pipeThroughput(e, total: 256 * 4096, chunk: 4096) }
-    rows.append(allocRow("pipe_fd_source", "pipe", per: "4 KiB write", a7))
 
-    if opt.strace { straceRows(sz) }
-    if opt.tracing { tracingRows(sz, opt) }
+    if opt.wants("7") {
+        log("7. pipe fd source (\(sz.pipeBytes >> 20) MiB in \(sz.pipeChunk)-byte writes)")
+        let s7 = interleaved([.ours, .floor], reps: sz.reps) { pipeThroughput($0, total: sz.pipeBytes, chunk: sz.pipeChunk)! }
+        do {
+            let o = s7[.ours]?.max(), f = s7[.floor]?.max()
+            rows.append(Row(id: "pipe_fd_source", workload: "7. fd source, pipe from another thread", unit: "MB/s",
+                            ours: o, cf: nil, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
+                            target: nil, pass: nil,
+                            note: "CF n/a: CFRunLoop on Linux has no fd source; its ports are eventfd/timerfd handles it reads 8 bytes from"))
+        }
+        let a7 = allocsPerItem([.ours, .floor], items: 256) { e in _ = pipeThroughput(e, total: 256 * 4096, chunk: 4096) }
+        rows.append(allocRow("pipe_fd_source", "pipe", per: "4 KiB write", a7))
+    }
+
+    if opt.strace && opt.wants("s") { straceRows(sz) }
+    if opt.tracing && opt.wants("8") { tracingRows(sz, opt) }
     log(String(format: "suite done in %.1f s", Date().timeIntervalSince(t0)))
 }
 
 // MARK: - syscalls per cycle (strace -c -f on child runs)
+
+var lastChildOutput = ""
 
 /// Total syscalls of a child run (excluding `excluded`), with a per-syscall breakdown.
 func straceCount(_ args: [String], excluded: Set<String>) -> (total: Double, by: [String: Double])? {
@@ -201,11 +231,14 @@ func straceCount(_ args: [String], excluded: Set<String>) -> (total: Double, by:
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
     p.arguments = ["-f", "-c", "-o", out.path, me, "--child"] + args
-    p.standardOutput = FileHandle.nullDevice
+    let pipe = Pipe()
+    p.standardOutput = pipe
     p.standardError = FileHandle.nullDevice
     do { try p.run() } catch { return nil }
+    let printed = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     p.waitUntilExit()
     guard p.terminationStatus == 0, let text = try? String(contentsOf: out, encoding: .utf8) else { return nil }
+    lastChildOutput = printed.trimmingCharacters(in: .whitespacesAndNewlines)
     var by: [String: Double] = [:]
     for line in text.split(separator: "\n") {
         let f = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -218,10 +251,12 @@ func straceCount(_ args: [String], excluded: Set<String>) -> (total: Double, by:
     return (by.values.reduce(0, +), by)
 }
 
-/// Syscalls per cycle: (run with N cycles − run with 0 cycles) / N.
-func perCycle(_ workload: String, _ e: Engine, n: Int, excluded: Set<String>) -> (Double, String)? {
-    guard let a = straceCount([workload, e.rawValue, "0"], excluded: excluded),
-          let b = straceCount([workload, e.rawValue, "\(n)"], excluded: excluded) else { return nil }
+/// Syscalls per cycle: (run with N cycles − run with 0 cycles) / N; with `cyclesPrinted` the
+/// child's output is the number of cycles it made (timer fires).
+func perCycle(_ workload: String, _ e: Engine, n nominal: Int, cyclesPrinted: Bool = false, excluded: Set<String>) -> (Double, String)? {
+    guard let a = straceCount([workload, e.rawValue, "0"], excluded: excluded) else { return nil }
+    guard let b = straceCount([workload, e.rawValue, "\(nominal)"], excluded: excluded) else { return nil }
+    let n = cyclesPrinted ? max(1, Int(lastChildOutput) ?? nominal) : nominal
     var parts: [(String, Double)] = []
     for (k, v) in b.by {
         let d = (v - (a.by[k] ?? 0)) / Double(n)
@@ -237,9 +272,10 @@ func straceRows(_ sz: Sizes) {
     log("syscalls per cycle (strace -c -f)")
     // The signaller's pauses (nanosleep) are not part of a wake cycle.
     let pauses: Set<String> = ["nanosleep", "clock_nanosleep"]
-    for (wl, name, n) in [("wake", "wake cycle (workload 5)", 2000), ("timer", "1 ms timer fire (workload 6)", 300)] {
+    for (wl, name, n) in [("wake", "wake cycle (workload 5)", 2000), ("timer", "1 ms timer fire (workload 6)", 300),
+                          ("chained", "chained-perform link (workload 2)", 20000)] {
         var v: [Engine: (Double, String)] = [:]
-        for e in Engine.allCases { v[e] = perCycle(wl, e, n: n, excluded: pauses) }
+        for e in Engine.allCases { v[e] = perCycle(wl, e, n: n, cyclesPrinted: wl == "timer", excluded: pauses) }
         let o = v[.ours]?.0, c = v[.cf]?.0, f = v[.floor]?.0
         let note = Engine.allCases.compactMap { e in v[e].map { "\(e.rawValue): \($0.1)" } }.joined(separator: "; ")
         rows.append(Row(id: "syscalls_\(wl)", workload: "syscalls per \(name)", unit: "syscalls",
@@ -414,6 +450,10 @@ if argv.first == "--child" {
     case "wake":
         let xs = n == 0 ? [] : onFreshThread { wakeLatency(e, rounds: n, pauseUs: 20) }
         print(xs.isEmpty ? 0 : percentile(xs, 0.5))
+    case "batch": print(onFreshThread { batchPerform(e, n: n) })
+    case "chained": print(onFreshThread { chainedPerform(e, n: n) })
+    case "due": print(onFreshThread { dueTimers(e, n: n) })
+    case "future": print(onFreshThread { futureTimers(e, n: n).add })
     case "timer":
         // n fires of the 1 ms timer (n = 0: set up and tear down only).
         let r = onFreshThread { repeatingTimer(e, seconds: Double(n) / 1000) }
@@ -436,12 +476,16 @@ while i < argv.count {
     case "--quick": opt.quick = true
     case "--no-strace": opt.strace = false
     case "--no-tracing": opt.tracing = false
+    case "--only":
+        i += 1
+        guard i < argv.count else { fail("--only needs a list such as 1,2,5,s,8") }
+        opt.only = Set(argv[i].split(separator: ",").map(String.init))
     case "--baseline":
         i += 1
         guard i < argv.count else { fail("--baseline needs a path") }
         opt.baseline = argv[i]
     case "-h", "--help":
-        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]")
+        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,s,8,9]")
         exit(0)
     default: fail("unknown argument \(argv[i])")
     }
