@@ -395,6 +395,67 @@ struct RunLoopCoreTests {
         #expect(r.1 == 0)
     }
 
+    @Test func source1ToSource0HandOffBetweenTwoLoops() throws {
+        // The network-loader pattern: a loader thread's source1 reads the socket, hands the data to
+        // the main side through a source0 signalled from the loader's callout, and wakes that loop.
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let loader = RLWorkerThread(name: "rl-loader")
+        let received = Mutex<[String]>([])
+        let log = onFreshThread { () -> [String] in
+            let consumer = RLRunLoop.current
+            let log = EventLog()
+            let deliver = RLSource0(name: "deliver") {
+                for chunk in received.withLock({ r -> [String] in defer { r.removeAll() }; return r }) { log.add("consumer got \(chunk)") }
+                if log.all.count == 3 { consumer.stop() }
+            }
+            consumer.add(deliver, forMode: .default)
+            let ready = DispatchSemaphore(value: 0)
+            loader.perform {
+                let s = try! RLSource1(fd: fds[0], name: "socket") { _, fd, _ in
+                    var buf = [UInt8](repeating: 0, count: 16)
+                    let n = read(fd, &buf, 1)   // one byte per callout: three callouts, three hand-offs
+                    received.withLock { $0.append(String(decoding: buf.prefix(n), as: UTF8.self)) }
+                    deliver.signalAndWake(consumer)
+                }
+                try! RLRunLoop.current.add(s, forMode: .default)
+                ready.signal()
+            }
+            ready.wait()
+            let w = fds[1]
+            Thread.detachNewThread { for c in ["a", "b", "c"] { _ = c.withCString { write(w, $0, 1) }; usleep(5_000) } }
+            let r = consumer.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+            log.add("result \(r)")
+            return log.all
+        }
+        loader.cancel()
+        loader.join()
+        #expect(log == ["consumer got a", "consumer got b", "consumer got c", "result stopped"])
+    }
+
+    @Test func oneTimerInSeveralModes() {
+        let log = onFreshThread { () -> [String] in
+            let loop = RLRunLoop.current
+            let log = EventLog()
+            let t = RLTimer(fireAt: .now + .milliseconds(10), interval: .milliseconds(10)) { t in
+                log.add("fire in \(RLRunLoop.current.currentMode!.rawValue)")
+                RLRunLoop.current.stop()
+            }
+            loop.add(t, forMode: RLMode("a"))
+            loop.add(t, forMode: RLMode("b"))
+            #expect(loop.contains(t, inMode: RLMode("a")) && loop.contains(t, inMode: RLMode("b")))
+            log.add("a: \(loop.run(mode: RLMode("a"), seconds: 1, returnAfterSourceHandled: false))")
+            log.add("b: \(loop.run(mode: RLMode("b"), seconds: 1, returnAfterSourceHandled: false))")
+            loop.remove(t, forMode: RLMode("a"))
+            log.add("a after removal: \(loop.run(mode: RLMode("a"), seconds: 0.05, returnAfterSourceHandled: false))")
+            t.invalidate()
+            log.add("b after invalidate: \(loop.run(mode: RLMode("b"), seconds: 0.05, returnAfterSourceHandled: false))")
+            return log.all
+        }
+        #expect(log == ["fire in a", "a: stopped", "fire in b", "b: stopped", "a after removal: finished", "b after invalidate: finished"])
+    }
+
     @Test func modesAreCreatedByAddingNotByRunning() {
         let loop = onFreshThread { RLRunLoop.current }
         #expect(loop.allModes == [.default])
