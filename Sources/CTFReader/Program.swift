@@ -74,6 +74,8 @@ final class CompiledStreamClass {
     var sparseIDs: [UInt64: Int] = [:]
     /// Whether any event header field carries the id.
     var headerHasID = false
+    /// 1 when the event header is exactly LTTng's compact header, 2 for LTTng's large header, else 0.
+    var lttngHeaderKind = 0
 
     // Slots of well-known fields, -1 when absent.
     var magicSlot = -1, streamIDSlot = -1, streamInstanceSlot = -1
@@ -106,6 +108,8 @@ struct ProgramCompiler {
     var local: [[String: Int]] = []
     /// Which scope is being compiled ("stream.event.header", …).
     var scopeName = ""
+    /// Alignment (bits) the position is known to have at this point of the program (align ops below it are elided).
+    var known = 1
 
     init(cls: CompiledStreamClass, traceByteOrder: CTFByteOrder, path: String) {
         self.cls = cls
@@ -152,6 +156,7 @@ struct ProgramCompiler {
                 throw CTFReaderError.metadataSemantic(path: path, message: "\(scope) must be a structure")
             }
             if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment))) }
+            known = max(1, t.alignment)
             for f in fields {
                 layouts.append(try compileField(f, prefix: "", into: &ops, depth: 0))
             }
@@ -168,7 +173,19 @@ struct ProgramCompiler {
         let dotted = scopeName + "." + prefix + f.name
         let fieldIdx = nameIndex(dotted)
         let t = f.type
-        if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment), field: fieldIdx)) }
+        if t.alignment > known { ops.append(Op(kind: .align, align: Int32(t.alignment), field: fieldIdx)) }
+        known = max(known, t.alignment)
+        // After this field the position is aligned to the largest power of two dividing its size (if fixed).
+        defer {
+            if let bits = t.fixedBitSize, bits > 0 {
+                let low = bits & -bits
+                known = min(known, low)
+            } else if case .string = t {
+                known = 8
+            } else {
+                known = 1
+            }
+        }
         switch t {
         case .integer(let it), .enumeration(let it, _):
             let slot = allocSlots(1)
@@ -242,7 +259,9 @@ struct ProgramCompiler {
             }
             let slot = allocSlots(1)
             var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: dotted)
+            let knownAtStart = known
             for opt in options {
+                known = knownAtStart
                 var subOps: [Op] = []
                 local.append([:])
                 _ = try compileField(opt, prefix: prefix + f.name + ".", into: &subOps, depth: depth + 1)

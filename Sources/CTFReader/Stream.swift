@@ -53,18 +53,59 @@ public final class CTFStream: @unchecked Sendable {
     let slots: UnsafeMutablePointer<UInt64>
     private let opsBuf: UnsafeMutablePointer<Op>
     private let clock: CTFClock?
+    private let clockIsNS: Bool
+    private let clockOffsetNS: Int64
+    /// 0: generic header program; 1: LTTng compact header (5-bit id, 27-bit timestamp); 2: LTTng large header.
+    private let headerKind: Int
+    private let headerIDSlot: Int
     private let traceBigEndian: Bool
 
     // Decoding state.
-    var pos = 0
-    var end = 0
-    private var packetOffset = 0
-    private var nextPacketOffset = 0
-    private var packetTruncated = false
-    private var clockValue: UInt64 = 0
-    private var eventID: UInt64 = 0
-    private var finished = false
-    private var started = false
+    /// Hot decoding state lives behind a pointer: no dynamic exclusivity checks in the inner loop.
+    struct HotState {
+        var pos = 0
+        var end = 0
+        var packetOffset = 0
+        var nextPacketOffset = 0
+        var packetTruncated = false
+        var clockValue: UInt64 = 0
+        var eventID: UInt64 = 0
+        var finished = false
+        var started = false
+        var currentClass = 0
+        var cycles: UInt64 = 0
+        var timestamp: Int64 = 0
+    }
+    let hot: UnsafeMutablePointer<HotState>
+    var pos: Int { @inline(__always) get { hot.pointee.pos } @inline(__always) set { hot.pointee.pos = newValue } }
+    var end: Int { @inline(__always) get { hot.pointee.end } @inline(__always) set { hot.pointee.end = newValue } }
+    private var packetOffset: Int { get { hot.pointee.packetOffset } set { hot.pointee.packetOffset = newValue } }
+    private var nextPacketOffset: Int { get { hot.pointee.nextPacketOffset } set { hot.pointee.nextPacketOffset = newValue } }
+    private var packetTruncated: Bool { get { hot.pointee.packetTruncated } set { hot.pointee.packetTruncated = newValue } }
+    private var clockValue: UInt64 { @inline(__always) get { hot.pointee.clockValue } @inline(__always) set { hot.pointee.clockValue = newValue } }
+    private var eventID: UInt64 { @inline(__always) get { hot.pointee.eventID } @inline(__always) set { hot.pointee.eventID = newValue } }
+    private var finished: Bool { @inline(__always) get { hot.pointee.finished } @inline(__always) set { hot.pointee.finished = newValue } }
+    private var started: Bool { @inline(__always) get { hot.pointee.started } @inline(__always) set { hot.pointee.started = newValue } }
+    // Flattened copies of the compiled stream class for the inner loop.
+    private let progStart: UnsafeMutablePointer<Int>
+    private let progCount: UnsafeMutablePointer<Int>
+    private let varTagSlot: UnsafeMutablePointer<Int>
+    private let varSigned: UnsafeMutablePointer<Bool>
+    private let varRangeStart: UnsafeMutablePointer<Int>
+    private let varRangeCount: UnsafeMutablePointer<Int>
+    private let rangeLo: UnsafeMutablePointer<Int64>
+    private let rangeHi: UnsafeMutablePointer<Int64>
+    private let rangeProg: UnsafeMutablePointer<Int>
+    private let denseIDs: UnsafeMutablePointer<Int32>
+    private let denseCount: Int
+    private let ctxProgs: UnsafeMutablePointer<Int>
+    private let payloadProgs: UnsafeMutablePointer<Int>
+    private let headerHasID: Bool
+    private let eventHeaderProgram: Int
+    private let streamEventContextProgram: Int
+    private let debug: Bool
+    private let names: [String]
+    private let types: [CTFType]
     private var lastDiscarded: UInt64?
     private var lastSeq: UInt64?
     private var lastPacketEndNS: Int64?
@@ -73,11 +114,11 @@ public final class CTFStream: @unchecked Sendable {
     private let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// The index into the stream class's event classes of the current event.
-    private(set) var currentClass = 0
+    var currentClass: Int { @inline(__always) get { hot.pointee.currentClass } @inline(__always) set { hot.pointee.currentClass = newValue } }
     /// The current event's timestamp in clock cycles (extended to 64 bits).
-    public private(set) var cycles: UInt64 = 0
+    public var cycles: UInt64 { @inline(__always) get { hot.pointee.cycles } @inline(__always) set { hot.pointee.cycles = newValue } }
     /// The current event's timestamp in nanoseconds since the epoch.
-    public private(set) var timestamp: Int64 = 0
+    public var timestamp: Int64 { @inline(__always) get { hot.pointee.timestamp } @inline(__always) set { hot.pointee.timestamp = newValue } }
     /// The current event's class.
     public var eventClass: CTFEventClass { cls.eventClasses[currentClass] }
     /// The current packet's `cpu_id`, if the packet context has one.
@@ -113,7 +154,37 @@ public final class CTFStream: @unchecked Sendable {
         cls = c
         streamClassID = firstStreamID
         clock = c.clockName.flatMap { metadata.clocks[$0] } ?? (metadata.clocks.count == 1 ? metadata.clocks.first!.value : nil)
+        clockIsNS = clock == nil || clock!.frequency == 1_000_000_000
+        clockOffsetNS = clock.map { $0.offsetSeconds &* 1_000_000_000 &+ ($0.frequency == 1_000_000_000 ? $0.offsetCycles : 0) } ?? 0
+        headerKind = metadata.byteOrder == .little ? c.lttngHeaderKind : 0
+        headerIDSlot = c.eventHeaderLayout.first(where: { $0.name == "id" })?.slot ?? 0
         traceBigEndian = metadata.byteOrder == .big
+        hot = .allocate(capacity: 1)
+        hot.initialize(to: HotState())
+        debug = debugPositions
+        func buf<T>(_ a: [T]) -> UnsafeMutablePointer<T> {
+            let p = UnsafeMutablePointer<T>.allocate(capacity: max(1, a.count))
+            _ = UnsafeMutableBufferPointer(start: p, count: a.count).initialize(from: a)
+            return p
+        }
+        progStart = buf(c.programs.map(\.start))
+        progCount = buf(c.programs.map(\.count))
+        varTagSlot = buf(c.variants.map(\.tagSlot))
+        varSigned = buf(c.variants.map(\.tagSigned))
+        var starts: [Int] = [], counts: [Int] = [], los: [Int64] = [], his: [Int64] = [], progs: [Int] = []
+        for v in c.variants {
+            starts.append(los.count); counts.append(v.ranges.count)
+            for r in v.ranges { los.append(r.lo); his.append(r.hi); progs.append(r.program) }
+        }
+        varRangeStart = buf(starts); varRangeCount = buf(counts)
+        rangeLo = buf(los); rangeHi = buf(his); rangeProg = buf(progs)
+        denseIDs = buf(c.denseIDs); denseCount = c.denseIDs.count
+        ctxProgs = buf(c.eventContextPrograms); payloadProgs = buf(c.payloadPrograms)
+        headerHasID = c.headerHasID
+        names = c.names
+        types = c.types
+        eventHeaderProgram = c.eventHeaderProgram
+        streamEventContextProgram = c.streamEventContextProgram
         slots = .allocate(capacity: max(1, c.slotCount))
         slots.initialize(repeating: 0, count: max(1, c.slotCount))
         opsBuf = .allocate(capacity: max(1, c.ops.count))
@@ -126,15 +197,20 @@ public final class CTFStream: @unchecked Sendable {
         else { UnsafeMutableRawPointer(mutating: base).deallocate() }
         slots.deallocate()
         opsBuf.deallocate()
+        hot.deallocate()
+        progStart.deallocate(); progCount.deallocate(); varTagSlot.deallocate(); varSigned.deallocate()
+        varRangeStart.deallocate(); varRangeCount.deallocate(); rangeLo.deallocate(); rangeHi.deallocate(); rangeProg.deallocate()
+        denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate()
     }
 
     @inline(__always)
     func nanoseconds(_ cycles: UInt64) -> Int64 {
-        clock?.nanoseconds(fromCycles: cycles) ?? Int64(bitPattern: cycles)
+        if clockIsNS { return clockOffsetNS &+ Int64(bitPattern: cycles) }
+        return clock!.nanoseconds(fromCycles: cycles)
     }
 
     private func fail(_ pos: Int, _ field: Int32, _ msg: String) -> CTFReaderError {
-        .malformed(path: path, offset: pos >> 3, field: cls.names[Int(field)], message: msg)
+        .malformed(path: path, offset: pos >> 3, field: names[Int(field)], message: msg)
     }
 
     /// Thrown internally when a read would pass the end of the content.
@@ -142,7 +218,7 @@ public final class CTFStream: @unchecked Sendable {
 
     /// Runs a compiled program from `pos`.
     private func run(_ program: Int) throws {
-        let (start, count) = cls.programs[program]
+        let start = progStart[program], count = progCount[program]
         var i = start
         let stop = start + count
         var p = pos
@@ -241,14 +317,14 @@ public final class CTFStream: @unchecked Sendable {
                 }
                 let w = walker()
                 var scope: [String: ScopeValue] = [:]
-                let t = cls.types[Int(op.aux2)]
+                let t = types[Int(op.aux2)]
                 do {
                     if let c = count {
                         let minBits = max(1, t.minimumBitSize)
                         guard c <= (e - p) / minBits + 1 else { throw fail(p, op.field, "sequence length \(c) exceeds the packet") }
-                        for _ in 0..<c { _ = try w.walk(t, &p, field: cls.names[Int(op.field)], decode: false, scope: &scope) }
+                        for _ in 0..<c { _ = try w.walk(t, &p, field: names[Int(op.field)], decode: false, scope: &scope) }
                     } else {
-                        _ = try w.walk(t, &p, field: cls.names[Int(op.field)], decode: false, scope: &scope)
+                        _ = try w.walk(t, &p, field: names[Int(op.field)], decode: false, scope: &scope)
                     }
                 } catch let err as CTFReaderError {
                     if case .malformed(_, let o, _, let m) = err, m.contains("past the end") || m.contains("unterminated") {
@@ -258,14 +334,16 @@ public final class CTFStream: @unchecked Sendable {
                 }
             case .variant:
                 s[Int(op.slot)] = UInt64(p)
-                let table = cls.variants[Int(op.aux)]
-                let raw = s[table.tagSlot]
+                let vi = Int(op.aux)
+                let raw = s[varTagSlot[vi]]
                 var chosen = -1
-                for r in table.ranges {
-                    if table.tagSigned {
-                        let v = Int64(bitPattern: raw)
-                        if v >= r.lo && v <= r.hi { chosen = r.program; break }
-                    } else if raw >= UInt64(bitPattern: r.lo) && raw <= UInt64(bitPattern: r.hi) { chosen = r.program; break }
+                let rs = varRangeStart[vi], re = rs + varRangeCount[vi]
+                var r = rs
+                if varSigned[vi] {
+                    let v = Int64(bitPattern: raw)
+                    while r < re { if v >= rangeLo[r] && v <= rangeHi[r] { chosen = rangeProg[r]; break }; r += 1 }
+                } else {
+                    while r < re { if raw >= UInt64(bitPattern: rangeLo[r]) && raw <= UInt64(bitPattern: rangeHi[r]) { chosen = rangeProg[r]; break }; r += 1 }
                 }
                 guard chosen >= 0 else { pos = p; throw fail(p, op.field, "variant tag value \(Int64(bitPattern: raw)) selects no option") }
                 pos = p
@@ -324,7 +402,7 @@ public final class CTFStream: @unchecked Sendable {
         do {
             try run(cls.packetHeaderProgram)
             if cls.magicSlot >= 0 && slots[cls.magicSlot] != 0xC1FC_1FC1 {
-                throw fail(offset * 8, Int32(cls.names.firstIndex(of: "trace.packet.header.magic") ?? 0),
+                throw fail(offset * 8, Int32(names.firstIndex(of: "trace.packet.header.magic") ?? 0),
                            "bad packet magic 0x\(String(slots[cls.magicSlot], radix: 16)) (expected 0xc1fc1fc1)")
             }
             if cls.streamIDSlot >= 0 && slots[cls.streamIDSlot] != streamClassID {
@@ -409,29 +487,79 @@ public final class CTFStream: @unchecked Sendable {
             }
             let start = pos
             do {
-                try run(cls.eventHeaderProgram)
-                guard let ci = cls.eventIndex(for: cls.headerHasID ? eventID : 0) else {
+                if headerKind == 1 {
+                    // LTTng compact header: 5-bit id + 27-bit timestamp, or id 31 + u32 id + u64 timestamp.
+                    var p = (pos + 7) & ~7
+                    guard p + 32 <= end else { pos = p; throw OutOfBounds(pos: p, field: 0, message: "event header runs past the end of the packet content") }
+                    let w = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: p >> 3, as: UInt32.self))
+                    let id = w & 31
+                    if id != 31 {
+                        let v = UInt64(w >> 5)
+                        var c = clockValue
+                        let mask: UInt64 = (1 << 27) - 1
+                        if v < c & mask { c &+= 1 << 27 }
+                        clockValue = (c & ~mask) | v
+                        eventID = UInt64(id)
+                        p += 32
+                    } else {
+                        guard p + 104 <= end else { pos = p; throw OutOfBounds(pos: p, field: 0, message: "extended event header runs past the end of the packet content") }
+                        eventID = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: (p >> 3) + 1, as: UInt32.self)))
+                        clockValue = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: (p >> 3) + 5, as: UInt64.self))
+                        p += 104
+                    }
+                    slots[headerIDSlot] = eventID
+                    pos = p
+                } else if headerKind == 2 {
+                    // LTTng large header: u16 id + u32 timestamp, or id 65535 + u32 id + u64 timestamp.
+                    var p = (pos + 7) & ~7
+                    guard p + 48 <= end else { pos = p; throw OutOfBounds(pos: p, field: 0, message: "event header runs past the end of the packet content") }
+                    let id = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: p >> 3, as: UInt16.self))
+                    if id != 65535 {
+                        let v = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: (p >> 3) + 2, as: UInt32.self)))
+                        var c = clockValue
+                        let mask: UInt64 = (1 << 32) - 1
+                        if v < c & mask { c &+= 1 << 32 }
+                        clockValue = (c & ~mask) | v
+                        eventID = UInt64(id)
+                        p += 48
+                    } else {
+                        guard p + 112 <= end else { pos = p; throw OutOfBounds(pos: p, field: 0, message: "extended event header runs past the end of the packet content") }
+                        eventID = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: (p >> 3) + 2, as: UInt32.self)))
+                        clockValue = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: (p >> 3) + 6, as: UInt64.self))
+                        p += 112
+                    }
+                    slots[headerIDSlot] = eventID
+                    pos = p
+                } else {
+                    try run(eventHeaderProgram)
+                }
+                let eid = headerHasID ? eventID : 0
+                var found = -1
+                if eid < UInt64(denseCount) { found = Int(denseIDs[Int(eid)]) } else if let x = cls.sparseIDs[eid] { found = x }
+                guard found >= 0 else {
                     throw CTFReaderError.malformed(path: path, offset: start >> 3, field: "stream.event.header.id",
                                                    message: "unknown event id \(eventID) in stream class \(streamClassID)")
                 }
+                let ci = found
                 currentClass = ci
-                try run(cls.streamEventContextProgram)
-                try run(cls.eventContextPrograms[ci])
-                try run(cls.payloadPrograms[ci])
+                if progCount[streamEventContextProgram] != 0 { try run(streamEventContextProgram) }
+                let cp = ctxProgs[ci]
+                if progCount[cp] != 0 { try run(cp) }
+                try run(payloadProgs[ci])
             } catch let oob as OutOfBounds {
                 if packetTruncated {
-                    warn(start >> 3, "truncated final packet: \(oob.message) at byte \(oob.pos >> 3) (field `\(cls.names[Int(oob.field)])`); the stream ends here")
+                    warn(start >> 3, "truncated final packet: \(oob.message) at byte \(oob.pos >> 3) (field `\(names[Int(oob.field)])`); the stream ends here")
                     finished = true
                     return false
                 }
-                throw CTFReaderError.malformed(path: path, offset: oob.pos >> 3, field: cls.names[Int(oob.field)], message: oob.message)
+                throw CTFReaderError.malformed(path: path, offset: oob.pos >> 3, field: names[Int(oob.field)], message: oob.message)
             }
             guard pos > start else {
                 throw CTFReaderError.malformed(path: path, offset: start >> 3, field: eventClass.name, message: "event of zero size")
             }
             cycles = clockValue
             timestamp = nanoseconds(clockValue)
-            if debugPositions { print("DEBUG event \(eventClass.name) at \(start >> 3)..<\(pos >> 3) slots \(Array(UnsafeBufferPointer(start: slots, count: cls.slotCount)))") }
+            if debug { print("DEBUG event \(eventClass.name) at \(start >> 3)..<\(pos >> 3) slots \(Array(UnsafeBufferPointer(start: slots, count: cls.slotCount)))") }
             return true
         }
     }

@@ -114,6 +114,7 @@ public final class CTFTrace: @unchecked Sendable {
             (cls.eventHeaderProgram, cls.eventHeaderLayout) = try comp.compileScope(sc.eventHeader, scope: "stream.event.header")
             (cls.streamEventContextProgram, cls.streamEventContextLayout) = try comp.compileScope(sc.eventContext, scope: "stream.event.context")
             func slot(_ l: [FieldLayout], _ n: String) -> Int { l.first(where: { $0.name == n && $0.storage == .scalar })?.slot ?? -1 }
+            cls.lttngHeaderKind = lttngHeaderKind(sc.eventHeader)
             cls.magicSlot = slot(cls.packetHeaderLayout, "magic")
             cls.streamIDSlot = slot(cls.packetHeaderLayout, "stream_id")
             cls.streamInstanceSlot = slot(cls.packetHeaderLayout, "stream_instance_id")
@@ -180,6 +181,29 @@ public final class CTFTrace: @unchecked Sendable {
             return metadata.streamClasses.keys.min() ?? 0
         }
     }
+}
+
+/// Recognises LTTng's compact (1) and large (2) event headers exactly, so the reader can decode them natively.
+func lttngHeaderKind(_ t: CTFType?) -> Int {
+    guard case .structure(let f, let align)? = t, align == 8, f.count == 2, f[0].name == "id", f[1].name == "v",
+          case .enumeration(let idt, let maps) = f[0].type, !idt.isSigned, idt.byteOrder != .big,
+          case .variant(let tag, let opts) = f[1].type, tag == "id", opts.count == 2,
+          opts[0].name == "compact", opts[1].name == "extended",
+          case .structure(let cf, _) = opts[0].type, cf.count == 1, cf[0].name == "timestamp",
+          case .integer(let cts) = cf[0].type, cts.mappedClock != nil, !cts.isSigned, cts.byteOrder != .big,
+          case .structure(let ef, _) = opts[1].type, ef.count == 2, ef[0].name == "id", ef[1].name == "timestamp",
+          case .integer(let eid) = ef[0].type, eid.size == 32, eid.alignment == 8, !eid.isSigned, eid.byteOrder != .big,
+          case .integer(let ets) = ef[1].type, ets.size == 64, ets.alignment == 8, ets.mappedClock != nil, ets.byteOrder != .big
+    else { return 0 }
+    func range(_ l: String) -> (Int64, Int64)? {
+        let m = maps.filter { $0.label == l }
+        return m.count == 1 ? (m[0].lower, m[0].upper) : nil
+    }
+    if idt.size == 5 && idt.alignment == 1 && cts.size == 27 && cts.alignment == 1,
+       let c = range("compact"), c == (0, 30), let e = range("extended"), e == (31, 31) { return 1 }
+    if idt.size == 16 && idt.alignment == 8 && cts.size == 32 && cts.alignment == 8,
+       let c = range("compact"), c == (0, 65534), let e = range("extended"), e == (65535, 65535) { return 2 }
+    return 0
 }
 
 /// Finds every CTF trace (directory holding a `metadata` file) below the given paths: LTTng per-uid and

@@ -22,65 +22,107 @@ public final class CTFTraceSet: @unchecked Sendable {
     public var warnings: [CTFWarning] { streams.flatMap(\.warnings) }
 }
 
+/// Owns the merge heap's raw storage.
+final class MergeStorage {
+    let heap: UnsafeMutablePointer<Int>
+    /// [0] = heap count, [1] = last (index of the stream holding the current event), [2] = started flag.
+    let scalars: UnsafeMutablePointer<Int>
+    let states: UnsafeMutablePointer<UnsafeMutablePointer<CTFStream.HotState>>
+    let fast: UnsafeMutablePointer<Unmanaged<CTFStream>>
+    init(_ streams: [CTFStream]) {
+        let n = max(1, streams.count)
+        heap = .allocate(capacity: n)
+        scalars = .allocate(capacity: 3)
+        scalars.initialize(repeating: 0, count: 3)
+        scalars[1] = -1
+        states = .allocate(capacity: n)
+        fast = .allocate(capacity: n)
+        for (i, s) in streams.enumerated() {
+            (states + i).initialize(to: s.hot)
+            (fast + i).initialize(to: Unmanaged.passUnretained(s))
+        }
+    }
+    deinit {
+        heap.deallocate(); scalars.deallocate(); states.deallocate(); fast.deallocate()
+    }
+}
+
 /// Merges streams into one time-ordered event sequence with a binary heap keyed by (timestamp, stream order).
 ///
 /// After ``next()`` returns true, ``current`` is the stream positioned on the event; read it before the next call.
 public struct CTFMergedIterator {
     private let streams: [CTFStream]
-    private var heap: [Int] = []
-    private var started = false
-    private var last = -1
-    /// The stream holding the current event.
-    public var current: CTFStream { streams[last] }
+    private let st: MergeStorage
 
-    init(streams: [CTFStream]) { self.streams = streams }
+    /// The stream holding the current event.
+    public var current: CTFStream { streams[st.scalars[1]] }
+    /// The current event's timestamp in nanoseconds since the epoch (cheaper than `current.timestamp`).
+    public var currentTimestamp: Int64 { st.states[st.scalars[1]].pointee.timestamp }
+    /// Index (into the trace set's `streams`) of the stream holding the current event.
+    public var currentStreamIndex: Int { st.scalars[1] }
+    /// Calls `body` with the stream holding the current event without retaining it.
+    @inline(__always)
+    public func withCurrent<R>(_ body: (CTFStream) throws -> R) rethrows -> R {
+        try st.fast[st.scalars[1]]._withUnsafeGuaranteedRef(body)
+    }
+
+    init(streams: [CTFStream]) {
+        self.streams = streams
+        self.st = MergeStorage(streams)
+    }
 
     @inline(__always)
     private func less(_ a: Int, _ b: Int) -> Bool {
-        let ta = streams[a].timestamp, tb = streams[b].timestamp
+        let ta = st.states[a].pointee.timestamp, tb = st.states[b].pointee.timestamp
         return ta < tb || (ta == tb && a < b)
     }
 
-    private mutating func siftDown(_ start: Int) {
+    @inline(__always)
+    private func siftDown(_ start: Int) {
+        let heap = st.heap
+        let n = st.scalars[0]
         var i = start
-        let n = heap.count
         while true {
             let l = 2 * i + 1
             if l >= n { return }
             var m = l
             if l + 1 < n && less(heap[l + 1], heap[l]) { m = l + 1 }
-            if less(heap[m], heap[i]) { heap.swapAt(m, i); i = m } else { return }
+            if less(heap[m], heap[i]) { let t = heap[m]; heap[m] = heap[i]; heap[i] = t; i = m } else { return }
         }
     }
 
-    private mutating func siftUp(_ start: Int) {
+    private func siftUp(_ start: Int) {
+        let heap = st.heap
         var i = start
         while i > 0 {
             let p = (i - 1) / 2
-            if less(heap[i], heap[p]) { heap.swapAt(i, p); i = p } else { return }
+            if less(heap[i], heap[p]) { let t = heap[p]; heap[p] = heap[i]; heap[i] = t; i = p } else { return }
         }
     }
 
     /// Advances to the next event in time order. Returns false when every stream is exhausted.
     public mutating func next() throws -> Bool {
-        if !started {
-            started = true
+        let sc = st.scalars
+        let heap = st.heap
+        if sc[2] == 0 {
+            sc[2] = 1
             for i in streams.indices where try streams[i].next() {
-                heap.append(i)
-                siftUp(heap.count - 1)
+                heap[sc[0]] = i
+                sc[0] += 1
+                siftUp(sc[0] - 1)
             }
-        } else if last >= 0 {
+        } else if sc[1] >= 0 {
             // The previous event's stream is at the top of the heap: advance it and restore the heap.
-            if try streams[last].next() {
-                siftDown(0)
+            if try st.fast[sc[1]]._withUnsafeGuaranteedRef({ try $0.next() }) {
+                if sc[0] > 1 { siftDown(0) }
             } else {
-                heap[0] = heap[heap.count - 1]
-                heap.removeLast()
-                if !heap.isEmpty { siftDown(0) }
+                sc[0] -= 1
+                heap[0] = heap[sc[0]]
+                if sc[0] > 1 { siftDown(0) }
             }
         }
-        guard let top = heap.first else { last = -1; return false }
-        last = top
+        guard sc[0] > 0 else { sc[1] = -1; return false }
+        sc[1] = heap[0]
         return true
     }
 }

@@ -19,7 +19,7 @@ func decodeMode(_ dir: String) -> Int32 {
         var checksum: Int64 = 0
         while try it.next() {
             count += 1
-            checksum &+= it.current.timestamp
+            checksum &+= it.currentTimestamp
         }
         print("\(count) \(checksum)")
         return 0
@@ -58,6 +58,8 @@ func record(_ daemon: PrivateSessionDaemon, events: Int, into dir: URL, testgen:
     let s = try LTTngSession.create(name: name, outputDirectory: dir, cli: daemon.cli)
     try s.enableChannel("chan", subbufferSize: 1 << 20, subbufferCount: 8, buffers: .perUID, blocking: true)
     try s.enableUserspaceEvents("rltest:tick", channel: "chan")
+    // The contexts run-loop analyses record (thread and process name).
+    try s.addContexts(["vtid", "procname"], channel: "chan")
     try s.start()
     var env = daemon.applicationEnvironment
     env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
@@ -82,6 +84,15 @@ func duSize(_ dir: URL) -> Int {
 let args = CommandLine.arguments
 if args.count >= 3 && args[1] == "--decode" { exit(decodeMode(args[2])) }
 
+if args.count >= 4 && args[1] == "--record" {
+    // reader-bench --record EVENTS DIR: only record a trace (for profiling).
+    let tg = URL(fileURLWithPath: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path).deletingLastPathComponent().appendingPathComponent("ctf-testgen").path
+    let d = try PrivateSessionDaemon.start()
+    try record(d, events: Int(args[2]) ?? 1_000_000, into: URL(fileURLWithPath: args[3]), testgen: tg)
+    d.stop()
+    exit(0)
+}
+
 let baseEvents = args.count >= 2 ? Int(args[1]) ?? 2_000_000 : 2_000_000
 let selfPath = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
 let testgen = URL(fileURLWithPath: selfPath).deletingLastPathComponent().appendingPathComponent("ctf-testgen").path
@@ -94,18 +105,22 @@ try FileManager.default.createDirectory(at: work, withIntermediateDirectories: t
 defer { try? FileManager.default.removeItem(at: work) }
 let daemon = try PrivateSessionDaemon.start()
 var rows: [String] = []
-print("reader-bench: recording traces of \(baseEvents) and \(baseEvents * 10) events (rltest:tick, 4 threads)…")
+print("reader-bench: recording traces of \(baseEvents) and \(baseEvents * 10) events (rltest:tick {u64, i32} + vtid/procname context, 4 threads, per-uid buffers)…")
 for n in [baseEvents, baseEvents * 10] {
     let dir = work.appendingPathComponent("t\(n)")
     try record(daemon, events: n, into: dir, testgen: testgen)
     let bytes = duSize(dir)
     let mine = try measure([selfPath, "--decode", dir.path])
-    let bt = try measure(["babeltrace2", "--component=sink.utils.counter", dir.path])
+    let bt = try measure(["babeltrace2", "--component=sink.utils.counter", "--params=step=+0", dir.path])
     let mineCount = Int(mine.stdout.split(separator: " ").first ?? "") ?? -1
     // The counter sink prints e.g. "2000000 events" among other lines.
     let btCount = bt.stdout.split(separator: "\n").compactMap { line -> Int? in
-        let parts = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
-        return parts.count >= 2 && parts[1] == "events" ? Int(parts[0]) : nil
+        // e.g. "Total (except end of stream messages): 123" or "   2000000 events"
+        let t = line.trimmingCharacters(in: .whitespaces)
+        if t.hasPrefix("Event messages") || t.hasSuffix(" events") || t.hasPrefix("Event") {
+            return t.split(whereSeparator: { $0 == " " || $0 == ":" }).compactMap { Int($0.replacingOccurrences(of: ",", with: "")) }.first
+        }
+        return nil
     }.first ?? -1
     let mineRate = Double(mineCount) / mine.seconds
     let btRate = Double(btCount) / bt.seconds
