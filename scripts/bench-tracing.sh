@@ -1,9 +1,32 @@
 #!/usr/bin/env bash
 # Tracepoint cost, side by side: this build (tracing compiled in, no session), the same build
 # recording `runloop:*` in a private session daemon, and a build with tracing compiled out
-# (RLTRACE_DISABLED=1). Usage: scripts/bench-tracing.sh
+# (RLTRACE_DISABLED=1).
+#
+#   scripts/bench-tracing.sh                 # timings (best of interleaved runs)
+#   scripts/bench-tracing.sh --instructions  # also instructions per loop iteration / per block,
+#                                            # counted by valgrind (immune to a busy machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build -c release --scratch-path .build-bench-traced --product tracing-bench >&2
 RLTRACE_DISABLED=1 swift build -c release --scratch-path .build-bench-notrace --product tracing-bench >&2
-exec .build-bench-traced/release/tracing-bench --baseline .build-bench-notrace/release/tracing-bench
+on=.build-bench-traced/release/tracing-bench
+off=.build-bench-notrace/release/tracing-bench
+"$on" --baseline "$off"
+if [ "${1:-}" = "--instructions" ]; then
+  command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  # valgrind cannot read the toolchain's DWARF 5: count on stripped copies.
+  strip -g -o "$tmp/on" "$on"; strip -g -o "$tmp/off" "$off"
+  export LTTNG_HOME="$tmp"
+  ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 | grep -o "Collected : [0-9]*" | grep -o "[0-9]*"; }
+  echo
+  echo "instructions per unit (valgrind, (N=30000 run - N=10000 run) / 20000)"
+  printf "%-34s %12s %12s %8s\n" workload "compiled in" "compiled out" delta
+  for w in ping block; do
+    a_on=$(ir "$tmp/on" child-count $w 10000); b_on=$(ir "$tmp/on" child-count $w 30000)
+    a_off=$(ir "$tmp/off" child-count $w 10000); b_off=$(ir "$tmp/off" child-count $w 30000)
+    i_on=$(( (b_on - a_on) / 20000 )); i_off=$(( (b_off - a_off) / 20000 ))
+    printf "%-34s %12d %12d %+7.2f%%\n" "loop: $w" "$i_on" "$i_off" "$(echo "($i_on - $i_off) * 100 / $i_off" | bc -l)"
+  done
+fi

@@ -101,7 +101,11 @@ func measureEnabledPairs() -> (source0: Double, observer: Double, timer: Double)
 /// ns per loop iteration: a source0 that re-signals itself (so the loop never sleeps), with an
 /// observer of every activity: per iteration 2 observer callouts, 1 source0 callout, and the
 /// iteration's own events.
-func measureSourcePingPong(iterations n: Int) -> Double {
+func measureSourcePingPong(iterations n: Int) -> Double { measureSourcePingPong(iterations: n, reps: 3) }
+func measureSourcePingPongOnce(iterations n: Int) -> Double { measureSourcePingPong(iterations: n, reps: 1) }
+func measureBlocksOnce(count n: Int) -> Double { measureBlocks(count: n, reps: 1) }
+
+func measureSourcePingPong(iterations n: Int, reps: Int) -> Double {
     let loop = RLRunLoop.current
     var left = n
     var ping: RLSource0!
@@ -113,7 +117,7 @@ func measureSourcePingPong(iterations n: Int) -> Double {
     let obs = RLObserver(activities: .allActivities, repeats: true, order: 0, name: "bench-observer") { _, _ in observed &+= 1 }
     loop.add(ping, forMode: .default)
     loop.add(obs, forMode: .default)
-    let r = best(3) {
+    let r = best(reps) {
         left = n
         ping.signal()
         _ = loop.run(mode: .default, seconds: 60, returnAfterSourceHandled: false)
@@ -125,10 +129,10 @@ func measureSourcePingPong(iterations n: Int) -> Double {
 }
 
 /// ns per block: perform-blocks enqueued in batches and drained by polling runs.
-func measureBlocks(count n: Int) -> Double {
+func measureBlocks(count n: Int, reps: Int = 3) -> Double {
     let loop = RLRunLoop.current
     var done = 0
-    let r = best(3) {
+    let r = best(reps) {
         done = 0
         var i = 0
         while i < n {
@@ -189,6 +193,10 @@ case "child-enabled":
     print("\(p.source0) \(p.observer) \(p.timer) \(loop.pingPongNs) \(loop.blockNs)")
 case "child-noop":
     break
+case "child-count":
+    // One pass of a loop workload (for instruction counting under valgrind): child-count ping|block N
+    let n = Int(args[2])!
+    if args[1] == "ping" { _ = measureSourcePingPongOnce(iterations: n) } else { _ = measureBlocksOnce(count: n) }
 case "child-loop":
     print(String(decoding: try encoder.encode(measureLoop()), as: UTF8.self))
 default:
