@@ -75,6 +75,8 @@ public final class CTFStream: @unchecked Sendable {
         var currentClass = 0
         var cycles: UInt64 = 0
         var timestamp: Int64 = 0
+        /// Start (bits) of the current event's fixed-layout body whose slots are filled on first access, or -1.
+        var lazyBody = -1
     }
     let hot: UnsafeMutablePointer<HotState>
     var pos: Int { @inline(__always) get { hot.pointee.pos } @inline(__always) set { hot.pointee.pos = newValue } }
@@ -99,6 +101,8 @@ public final class CTFStream: @unchecked Sendable {
     private let denseIDs: UnsafeMutablePointer<Int32>
     private let denseCount: Int
     private let ctxProgs: UnsafeMutablePointer<Int>
+    private let combinedProgs: UnsafeMutablePointer<Int>
+    private let fixedBodyBits: UnsafeMutablePointer<Int>
     private let payloadProgs: UnsafeMutablePointer<Int>
     private let headerHasID: Bool
     private let eventHeaderProgram: Int
@@ -167,8 +171,43 @@ public final class CTFStream: @unchecked Sendable {
             _ = UnsafeMutableBufferPointer(start: p, count: a.count).initialize(from: a)
             return p
         }
-        progStart = buf(c.programs.map(\.start))
-        progCount = buf(c.programs.map(\.count))
+        // Per event class, one combined program: stream event context + event context + payload.
+        var allOps = c.ops
+        var starts0 = c.programs.map(\.start), counts0 = c.programs.map(\.count)
+        var combined: [Int] = []
+        for ci in c.eventClasses.indices {
+            let parts = [c.streamEventContextProgram, c.eventContextPrograms[ci], c.payloadPrograms[ci]]
+            let st = allOps.count
+            for pi in parts { allOps.append(contentsOf: c.ops[c.programs[pi].start ..< c.programs[pi].start + c.programs[pi].count]) }
+            combined.append(starts0.count)
+            starts0.append(st); counts0.append(allOps.count - st)
+        }
+        progStart = buf(starts0)
+        progCount = buf(counts0)
+        combinedProgs = buf(combined)
+        // Fixed-layout bodies (only byte-sized, byte-aligned fields, as LTTng-UST writes them) are skipped by size
+        // and decoded lazily when a field is read.
+        var fixed: [Int] = []
+        for ci in c.eventClasses.indices {
+            let pi = combined[ci]
+            var bits = 0
+            var ok = true
+            for op in allOps[starts0[pi] ..< starts0[pi] + counts0[pi]] {
+                switch op.kind {
+                case .align: if op.align > 8 { ok = false }
+                case .int8: bits += 8
+                case .int16: bits += 16
+                case .int32: bits += 32
+                case .int64: bits += 64
+                case .intBits: if op.size % 8 == 0 && op.flags & 12 == 0 { bits += Int(op.size) } else { ok = false }
+                case .arrayFixed: if op.aux2 % 8 == 0 { bits += Int(op.aux) * Int(op.aux2) } else { ok = false }
+                default: ok = false
+                }
+                if !ok { break }
+            }
+            fixed.append(ok ? bits : -1)
+        }
+        fixedBodyBits = buf(fixed)
         varTagSlot = buf(c.variants.map(\.tagSlot))
         varSigned = buf(c.variants.map(\.tagSigned))
         var starts: [Int] = [], counts: [Int] = [], los: [Int64] = [], his: [Int64] = [], progs: [Int] = []
@@ -187,8 +226,8 @@ public final class CTFStream: @unchecked Sendable {
         streamEventContextProgram = c.streamEventContextProgram
         slots = .allocate(capacity: max(1, c.slotCount))
         slots.initialize(repeating: 0, count: max(1, c.slotCount))
-        opsBuf = .allocate(capacity: max(1, c.ops.count))
-        _ = UnsafeMutableBufferPointer(start: opsBuf, count: c.ops.count).initialize(from: c.ops)
+        opsBuf = .allocate(capacity: max(1, allOps.count))
+        _ = UnsafeMutableBufferPointer(start: opsBuf, count: allOps.count).initialize(from: allOps)
         if fileSize == 0 { finished = true }
     }
 
@@ -200,7 +239,7 @@ public final class CTFStream: @unchecked Sendable {
         hot.deallocate()
         progStart.deallocate(); progCount.deallocate(); varTagSlot.deallocate(); varSigned.deallocate()
         varRangeStart.deallocate(); varRangeCount.deallocate(); rangeLo.deallocate(); rangeHi.deallocate(); rangeProg.deallocate()
-        denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate()
+        denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate(); combinedProgs.deallocate(); fixedBodyBits.deallocate()
     }
 
     @inline(__always)
@@ -354,12 +393,25 @@ public final class CTFStream: @unchecked Sendable {
         pos = p
     }
 
+    /// Fills the slots of a lazily skipped fixed-layout event body.
+    @inline(__always)
+    func materialize() {
+        let lb = hot.pointee.lazyBody
+        if lb < 0 { return }
+        hot.pointee.lazyBody = -1
+        let saved = pos
+        pos = lb
+        try? run(combinedProgs[currentClass])
+        pos = saved
+    }
+
     func walker() -> GenericWalker {
         GenericWalker(base: base, end: end, traceBigEndian: traceBigEndian, path: path, outer: { [unowned self] name in self.resolveRuntime(name) })
     }
 
     /// Resolves a field name against the current event's scopes (for lazily decoded compound values).
     func resolveRuntime(_ name: String) -> ScopeValue? {
+        materialize()
         let layouts: [[FieldLayout]] = [cls.payloadLayouts[currentClass], cls.eventContextLayouts[currentClass], cls.streamEventContextLayout, cls.eventHeaderLayout, cls.packetContextLayout, cls.packetHeaderLayout]
         var n = Substring(name)
         for pfx in ["event.fields.", "event.context.", "stream.event.context.", "stream.event.header.", "stream.packet.context.", "trace.packet.header."] where n.hasPrefix(pfx) {
@@ -542,10 +594,18 @@ public final class CTFStream: @unchecked Sendable {
                 }
                 let ci = found
                 currentClass = ci
-                if progCount[streamEventContextProgram] != 0 { try run(streamEventContextProgram) }
-                let cp = ctxProgs[ci]
-                if progCount[cp] != 0 { try run(cp) }
-                try run(payloadProgs[ci])
+                let fb = fixedBodyBits[ci]
+                if fb >= 0 && pos & 7 == 0 {
+                    guard pos + fb <= end else {
+                        let op = opsBuf[progStart[combinedProgs[ci]]]
+                        throw OutOfBounds(pos: pos, field: op.field, message: "event body of \(fb / 8) bytes runs past the end of the packet content")
+                    }
+                    hot.pointee.lazyBody = pos
+                    pos += fb
+                } else {
+                    hot.pointee.lazyBody = -1
+                    try run(combinedProgs[ci])
+                }
             } catch let oob as OutOfBounds {
                 if packetTruncated {
                     warn(start >> 3, "truncated final packet: \(oob.message) at byte \(oob.pos >> 3) (field `\(names[Int(oob.field)])`); the stream ends here")
@@ -559,7 +619,7 @@ public final class CTFStream: @unchecked Sendable {
             }
             cycles = clockValue
             timestamp = nanoseconds(clockValue)
-            if debug { print("DEBUG event \(eventClass.name) at \(start >> 3)..<\(pos >> 3) slots \(Array(UnsafeBufferPointer(start: slots, count: cls.slotCount)))") }
+            if debug { materialize(); print("DEBUG event \(eventClass.name) at \(start >> 3)..<\(pos >> 3) slots \(Array(UnsafeBufferPointer(start: slots, count: cls.slotCount)))") }
             return true
         }
     }
@@ -568,6 +628,7 @@ public final class CTFStream: @unchecked Sendable {
 
     /// Decodes the value of a top-level field laid out in `layout`.
     func value(_ f: FieldLayout) -> CTFValue? {
+        materialize()
         let raw = slots[f.slot]
         switch f.storage {
         case .scalar:
