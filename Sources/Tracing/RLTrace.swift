@@ -8,6 +8,12 @@
 // inlines into the caller, and the out-of-line `_NAME` helper (RLTraceEmit.swift) evaluates the
 // autoclosures, converts strings with `withCString` and calls the C emitter. Built with
 // RLTRACE_DISABLED=1 in the environment, every body is empty. Events: docs/tracepoints.md.
+//
+// For callers: the `@autoclosure` arguments are evaluated only when a session records the event,
+// but what they capture must exist on the disabled path too. Capture a class reference or a local
+// (`name: source.name ?? ""`), never a struct with reference-counted fields (`name: item.name ?? ""`
+// on a struct parameter makes the optimizer keep and copy the whole struct: measured +230
+// instructions per perform-block, see docs/tracepoints.md "Cost").
 
 #if !RLTRACE_DISABLED
 import CRunLoopTracepoints
