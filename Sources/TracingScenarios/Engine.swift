@@ -135,7 +135,8 @@ enum WakeScenario {
             let box = TidBox()
             let th = Thread {
                 box.set(threadIDNow())
-                usleep(5_000)
+                // Only a sleeping loop is guaranteed to see a wake-up (a loop not yet running drops it).
+                while !loop.isWaiting { usleep(200) }
                 sig.signal()
                 loop.wakeUp()
             }
@@ -149,7 +150,7 @@ enum WakeScenario {
         // 4. stop from another thread (wakes with wake_up, run returns stopped)
         do {
             let box = TidBox()
-            let th = Thread { box.set(threadIDNow()); usleep(5_000); loop.stop() }
+            let th = Thread { box.set(threadIDNow()); while !loop.isWaiting { usleep(200) }; loop.stop() }
             th.start()
             while box.get() == 0 { usleep(100) }
             log.add("step stop wake_up -1 \(box.get())")

@@ -3,7 +3,7 @@ import LTTngControl
 import Testing
 
 /// One event as babeltrace2 prints it: `[cycles] host runloop:name: { ctx }, { payload }`.
-struct TraceEvent: CustomStringConvertible {
+struct TraceEvent: CustomStringConvertible, Equatable {
     /// The full event name, e.g. `runloop:wake`.
     var name: String
     /// The event's timestamp in clock cycles (LTTng's monotonic clock: nanoseconds).
