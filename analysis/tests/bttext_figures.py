@@ -1,0 +1,172 @@
+"""A second, deliberately different derivation of the cross-checked figures, for the tests.
+
+It does not use bt2 at all: it runs the `babeltrace2 --clock-cycles` command line, parses its text
+lines with regular expressions, and derives the figures of docs/report-json.md with different
+algorithms than analysis/rl_bt2_report.py:
+
+* iterations are paired by their (unique per loop) number in a dictionary, and an iteration is
+  top-level when its time interval is not inside another completed iteration's interval (instead
+  of an iteration stack);
+* a sleep or poll is attributed to the top-level iteration whose interval holds its timestamps
+  (instead of the innermost open iteration);
+* callouts are paired per (kind, item) with one stack per key, and their total is also checked as
+  Σ exit timestamps − Σ entry timestamps;
+* wake reasons use babeltrace2's own enumeration labels (not our value → label table).
+
+It assumes a well-formed trace (no lost events), which is what the tests record.
+"""
+
+import re
+import subprocess
+from collections import defaultdict
+
+LINE = re.compile(r'^\[(\d+)\] \([^)]*\) \S+ (\w+):(\w+): (.*)$')
+INT_FIELD = {name: re.compile(r'\b%s = (-?\d+)' % name)
+             for name in ("vpid", "loop_id", "iteration", "item_id")}
+REASON = re.compile(r'\breason = \( "(\w+)" : container = \d+ \)')
+CALLOUT = re.compile(r'^(observer|source0|source1|timer|main_queue|block)_(entry|exit)$')
+
+
+def bucket(d):
+    k = 0
+    while (1 << (k + 1)) <= d:
+        k += 1
+    return k
+
+
+def events(trace):
+    """(ts, provider, name, rest-of-line) per event line of `babeltrace2 --clock-cycles TRACE`."""
+    out = subprocess.run(["babeltrace2", "--clock-cycles", trace], check=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode("utf-8", "replace")
+    for line in out.splitlines():
+        m = LINE.match(line)
+        if m is None:
+            raise ValueError("unparsed babeltrace2 line: %r" % line)
+        yield int(m.group(1)), m.group(2), m.group(3), m.group(4)
+
+
+def intval(name, rest):
+    m = INT_FIELD[name].search(rest)
+    return int(m.group(1)) if m else None
+
+
+def figures(trace):
+    n_events = 0
+    n_runloop = 0
+    per_loop = defaultdict(lambda: {
+        "begins": {}, "intervals": [],
+        "pending_sleep": None, "sleeps": [], "polls": [], "wakeReasons": defaultdict(int),
+        "open": defaultdict(list), "callouts": defaultdict(list),
+        "sum_entry": defaultdict(int), "sum_exit": defaultdict(int),
+    })
+    for ts, provider, name, rest in events(trace):
+        n_events += 1
+        if provider != "runloop":
+            continue
+        n_runloop += 1
+        loop_id = intval("loop_id", rest)
+        if loop_id is None:
+            continue
+        vpid = intval("vpid", rest)
+        L = per_loop[(vpid if vpid is not None else 0, loop_id)]
+        if name == "iteration_begin":
+            L["begins"][intval("iteration", rest)] = ts
+        elif name == "iteration_end":
+            b = L["begins"].pop(intval("iteration", rest), None)
+            if b is not None:
+                L["intervals"].append((b, ts))
+        elif name == "sleep_begin":
+            L["pending_sleep"] = (intval("iteration", rest), ts)
+        elif name == "wake":
+            reason = REASON.search(rest).group(1)
+            L["wakeReasons"][reason] += 1
+            p, L["pending_sleep"] = L["pending_sleep"], None
+            if p is not None and p[0] == intval("iteration", rest):
+                L["sleeps"].append((p[1], ts, reason))
+            else:
+                L["polls"].append(ts)
+        else:
+            m = CALLOUT.match(name)
+            if m:
+                kind = m.group(1)
+                key = (kind, 0 if kind == "main_queue" else intval("item_id", rest))
+                if m.group(2) == "entry":
+                    L["open"][key].append(ts)
+                    L["sum_entry"][key] += ts
+                else:
+                    if not L["open"][key]:
+                        continue                  # no entry: not a callout (would be "unmatched")
+                    L["sum_exit"][key] += ts
+                    entry = L["open"][key].pop()
+                    L["callouts"][key].append(ts - entry)
+
+    loops = {}
+    for key, L in per_loop.items():
+        intervals = sorted(L["intervals"])
+        top = []
+        for b, e in intervals:
+            if top and b >= top[-1][0] and e <= top[-1][1]:
+                continue                          # inside the previous top-level iteration
+            top.append((b, e))
+        sleep_in = defaultdict(int)
+        sleeps_in = defaultdict(int)
+        polls_in = defaultdict(int)
+
+        def owner(t):
+            # top-level iteration holding time t (binary search over disjoint sorted intervals)
+            lo, hi = 0, len(top) - 1
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                b, e = top[mid]
+                if t < b:
+                    hi = mid - 1
+                elif t > e:
+                    lo = mid + 1
+                else:
+                    return mid
+            return None
+
+        sleep_hist = defaultdict(lambda: defaultdict(int))
+        for b, e, reason in L["sleeps"]:
+            sleep_hist[reason][str(bucket(e - b))] += 1
+            i = owner(b)
+            if i is not None:
+                sleep_in[i] += e - b
+                sleeps_in[i] += 1
+        for t in L["polls"]:
+            i = owner(t)
+            if i is not None:
+                polls_in[i] += 1
+        busy = [(e - b) - sleep_in[i] for i, (b, e) in enumerate(top)]
+        iter_hist = defaultdict(int)
+        for x in busy:
+            iter_hist[str(bucket(x))] += 1
+
+        kinds = defaultdict(lambda: {"count": 0, "totalNs": 0, "maxNs": 0})
+        items = {}
+        sums = {}
+        for (kind, item), ds in L["callouts"].items():
+            k = kinds[kind]
+            k["count"] += len(ds)
+            k["totalNs"] += sum(ds)
+            k["maxNs"] = max(k["maxNs"], max(ds))
+            items[(kind, item)] = {"count": len(ds), "totalNs": sum(ds), "maxNs": max(ds)}
+            if not L["open"][(kind, item)]:       # every entry of this item has its exit
+                sums[(kind, item)] = L["sum_exit"][(kind, item)] - L["sum_entry"][(kind, item)]
+        loops[key] = {
+            "iterations": len(intervals),
+            "topLevelIterations": len(top),
+            "busyNs": sum(busy),
+            "sleepNs": sum(sleep_in.values()),
+            "sleeps": sum(sleeps_in.values()),
+            "polls": sum(polls_in.values()),
+            "callouts": sum(k["count"] for k in kinds.values()),
+            "calloutKinds": {k: dict(v) for k, v in kinds.items()},
+            "items": items,
+            "itemSumsByTimestamps": sums,
+            "openCallouts": sum(len(v) for v in L["open"].values()),
+            "wakeReasons": dict(L["wakeReasons"]),
+            "sleepHistogram": {r: dict(h) for r, h in sleep_hist.items()},
+            "iterationHistogram": dict(iter_hist),
+        }
+    return {"events": n_events, "runloopEvents": n_runloop, "loops": loops}

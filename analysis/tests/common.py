@@ -1,0 +1,149 @@
+"""Shared test fixtures: where the binaries are, the recorded traces (recorded once per test run),
+and the projection of a `rltrace-report/1` document onto the figures that must agree exactly."""
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ANALYSIS = os.path.dirname(HERE)
+REPO = os.path.dirname(ANALYSIS)
+REPORT = os.path.join(ANALYSIS, "rl_bt2_report.py")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+sys.path.insert(0, HERE)
+sys.path.insert(0, ANALYSIS)
+
+
+def bin_dir():
+    """The Swift products: $RL_BIN_DIR, else the default build folder that scripts/test.sh builds
+    (`swift build --build-tests`), else whatever `swift build --show-bin-path` says."""
+    d = os.environ.get("RL_BIN_DIR")
+    if d:
+        return d
+    d = os.path.join(REPO, ".build", "debug")
+    if os.path.exists(os.path.join(d, "rl-example")):
+        return d
+    r = subprocess.run(["swift", "build", "--show-bin-path"], cwd=REPO, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL)
+    return r.stdout.decode().strip()
+
+
+def program(name):
+    path = os.path.join(bin_dir(), name)
+    if not os.access(path, os.X_OK):
+        raise RuntimeError("%s not found in %s: build it first (scripts/test.sh does: swift build --build-tests), "
+                           "or point RL_BIN_DIR at the folder holding it" % (name, bin_dir()))
+    return path
+
+
+def rltrace_report_command():
+    """argv prefix of `rltrace report --format json`, or None when rltrace has no `report` yet.
+    $RL_RLTRACE overrides the binary."""
+    exe = os.environ.get("RL_RLTRACE") or os.path.join(bin_dir(), "rltrace")
+    if not os.access(exe, os.X_OK):
+        return None
+    r = subprocess.run([exe, "report", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0 or b"--format" not in r.stdout:
+        return None
+    return [exe, "report", "--format", "json"]
+
+
+# --- recorded traces -------------------------------------------------------------------------
+
+# name -> (program, arguments). Kept short: the whole analysis suite should stay well under 3 min.
+RECORDINGS = {
+    "example": ("rl-example", ["--duration", "1.5", "--clients", "4", "--requests", "100"]),
+    "example-injected": ("rl-example", ["--duration", "2", "--clients", "4", "--requests", "100",
+                                        "--inject", "slow-callout,hang,late-timer,spin"]),
+    "scenario-sequence": ("tracing-scenarios", ["sequence"]),
+    "scenario-nested": ("tracing-scenarios", ["nested"]),
+    "scenario-wakes": ("tracing-scenarios", ["wakes"]),
+}
+
+_traces = None
+_tmp = None
+
+
+def recorded_traces():
+    """{name: trace directory}, recorded once (under one private session daemon) per process.
+    $RL_ANALYSIS_TRACES=DIR reuses DIR/<name> when present (handy while editing the analysis)."""
+    global _traces, _tmp
+    if _traces is not None:
+        return _traces
+    reuse = os.environ.get("RL_ANALYSIS_TRACES")
+    if reuse and all(os.path.isdir(os.path.join(reuse, n)) for n in RECORDINGS):
+        _traces = {n: os.path.join(reuse, n) for n in RECORDINGS}
+        return _traces
+    import lttng_record
+    _tmp = tempfile.mkdtemp(prefix="rl-analysis-traces-")
+    atexit.register(shutil.rmtree, _tmp, True)
+    traces = {}
+    with lttng_record.PrivateSessiond() as d:
+        for i, (name, (prog, args)) in enumerate(RECORDINGS.items()):
+            out = os.path.join(_tmp, name)
+            d.record(out, [program(prog)] + args, session="rl-analysis-%d" % i)
+            traces[name] = out
+    _traces = traces
+    return _traces
+
+
+# --- reports ---------------------------------------------------------------------------------
+
+def run_bt2_report(trace):
+    r = subprocess.run([PYTHON, REPORT, trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise RuntimeError("rl_bt2_report.py failed:\n" + r.stderr.decode(errors="replace"))
+    return json.loads(r.stdout)
+
+
+def run_rltrace_report(cmd, trace):
+    r = subprocess.run(cmd + [trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed:\n%s" % (" ".join(cmd + [trace]), r.stderr.decode(errors="replace")))
+    return json.loads(r.stdout)
+
+
+LOOP_FIELDS = ("iterations", "topLevelIterations", "busyNs", "sleepNs", "sleeps", "polls", "callouts",
+               "wakeReasons", "sleepHistogram", "iterationHistogram")
+
+
+def comparable(doc):
+    """The figures docs/report-json.md says both implementations must reproduce exactly."""
+    out = {"trace.events": doc["trace"]["events"], "trace.runloopEvents": doc["trace"]["runloopEvents"]}
+    for lp in doc["loops"]:
+        key = "loop pid=%d id=%d" % (lp["pid"], lp["loop"])
+        figs = {f: lp[f] for f in LOOP_FIELDS}
+        # Zero counts carry no information (one side may list every reason, the other only those seen).
+        figs["wakeReasons"] = {r: n for r, n in lp["wakeReasons"].items() if n}
+        figs["sleepHistogram"] = {r: {b: n for b, n in h.items() if n}
+                                  for r, h in lp["sleepHistogram"].items() if any(h.values())}
+        figs["iterationHistogram"] = {b: n for b, n in lp["iterationHistogram"].items() if n}
+        figs["calloutKinds"] = {k: {"count": v["count"], "totalNs": v["totalNs"], "maxNs": v["maxNs"]}
+                                for k, v in lp["calloutKinds"].items()}
+        figs["items"] = {"%s/%d" % (it["kind"], it["item"]): {"count": it["count"], "totalNs": it["totalNs"],
+                                                             "maxNs": it["maxNs"]}
+                         for it in lp["items"]}
+        out[key] = figs
+    return out
+
+
+def differences(a, b, path=""):
+    """Human-readable list of the differences between two nested dicts."""
+    diffs = []
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            p = "%s.%s" % (path, k) if path else str(k)
+            if k not in a:
+                diffs.append("%s: missing on the left, right has %r" % (p, b[k]))
+            elif k not in b:
+                diffs.append("%s: left has %r, missing on the right" % (p, a[k]))
+            else:
+                diffs.extend(differences(a[k], b[k], p))
+    elif a != b:
+        diffs.append("%s: %r != %r" % (path, a, b))
+    return diffs
