@@ -103,6 +103,11 @@ public final class CTFStream: @unchecked Sendable {
     private let ctxProgs: UnsafeMutablePointer<Int>
     private let combinedProgs: UnsafeMutablePointer<Int>
     private let fixedBodyBits: UnsafeMutablePointer<Int>
+    /// Per event class: range into `scalarSlots` of its payload fields (slot, or -1 when not an integer scalar).
+    private let payloadFieldStart: UnsafeMutablePointer<Int>
+    private let payloadFieldCounts: UnsafeMutablePointer<Int>
+    private let scalarSlots: UnsafeMutablePointer<Int>
+    private let contextScalarSlots: [Int]
     private let payloadProgs: UnsafeMutablePointer<Int>
     private let headerHasID: Bool
     private let eventHeaderProgram: Int
@@ -208,6 +213,17 @@ public final class CTFStream: @unchecked Sendable {
             fixed.append(ok ? bits : -1)
         }
         fixedBodyBits = buf(fixed)
+        var pfs: [Int] = [], pfc: [Int] = [], ss: [Int] = []
+        func scalarSlot(_ f: FieldLayout) -> Int {
+            guard f.storage == .scalar else { return -1 }
+            switch f.type { case .integer, .enumeration: return f.slot; default: return -1 }
+        }
+        for l in c.payloadLayouts {
+            pfs.append(ss.count); pfc.append(l.count)
+            ss += l.map(scalarSlot)
+        }
+        payloadFieldStart = buf(pfs); payloadFieldCounts = buf(pfc); scalarSlots = buf(ss)
+        contextScalarSlots = c.streamEventContextLayout.map(scalarSlot)
         varTagSlot = buf(c.variants.map(\.tagSlot))
         varSigned = buf(c.variants.map(\.tagSigned))
         var starts: [Int] = [], counts: [Int] = [], los: [Int64] = [], his: [Int64] = [], progs: [Int] = []
@@ -240,6 +256,7 @@ public final class CTFStream: @unchecked Sendable {
         progStart.deallocate(); progCount.deallocate(); varTagSlot.deallocate(); varSigned.deallocate()
         varRangeStart.deallocate(); varRangeCount.deallocate(); rangeLo.deallocate(); rangeHi.deallocate(); rangeProg.deallocate()
         denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate(); combinedProgs.deallocate(); fixedBodyBits.deallocate()
+        payloadFieldStart.deallocate(); payloadFieldCounts.deallocate(); scalarSlots.deallocate()
     }
 
     @inline(__always)
@@ -673,6 +690,35 @@ public final class CTFStream: @unchecked Sendable {
             return try? w.walk(f.type, &p, field: f.name, decode: true, scope: &scope)
         }
     }
+
+    /// The number of top-level payload fields of the current event's class.
+    public var payloadFieldCount: Int { payloadFieldCounts[currentClass] }
+
+    /// The payload field at `index` (declaration order) as an integer, without allocating: integers and
+    /// enumerations give their value (unsigned ones as their bit pattern), other fields nil.
+    @inline(__always)
+    public func payloadInteger(at index: Int) -> Int64? {
+        guard index >= 0 && index < payloadFieldCounts[currentClass] else { return nil }
+        let slot = scalarSlots[payloadFieldStart[currentClass] + index]
+        guard slot >= 0 else { return nil }
+        materialize()
+        return Int64(bitPattern: slots[slot])
+    }
+
+    /// The stream event context field at `index` (e.g. `vtid`) as an integer, without allocating (nil if not an integer).
+    @inline(__always)
+    public func streamContextInteger(at index: Int) -> Int64? {
+        guard index >= 0 && index < contextScalarSlots.count else { return nil }
+        let slot = contextScalarSlots[index]
+        guard slot >= 0 else { return nil }
+        materialize()
+        return Int64(bitPattern: slots[slot])
+    }
+
+    /// Names of the stream event context fields, in the order ``streamContextInteger(at:)`` indexes them.
+    public var streamContextFieldNames: [String] { cls.streamEventContextLayout.map(\.name) }
+    /// Names of the current event class's payload fields, in the order ``payloadInteger(at:)`` indexes them.
+    public var payloadFieldNames: [String] { cls.payloadLayouts[currentClass].map(\.name) }
 
     /// The current event's payload fields, decoded.
     public func payload() -> [CTFNamedValue] { decode(cls.payloadLayouts[currentClass]) }

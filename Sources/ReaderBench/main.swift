@@ -4,6 +4,8 @@
 //
 //   reader-bench [EVENTS]        (default 2000000; the large trace has 10× EVENTS)
 //   reader-bench --decode DIR    (child mode: decode every event of DIR with CTFReader and print the count)
+//   reader-bench --decode-all DIR (child mode: same, also reading every integer field of every event)
+//   reader-bench --record N DIR  (only record a trace of N events into DIR)
 import Foundation
 import CTFReader
 import LTTngControl
@@ -11,7 +13,7 @@ import LTTngControl
 import Glibc
 #endif
 
-func decodeMode(_ dir: String) -> Int32 {
+func decodeMode(_ dir: String, allFields: Bool) -> Int32 {
     do {
         let set = try CTFTraceSet(paths: [dir])
         var it = set.makeMergedIterator()
@@ -20,6 +22,14 @@ func decodeMode(_ dir: String) -> Int32 {
         while try it.next() {
             count += 1
             checksum &+= it.currentTimestamp
+            if allFields {
+                // Read every integer field of the stream context and the payload.
+                it.withCurrent { s in
+                    var i = 0
+                    while let v = s.streamContextInteger(at: i) { checksum &+= v; i += 1 }
+                    for j in 0..<s.payloadFieldCount { checksum &+= s.payloadInteger(at: j) ?? 0 }
+                }
+            }
         }
         print("\(count) \(checksum)")
         return 0
@@ -83,7 +93,8 @@ func duSize(_ dir: URL) -> Int {
 }
 
 let args = CommandLine.arguments
-if args.count >= 3 && args[1] == "--decode" { exit(decodeMode(args[2])) }
+if args.count >= 3 && args[1] == "--decode" { exit(decodeMode(args[2], allFields: false)) }
+if args.count >= 3 && args[1] == "--decode-all" { exit(decodeMode(args[2], allFields: true)) }
 
 if args.count >= 4 && args[1] == "--record" {
     // reader-bench --record EVENTS DIR: only record a trace (for profiling).
@@ -118,6 +129,9 @@ for n in [baseEvents, baseEvents * 10] {
     let bt1 = try measure(["babeltrace2", "--component=sink.utils.counter", "--params=step=+0", dir.path])
     let mine2 = try measure([selfPath, "--decode", dir.path])
     let bt2 = try measure(["babeltrace2", "--component=sink.utils.counter", "--params=step=+0", dir.path])
+    let all1 = try measure([selfPath, "--decode-all", dir.path])
+    let all2 = try measure([selfPath, "--decode-all", dir.path])
+    let all = [all1, all2].min(by: { $0.seconds < $1.seconds })!
     let mine = [mine1, mine2].min(by: { $0.seconds < $1.seconds })!
     let bt = [bt1, bt2].min(by: { $0.seconds < $1.seconds })!
     let mineCount = Int(mine.stdout.split(separator: " ").first ?? "") ?? -1
@@ -133,7 +147,12 @@ for n in [baseEvents, baseEvents * 10] {
                  mineCount, mine.seconds, mineRate / 1e6, mine.cpuSeconds, mineCPURate / 1e6, Double(mine.maxRSSKiB) / 1024))
     print(String(format: "  babeltrace2 counter %8d events  wall %7.3f s = %7.2f M ev/s  cpu %7.3f s = %7.2f M ev/s  peak RSS %6.1f MB",
                  btCount, bt.seconds, btRate / 1e6, bt.cpuSeconds, btCPURate / 1e6, Double(bt.maxRSSKiB) / 1024))
-    print(String(format: "  ratio (CTFReader / babeltrace2): %.1fx by wall time, %.1fx by CPU time", mineRate / btRate, mineCPURate / btCPURate))
+    let allCount = Int(all.stdout.split(separator: " ").first ?? "") ?? -1
+    let allRate = Double(allCount) / all.seconds, allCPURate = Double(allCount) / all.cpuSeconds
+    print(String(format: "  CTFReader, every integer field read %9d events  wall %7.3f s = %7.2f M ev/s  cpu %7.3f s = %7.2f M ev/s  peak RSS %6.1f MB",
+                 allCount, all.seconds, allRate / 1e6, all.cpuSeconds, allCPURate / 1e6, Double(all.maxRSSKiB) / 1024))
+    print(String(format: "  ratio (CTFReader / babeltrace2): %.1fx by wall time, %.1fx by CPU time (timestamps and names only)", mineRate / btRate, mineCPURate / btCPURate))
+    print(String(format: "  ratio (CTFReader reading every integer field / babeltrace2): %.1fx by wall time, %.1fx by CPU time", allRate / btRate, allCPURate / btCPURate))
     if mineCount != btCount { print("  WARNING: event counts differ (CTFReader \(mineCount), babeltrace2 \(btCount))") }
     rows.append("\(n) \(mine.maxRSSKiB) \(bt.maxRSSKiB)")
     try? FileManager.default.removeItem(at: dir)
