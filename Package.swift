@@ -18,6 +18,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // --- RunLoopCore: the CFRunLoop engine -------------------------------------------------
@@ -45,7 +46,9 @@ let package = Package(
         ),
         .target(name: "Tracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
-        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing", "RunLoopCore"], path: "Sources/TracingScenarios"),
+        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing", "RunLoopCore"], path: "Sources/TracingScenarios",
+                         // Swift 5 mode: the replayed differential scenarios are copied verbatim from RunLoopCoreTests (also v5).
+                         swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "LTTngControl", "tracing-scenarios"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
         .executableTarget(name: "tracing-bench", dependencies: ["Tracing", "RunLoopCore", "LTTngControl"],
@@ -68,10 +71,15 @@ let package = Package(
         .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl"]),
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Sources/ReaderBench"),
+        // reader → event stream → loop model → metrics → renderers (one folder each)
+        .target(
+            name: "RLAnalysis",
+            dependencies: ["CTFReader", .product(name: "Histogram", package: "hdrhistogram-swift")]
+        ),
         .executableTarget(
             name: "rltrace",
             dependencies: [
-                "CTFReader", "LTTngControl",
+                "CTFReader", "LTTngControl", "RLAnalysis",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -2,6 +2,7 @@
 // (issue 8). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
 //
 //   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]
+//            [--only 1,...,7,s,8,9] [--reader-bench PATH [--reader-events N]]
 //
 // Internal: `rl-bench --child WORKLOAD ENGINE PARAM` runs one workload and prints one number
 // (used under `strace -c -f` and for the tracing comparison).
@@ -44,6 +45,9 @@ struct Options {
     var baseline: String?
     /// Workload numbers to run (nil = all); "s" = syscalls, "8" = tracing.
     var only: Set<String>?
+    /// reader-bench executable (workload 9) and its base event count.
+    var readerBench: String?
+    var readerEvents = 1_000_000
     func wants(_ w: String) -> Bool { only?.contains(w) ?? true }
 }
 
@@ -65,6 +69,8 @@ struct Sizes {
     var pipeBytes = 64 << 20
     var pipeChunk = 4096
     var reps = 3
+    /// Repetitions of the cheap in-thread workloads 1-4 (best of).
+    var fastReps = 5
 }
 
 // MARK: - running engines interleaved
@@ -121,7 +127,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     if opt.wants("1") {
         log("1. batch perform (\(sz.batch) blocks)")
         let a1 = allocsPerItem(all, items: sz.batch / 10) { e in _ = batchPerform(e, n: sz.batch / 10) }
-        let s1 = interleaved(all, reps: sz.reps) { batchPerform($0, n: sz.batch) }
+        let s1 = interleaved(all, reps: sz.fastReps) { batchPerform($0, n: sz.batch) }
         rows.append(speedRow("batch_perform", "1. batch perform \(sz.batch / 1000)k", unit: "ns/block", s1, target: 3))
         rows.append(allocRow("batch_perform", "batch", per: "block", a1))
     }
@@ -129,7 +135,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     if opt.wants("2") {
         log("2. chained perform (\(sz.chained))")
         let a2 = allocsPerItem(all, items: sz.chained / 10) { e in _ = chainedPerform(e, n: sz.chained / 10) }
-        let s2 = interleaved(all, reps: sz.reps) { chainedPerform($0, n: sz.chained) }
+        let s2 = interleaved(all, reps: sz.fastReps) { chainedPerform($0, n: sz.chained) }
         rows.append(speedRow("chained_perform", "2. chained perform \(sz.chained / 1000)k", unit: "ns/block", s2, target: 3))
         rows.append(allocRow("chained_perform", "chained", per: "block", a2))
     }
@@ -137,14 +143,14 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     if opt.wants("3") {
         log("3. already-due timers (\(sz.due))")
         let a3 = allocsPerItem(all, items: sz.due / 10) { e in _ = dueTimers(e, n: sz.due / 10) }
-        let s3 = interleaved(all, reps: sz.reps) { dueTimers($0, n: sz.due) }
+        let s3 = interleaved(all, reps: sz.fastReps) { dueTimers($0, n: sz.due) }
         rows.append(speedRow("due_timers", "3. \(sz.due / 1000)k already-due timers, fire all", unit: "ns/timer", s3, target: 20))
         rows.append(allocRow("due_timers", "due timers, fire phase", per: "timer", a3))
     }
 
     if opt.wants("4") {
         log("4. future timers add/remove (\(sz.future))")
-        let s4 = interleaved(all, reps: sz.reps) { futureTimers($0, n: sz.future) }
+        let s4 = interleaved(all, reps: sz.fastReps) { futureTimers($0, n: sz.future) }
         rows.append(speedRow("future_timers_add", "4a. add \(sz.future / 1000)k future timers", unit: "ns/add",
                              s4.mapValues { $0.map(\.add) }, target: 10))
         rows.append(speedRow("future_timers_remove", "4b. remove them", unit: "ns/remove",
@@ -217,6 +223,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
 
     if opt.strace && opt.wants("s") { straceRows(sz) }
     if opt.tracing && opt.wants("8") { tracingRows(sz, opt) }
+    if opt.wants("9") { readerRows(opt) }
     log(String(format: "suite done in %.1f s", Date().timeIntervalSince(t0)))
 }
 
@@ -389,6 +396,61 @@ func tracingRows(_ sz: Sizes, _ opt: Options) {
     }
 }
 
+// MARK: - 9. trace decoding: CTFReader vs babeltrace2 (through reader-bench)
+
+/// Runs the reader engineer's `reader-bench EVENTS` (it records traces of EVENTS and 10×EVENTS
+/// events with ctf-testgen under a private session daemon, then decodes each with CTFReader and with
+/// `babeltrace2 --component=sink.utils.counter`, measuring wall time and peak RSS through wait4) and
+/// turns its lines into rows.
+func readerRows(_ opt: Options) {
+    guard let rb = opt.readerBench else { log("9. skipped: no --reader-bench"); return }
+    guard FileManager.default.isExecutableFile(atPath: rb) else { log("9. skipped: \(rb) not found"); return }
+    let events = opt.quick ? max(10_000, opt.readerEvents / 10) : opt.readerEvents
+    log("9. trace decoding (reader-bench \(events): traces of \(events) and \(events * 10) events)")
+    guard let out = runChild(rb, ["\(events)"], env: ProcessInfo.processInfo.environment) else {
+        rows.append(Row(id: "decode", workload: "9. trace decoding", unit: "M events/s", ours: nil, cf: nil, floor: nil,
+                        ratio: nil, ratio_of: "ours/babeltrace2", target: nil, pass: nil, note: "reader-bench failed"))
+        return
+    }
+    // trace of N events (X MB on disk):
+    //   CTFReader          C events  wall S s = R M ev/s  cpu S s = R M ev/s  peak RSS M MB
+    //   babeltrace2 counter C events  wall S s = R M ev/s  cpu S s = R M ev/s  peak RSS M MB
+    func num(after key: String, in line: Substring) -> Double? {
+        guard let r = line.range(of: key) else { return nil }
+        let rest = line[r.upperBound...].drop { $0 == " " }
+        return Double(rest.prefix { "0123456789.".contains($0) })
+    }
+    func rates(_ line: Substring) -> (wall: Double?, cpu: Double?, rss: Double?) {
+        let wall = line.range(of: "wall").map { line[$0.upperBound...] }
+        let cpu = line.range(of: "cpu").map { line[$0.upperBound...] }
+        return (wall.flatMap { num(after: "= ", in: $0) }, cpu.flatMap { num(after: "= ", in: $0) }, num(after: "peak RSS", in: line))
+    }
+    var found = false
+    let lines = out.split(separator: "\n")
+    for (k, line) in lines.enumerated() where line.hasPrefix("trace of ") {
+        guard let n = num(after: "trace of ", in: line) else { continue }
+        let block = lines[(k + 1)...].prefix { !$0.hasPrefix("trace of ") && !$0.hasPrefix("peak RSS growth") }
+        guard let mineLine = block.first(where: { $0.contains("CTFReader") && $0.contains("wall") }),
+              let btLine = block.first(where: { $0.contains("babeltrace2") && $0.contains("wall") }) else { continue }
+        let m = rates(mineLine), b = rates(btLine)
+        let mb = num(after: "events (", in: line)
+        let mismatch = block.contains { $0.contains("WARNING") }
+        let label = n >= 1e6 ? String(format: "%.0fM", n / 1e6) : String(format: "%.0fk", n / 1e3)
+        func row(_ id: String, _ name: String, _ unit: String, _ o: Double?, _ f: Double?, _ note: String?) {
+            rows.append(Row(id: "decode_\(Int(n))_\(id)", workload: name, unit: unit, ours: o, cf: nil, floor: f,
+                            ratio: (o != nil && f != nil && f! > 0) ? o! / f! : nil, ratio_of: "ours/babeltrace2",
+                            target: nil, pass: nil, note: (note?.isEmpty ?? true) ? nil : note))
+        }
+        row("wall", "9. decode \(label)-event trace (\(mb.map { String(format: "%.0f MB", $0) } ?? "?")), wall", "M events/s", m.wall, b.wall,
+            (found ? "" : "ours = CTFReader, floor column = babeltrace2 --component=sink.utils.counter (reader-bench, best of its runs)")
+                + (mismatch ? " EVENT COUNTS DIFFER" : ""))
+        row("cpu", "   same, by CPU time", "M events/s", m.cpu, b.cpu, nil)
+        row("rss", "   peak RSS", "MB", m.rss, b.rss, nil)
+        found = true
+    }
+    if !found { log("9. reader-bench printed no trace lines:\n\(out)") }
+}
+
 // MARK: - output
 
 func fmtNum(_ x: Double?) -> String {
@@ -480,12 +542,20 @@ while i < argv.count {
         i += 1
         guard i < argv.count else { fail("--only needs a list such as 1,2,5,s,8") }
         opt.only = Set(argv[i].split(separator: ",").map(String.init))
+    case "--reader-bench":
+        i += 1
+        guard i < argv.count else { fail("--reader-bench needs a path") }
+        opt.readerBench = argv[i]
+    case "--reader-events":
+        i += 1
+        guard i < argv.count, let n = Int(argv[i]) else { fail("--reader-events needs a number") }
+        opt.readerEvents = n
     case "--baseline":
         i += 1
         guard i < argv.count else { fail("--baseline needs a path") }
         opt.baseline = argv[i]
     case "-h", "--help":
-        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,s,8,9]")
+        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,s,8,9] [--reader-bench PATH] [--reader-events N]")
         exit(0)
     default: fail("unknown argument \(argv[i])")
     }
@@ -496,7 +566,7 @@ if rlb_malloc_interposed() == 0 { log("warning: malloc interposition inactive; a
 var sizes = Sizes()
 if opt.quick {
     sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
-    sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1
+    sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1; sizes.fastReps = 1
 }
 runSuite(sizes, opt)
 
