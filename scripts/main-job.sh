@@ -16,7 +16,7 @@ trap 'kill "$sessiond" 2>/dev/null; wait "$sessiond" 2>/dev/null; rm -rf "$LTTNG
 for _ in $(seq 50); do lttng list >/dev/null 2>&1 && break; sleep 0.1; done
 lttng create rl-example --output="$out/trace" >/dev/null
 lttng enable-event -u 'runloop:*' >/dev/null
-lttng add-context -u -t vtid -t procname >/dev/null
+lttng add-context -u -t vpid -t vtid -t procname >/dev/null
 lttng start >/dev/null
 "$bin/rl-example" --duration 3 --clients 4 --requests 300 --inject slow-callout,hang,late-timer,spin
 lttng stop >/dev/null

@@ -93,6 +93,7 @@ final class Service: @unchecked Sendable {
     let worker = RLWorkerThread(name: "compute-worker")
     let results = Mutex<[(Int32, String)]>([])
     var resultsReady: RLSource0!
+    var resultsPerformed = 0
     var spinLeft = 0
 
     init(options: Options) {
@@ -123,7 +124,9 @@ final class Service: @unchecked Sendable {
         resultsReady = RLSource0(order: 0, name: "compute-results") { [unowned self] in
             let ready = self.results.withLock { r -> [(Int32, String)] in defer { r.removeAll() }; return r }
             for (fd, line) in ready { self.reply(fd, line) }
-            if self.options.inject.contains("slow-callout") { usleep(50_000) }  // injected: 50 ms in a named callout
+            // injected: every 25th perform spends 50 ms in this named callout
+            self.resultsPerformed += 1
+            if self.options.inject.contains("slow-callout") && self.resultsPerformed % 25 == 0 { usleep(50_000) }
         }
         loop.add(resultsReady, forMode: .commonModes)
 

@@ -33,6 +33,25 @@ struct Row: Codable {
     var target: String?
     var pass: Bool?
     var note: String?
+
+    enum CodingKeys: String, CodingKey { case id, workload, unit, ours, cf, floor, ratio, ratio_of, target, pass, note }
+
+    /// Every key is always present (null when not applicable); non-finite numbers are null.
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        func f(_ x: Double?) -> Double? { x.flatMap { $0.isFinite ? $0 : nil } }
+        try c.encode(id, forKey: .id)
+        try c.encode(workload, forKey: .workload)
+        try c.encode(unit, forKey: .unit)
+        try c.encode(f(ours), forKey: .ours)
+        try c.encode(f(cf), forKey: .cf)
+        try c.encode(f(floor), forKey: .floor)
+        try c.encode(f(ratio), forKey: .ratio)
+        try c.encode(ratio_of, forKey: .ratio_of)
+        try c.encode(target, forKey: .target)
+        try c.encode(pass, forKey: .pass)
+        try c.encode(note, forKey: .note)
+    }
 }
 
 var rows: [Row] = []

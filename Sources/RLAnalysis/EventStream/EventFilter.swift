@@ -1,0 +1,93 @@
+/// Narrows what the analysis looks at (the CLI's common filters).
+public struct EventFilter: Sendable {
+    /// Only these processes (`vpid`), threads, process names, loops.
+    public var pids: Set<Int64> = [], tids: Set<Int64> = [], procnames: Set<String> = [], loops: Set<UInt64> = []
+    /// Only events in `[begin, end]`: resolved against the trace start on the first event.
+    public var begin: TimeBound?, end: TimeBound?
+    private var origin: Int64?
+
+    /// A time bound: relative to the trace's first event, or absolute CLOCK_MONOTONIC ns.
+    public enum TimeBound: Sendable, Equatable {
+        /// Nanoseconds after the trace's first event.
+        case relative(Int64)
+        /// An absolute CLOCK_MONOTONIC time in ns.
+        case absolute(Int64)
+
+        /// Parses `250ms`, `1.5s`, `+2s` (relative to the trace start) or `@12345.678901234`
+        /// (absolute seconds on CLOCK_MONOTONIC, as the timeline prints them). Nil when invalid.
+        public init?(parsing text: String) {
+            if text.hasPrefix("@") {
+                guard let s = Double(text.dropFirst()), s.isFinite, s >= 0 else { return nil }
+                self = .absolute(Int64(s * 1e9))
+            } else {
+                let t = text.hasPrefix("+") ? String(text.dropFirst()) : text
+                guard let ns = parseDuration(t) else { return nil }
+                self = .relative(ns)
+            }
+        }
+    }
+
+    /// Creates a filter that accepts everything.
+    public init() {}
+
+    /// Checks that the filters can all hold; throws ``AnalysisError/contradictoryFilters(_:)``.
+    public func validate() throws {
+        if let b = begin, let e = end {
+            switch (b, e) {
+            case (.relative(let x), .relative(let y)) where x > y,
+                 (.absolute(let x), .absolute(let y)) where x > y:
+                throw AnalysisError.contradictoryFilters("--begin is after --end")
+            default: break
+            }
+        }
+    }
+
+    private func resolve(_ b: TimeBound, _ origin: Int64) -> Int64 {
+        switch b {
+        case .relative(let ns): origin + ns
+        case .absolute(let ns): ns
+        }
+    }
+
+    /// Whether the event passes the event-level filters (pid, loop, time).
+    public mutating func accepts(_ e: RunLoopEvent) -> Bool {
+        if origin == nil { origin = e.ts }
+        if !pids.isEmpty && !pids.contains(e.pid) { return false }
+        if !loops.isEmpty && e.kind != .source0Signalled && !loops.contains(e.loop) { return false }
+        if let b = begin, e.ts < resolve(b, origin!) { return false }
+        if let x = end, e.ts > resolve(x, origin!) { return false }
+        return true
+    }
+
+    /// Whether a loop passes the loop-level filters (pid, tid, procname, loop).
+    public func acceptsLoop(_ l: LoopInfo) -> Bool {
+        (pids.isEmpty || pids.contains(l.key.pid)) && (tids.isEmpty || tids.contains(l.tid))
+            && (procnames.isEmpty || procnames.contains(l.procname)) && (loops.isEmpty || loops.contains(l.key.loop))
+    }
+}
+
+/// Parses a duration with a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`); a bare number is seconds.
+public func parseDuration(_ text: String) -> Int64? {
+    let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9)]
+    for (u, f) in units where text.hasSuffix(u) {
+        guard let v = Double(text.dropLast(u.count)), v.isFinite, v >= 0 else { return nil }
+        return Int64(v * f)
+    }
+    guard let v = Double(text), v.isFinite, v >= 0 else { return nil }
+    return Int64(v * 1e9)
+}
+
+/// Formats nanoseconds for humans: `812ns`, `3.4µs`, `12.5ms`, `1.25s`.
+public func formatDuration(_ ns: Int64) -> String {
+    let a = abs(Double(ns))
+    let sign = ns < 0 ? "-" : ""
+    func f(_ v: Double, _ u: String) -> String {
+        let r = v >= 100 ? (v * 1).rounded() : (v >= 10 ? (v * 10).rounded() / 10 : (v * 100).rounded() / 100)
+        let s = r == r.rounded() ? String(Int64(r)) : String(r)
+        return sign + s + u
+    }
+    if a < 1_000 { return "\(sign)\(Int64(a))ns" }
+    if a < 1_000_000 { return f(a / 1e3, "µs") }
+    if a < 1_000_000_000 { return f(a / 1e6, "ms") }
+    return f(a / 1e9, "s")
+}

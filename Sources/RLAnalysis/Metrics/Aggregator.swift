@@ -1,0 +1,253 @@
+import CTFReader
+
+/// Computes the report's figures from what the loop model delivers (`docs/report-json.md`).
+public final class Aggregator: LoopModelSink {
+    final class Loop {
+        var iterations = 0, topLevel = 0
+        var busy: Int64 = 0, sleepNs: Int64 = 0, sleeps = 0, polls = 0
+        var callouts = 0, unmatched = 0
+        var kinds: [CalloutKind: DurationAccumulator] = [:]
+        var items: [ItemKey: DurationAccumulator] = [:]
+        var wakeReasons: [WakeReason: Int] = [:]
+        var sleepHist: [WakeReason: [Int: Int]] = [:]
+        var iterHist: [Int: Int] = [:]
+        var wakeToFirst = DurationAccumulator()
+        var lateness: [UInt64: DurationAccumulator] = [:]
+        var signal: [UInt64: DurationAccumulator] = [:]
+        var signalTids: [UInt64: Set<Int64>] = [:]
+        var wakeUp = DurationAccumulator()
+        var wakeUpTids: Set<Int64> = []
+        var spurious = 0
+        var hangs: [HangReport] = []
+        var slow = 0
+        var spins: [SpinReport] = []
+        var currentSpin: (first: UInt64, count: Int, begin: Int64, end: Int64)?
+        var spinItems: [ItemKey: (count: Int, total: Int64)] = [:]
+        var spinKey: LoopKey?
+        var slowest: [(busy: Int64, it: IterationRecord)] = []
+    }
+    struct ItemKey: Hashable { var kind: CalloutKind; var item: UInt64 }
+
+    /// Thresholds.
+    public let options: ReportOptions
+    private var loops: [LoopKey: Loop] = [:]
+    /// Set by the caller after the model exists (for item names).
+    public weak var model: LoopModel?
+    /// Another sink that also receives everything (e.g. a timeline), or nil.
+    public var forward: LoopModelSink?
+
+    /// Creates an aggregator.
+    public init(options: ReportOptions = ReportOptions()) { self.options = options }
+
+    private func loop(_ k: LoopKey) -> Loop {
+        if let l = loops[k] { return l }
+        let l = Loop()
+        loops[k] = l
+        return l
+    }
+
+    // MARK: LoopModelSink
+
+    public func iteration(_ it: IterationRecord, of info: LoopInfo) {
+        forward?.iteration(it, of: info)
+        let l = loop(info.key)
+        l.iterations += 1
+        // Spurious: slept (not a timeout) and made no callout other than observers.
+        if let s = it.sleeps.first, s.reason != .timeout, !it.callouts.contains(where: { $0.kind != .observer }) { l.spurious += 1 }
+        for s in it.sleeps {
+            if let first = it.callouts.first(where: { $0.kind != .observer && $0.begin >= s.end }) { l.wakeToFirst.add(first.begin - s.end) }
+        }
+        guard it.depth == 0 else { return }
+        l.topLevel += 1
+        let busy = it.busyNs
+        l.busy += busy
+        l.sleepNs += it.ownSleepNs + it.nestedSleepNs
+        l.sleeps += it.sleeps.count + it.nestedSleeps
+        l.polls += it.polls + it.nestedPolls
+        l.iterHist[log2Bucket(busy), default: 0] += 1
+        if busy >= options.slowThresholdNs { l.slow += 1 }
+        if busy >= options.hangThresholdNs {
+            let c = it.callouts.max { $0.duration < $1.duration }
+            l.hangs.append(HangReport(iteration: it.number, beginNs: it.begin, durationNs: it.duration, busyNs: busy,
+                                      culprit: c.map { ref($0, info.key) }))
+        }
+        // Spins: runs of consecutive top-level iterations that never slept.
+        if it.slept || it.nestedSleeps > 0 {
+            closeSpin(l)
+        } else {
+            if var s = l.currentSpin {
+                s.count += 1; s.end = it.end
+                l.currentSpin = s
+            } else {
+                l.currentSpin = (it.number, 1, it.begin, it.end)
+                l.spinKey = info.key
+            }
+            for c in it.callouts where c.kind != .observer {
+                let k = ItemKey(kind: c.kind, item: c.item)
+                let v = l.spinItems[k] ?? (0, 0)
+                l.spinItems[k] = (v.count + 1, v.total + c.duration)
+            }
+        }
+        // The slowest five.
+        if l.slowest.count < 5 || busy > l.slowest.last!.busy {
+            l.slowest.append((busy, it))
+            l.slowest.sort { $0.busy > $1.busy }
+            if l.slowest.count > 5 { l.slowest.removeLast() }
+        }
+    }
+
+    private func closeSpin(_ l: Loop) {
+        if let s = l.currentSpin, s.count >= options.spinMinIterations, let key = l.spinKey {
+            let top = l.spinItems.max { $0.value.count != $1.value.count ? $0.value.count < $1.value.count : $0.key.item > $1.key.item }
+            let culprit = top.map { CalloutRef(kind: $0.key.kind.label, item: $0.key.item,
+                                               name: model?.name(of: $0.key.kind, item: $0.key.item, pid: key.pid) ?? "",
+                                               durationNs: $0.value.total) }
+            l.spins.append(SpinReport(firstIteration: s.first, iterations: s.count, beginNs: s.begin, endNs: s.end, culprit: culprit))
+        }
+        l.currentSpin = nil
+        l.spinItems.removeAll()
+    }
+
+    private func ref(_ c: CalloutRecord, _ key: LoopKey) -> CalloutRef {
+        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c.kind, item: c.item, pid: key.pid) ?? "", durationNs: c.duration)
+    }
+
+    public func callout(_ c: CalloutRecord, of key: LoopKey, name: String) {
+        forward?.callout(c, of: key, name: name)
+        let l = loop(key)
+        l.callouts += 1
+        l.kinds[c.kind, default: DurationAccumulator()].add(c.duration)
+        l.items[ItemKey(kind: c.kind, item: c.item), default: DurationAccumulator()].add(c.duration)
+    }
+
+    public func sleep(_ s: SleepRecord, of key: LoopKey) {
+        forward?.sleep(s, of: key)
+        loop(key).sleepHist[s.reason, default: [:]][log2Bucket(s.duration), default: 0] += 1
+    }
+
+    public func wake(_ reason: WakeReason, of key: LoopKey) {
+        forward?.wake(reason, of: key)
+        loop(key).wakeReasons[reason, default: 0] += 1
+    }
+
+    public func unmatchedCallout(of key: LoopKey) {
+        forward?.unmatchedCallout(of: key)
+        loop(key).unmatched += 1
+    }
+
+    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
+        forward?.timerLateness(ns, item: item, of: key)
+        loop(key).lateness[item, default: DurationAccumulator()].add(ns)
+    }
+
+    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {
+        forward?.signalLatency(ns, item: item, callerTid: callerTid, of: key)
+        let l = loop(key)
+        l.signal[item, default: DurationAccumulator()].add(ns)
+        l.signalTids[item, default: []].insert(callerTid)
+    }
+
+    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {
+        forward?.wakeUpLatency(ns, callerTid: callerTid, of: key)
+        let l = loop(key)
+        l.wakeUp.add(ns)
+        l.wakeUpTids.insert(callerTid)
+    }
+
+    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
+        forward?.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key)
+    }
+
+    // MARK: The document
+
+    /// Builds the report for `loops` (from the model) and the source's trace summary.
+    public func makeReport(source: RunLoopEventSource, loops infos: [LoopInfo]) -> Report {
+        var warnings: [String] = []
+        var losses: [LossEntry] = []
+        var discarded: Int64 = 0, lost: Int64 = 0
+        for l in source.losses {
+            let (kind, count): (String, Int64) = {
+                switch l.kind {
+                case .discardedEvents(let n): return ("discarded", Int64(n))
+                case .lostPackets(let n): return ("lostPackets", Int64(n))
+                }
+            }()
+            if kind == "discarded" { discarded += count } else { lost += count }
+            losses.append(LossEntry(kind: kind, count: count, beginNs: l.beginNanoseconds - source.clockOffset,
+                                    endNs: l.endNanoseconds - source.clockOffset, stream: l.streamPath))
+        }
+        if discarded > 0 || lost > 0 {
+            warnings.append("the trace lost data (\(discarded) discarded events, \(lost) lost packets): figures for loops active in those time ranges are incomplete")
+        }
+        for w in source.warnings { warnings.append("\(w)") }
+        let summary = TraceSummary(paths: source.paths, beginNs: source.firstTs == .max ? 0 : source.firstTs,
+                                   endNs: source.lastTs == .min ? 0 : source.lastTs, events: source.totalEvents,
+                                   runloopEvents: source.runLoopEvents, discardedEvents: discarded, lostPackets: lost, losses: losses)
+        var reports: [LoopReport] = []
+        for info in infos {
+            let l = loop(info.key)
+            closeSpin(l)
+            let span = info.last >= info.first ? info.last - info.first : 0
+            let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
+            let items = l.items.map { k, a in
+                ItemReport(kind: k.kind.label, item: k.item, name: name(k.kind, k.item), count: a.count, totalNs: a.total,
+                           maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99))
+            }.sorted { ($0.totalNs, $1.kind, $1.item) > ($1.totalNs, $0.kind, $0.item) }
+            func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
+                d.map { item, a in
+                    ItemLatency(item: item, name: name(kind, item), count: a.count, totalNs: a.total, maxNs: a.max,
+                                p50Ns: a.percentile(50), p99Ns: a.percentile(99), callerTids: tids?[item].map { $0.sorted() })
+                }.sorted { $0.item < $1.item }
+            }
+            reports.append(LoopReport(
+                pid: info.key.pid, loop: info.key.loop, tid: info.tid, threadName: info.threadName, procname: info.procname,
+                firstNs: info.first, lastNs: info.last, spanNs: span,
+                iterations: l.iterations, topLevelIterations: l.topLevel,
+                iterationsPerSecond: span > 0 ? Double(l.iterations) / (Double(span) / 1e9) : 0,
+                busyNs: l.busy, sleepNs: l.sleepNs, sleeps: l.sleeps, polls: l.polls,
+                busyRatio: l.busy + l.sleepNs > 0 ? Double(l.busy) / Double(l.busy + l.sleepNs) : 0,
+                callouts: l.callouts, calloutsPerIteration: l.iterations > 0 ? Double(l.callouts) / Double(l.iterations) : 0,
+                unmatchedCallouts: l.unmatched,
+                calloutKinds: Dictionary(uniqueKeysWithValues: l.kinds.map { ($0.key.label, $0.value.summary()) }),
+                items: items,
+                wakeReasons: Dictionary(uniqueKeysWithValues: l.wakeReasons.map { ($0.key.label, $0.value) }),
+                sleepHistogram: Dictionary(uniqueKeysWithValues: l.sleepHist.map { r, h in
+                    (r.label, Dictionary(uniqueKeysWithValues: h.map { (String($0.key), $0.value) }))
+                }),
+                iterationHistogram: Dictionary(uniqueKeysWithValues: l.iterHist.map { (String($0.key), $0.value) }),
+                wakeToFirstCallout: l.wakeToFirst.summary(full: false),
+                timerLateness: latencies(l.lateness, kind: .timer, tids: nil),
+                signalLatency: latencies(l.signal, kind: .source0, tids: l.signalTids),
+                wakeUpLatency: WakeUpLatency(count: l.wakeUp.count, totalNs: l.wakeUp.total, maxNs: l.wakeUp.max,
+                                             p50Ns: l.wakeUp.percentile(50), p99Ns: l.wakeUp.percentile(99), callerTids: l.wakeUpTids.sorted()),
+                spuriousWakes: l.spurious,
+                hangs: l.hangs, slowIterations: l.slow, spins: l.spins,
+                slowest: l.slowest.map { s in
+                    SlowIteration(iteration: s.it.number, beginNs: s.it.begin, busyNs: s.busy,
+                                  callouts: s.it.callouts.sorted { $0.duration > $1.duration }.prefix(8).map { ref($0, info.key) })
+                }))
+        }
+        return Report(trace: summary, options: options, loops: reports, warnings: warnings)
+    }
+}
+
+/// Runs the whole pipeline over `paths`: reader → event stream → loop model → metrics.
+public func analyze(paths: [String], options: ReportOptions = ReportOptions(), filter: EventFilter = EventFilter(),
+                    also: LoopModelSink? = nil) throws -> Report {
+    let source = try RunLoopEventSource(paths: paths)
+    let agg = Aggregator(options: options)
+    agg.forward = also
+    let model = LoopModel(sink: agg)
+    agg.model = model
+    try filter.validate()
+    var filter = filter
+    try source.forEach { e in if filter.accepts(e) { model.consume(e) } }
+    if let also = also as? NameResolving { also.resolver = model }
+    return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) })
+}
+
+/// A sink that needs item names once the stream is read.
+public protocol NameResolving: AnyObject {
+    /// The model, to look names up.
+    var resolver: LoopModel? { get set }
+}

@@ -1,0 +1,199 @@
+import Histogram
+
+/// The `rltrace-report/1` document (see `docs/report-json.md`).
+public struct Report: Codable, Sendable {
+    /// The schema name.
+    public var schema = "rltrace-report/1"
+    /// The traces read.
+    public var trace: TraceSummary
+    /// The thresholds used.
+    public var options: ReportOptions
+    /// One entry per loop, sorted by (pid, loop).
+    public var loops: [LoopReport]
+    /// Things the reader should know (losses, truncation).
+    public var warnings: [String]
+}
+
+/// What was read.
+public struct TraceSummary: Codable, Sendable {
+    /// Trace directories.
+    public var paths: [String]
+    /// First and last event timestamps (CLOCK_MONOTONIC ns).
+    public var beginNs: Int64, endNs: Int64
+    /// Events read (any provider) and `runloop` events.
+    public var events: Int, runloopEvents: Int
+    /// Discarded events and lost packets.
+    public var discardedEvents: Int64, lostPackets: Int64
+    /// Each loss with its time range.
+    public var losses: [LossEntry]
+}
+
+/// A loss the reader reported.
+public struct LossEntry: Codable, Sendable {
+    /// `discarded` or `lostPackets`.
+    public var kind: String
+    /// How many events or packets.
+    public var count: Int64
+    /// The time range it covers.
+    public var beginNs: Int64, endNs: Int64
+    /// The stream file.
+    public var stream: String
+}
+
+/// Thresholds.
+public struct ReportOptions: Codable, Sendable {
+    /// An iteration busy at least this long is a hang.
+    public var hangThresholdNs: Int64 = 250_000_000
+    /// An iteration busy at least this long is slow.
+    public var slowThresholdNs: Int64 = 100_000_000
+    /// Consecutive non-sleeping iterations that make a spin.
+    public var spinMinIterations: Int = 100
+    /// Creates options.
+    public init(hangThresholdNs: Int64 = 250_000_000, slowThresholdNs: Int64 = 100_000_000, spinMinIterations: Int = 100) {
+        self.hangThresholdNs = hangThresholdNs
+        self.slowThresholdNs = slowThresholdNs
+        self.spinMinIterations = spinMinIterations
+    }
+}
+
+/// Count, total, max and percentiles of durations.
+public struct DurationSummary: Codable, Sendable {
+    /// Number of values.
+    public var count: Int
+    /// Their sum and maximum (ns).
+    public var totalNs: Int64, maxNs: Int64
+    /// Percentiles (HdrHistogram, 3 significant digits).
+    public var p50Ns: Int64, p90Ns: Int64?, p99Ns: Int64, p999Ns: Int64?
+}
+
+/// Per-item statistics.
+public struct ItemReport: Codable, Sendable {
+    /// Callout kind label.
+    public var kind: String
+    /// Item id.
+    public var item: UInt64
+    /// Item name.
+    public var name: String
+    /// Callout count, total, max and percentiles.
+    public var count: Int, totalNs: Int64, maxNs: Int64, p50Ns: Int64, p99Ns: Int64
+}
+
+/// Latency of one item (timer lateness, signal latency).
+public struct ItemLatency: Codable, Sendable {
+    /// Item id.
+    public var item: UInt64
+    /// Item name.
+    public var name: String
+    /// Count, total, max, percentiles.
+    public var count: Int, totalNs: Int64, maxNs: Int64, p50Ns: Int64, p99Ns: Int64
+    /// Threads that signalled (signal latency only).
+    public var callerTids: [Int64]?
+}
+
+/// A callout named in a hang or a slow iteration.
+public struct CalloutRef: Codable, Sendable {
+    /// Kind label, item, name, duration.
+    public var kind: String, item: UInt64, name: String, durationNs: Int64
+}
+
+/// An iteration busy past the hang threshold.
+public struct HangReport: Codable, Sendable {
+    /// The iteration, its begin, duration and busy time.
+    public var iteration: UInt64, beginNs: Int64, durationNs: Int64, busyNs: Int64
+    /// Its longest callout.
+    public var culprit: CalloutRef?
+}
+
+/// A run of iterations that never slept.
+public struct SpinReport: Codable, Sendable {
+    /// First iteration, count, time range.
+    public var firstIteration: UInt64, iterations: Int, beginNs: Int64, endNs: Int64
+    /// The non-observer item performed most often during the run (its total time as `durationNs`).
+    public var culprit: CalloutRef?
+}
+
+/// One of the slowest iterations.
+public struct SlowIteration: Codable, Sendable {
+    /// The iteration, its begin and busy time.
+    public var iteration: UInt64, beginNs: Int64, busyNs: Int64
+    /// Its callouts (longest first, at most 8).
+    public var callouts: [CalloutRef]
+}
+
+/// Cross-thread wake-up latency.
+public struct WakeUpLatency: Codable, Sendable {
+    /// Count, total, max, percentiles.
+    public var count: Int, totalNs: Int64, maxNs: Int64, p50Ns: Int64, p99Ns: Int64
+    /// The threads that asked.
+    public var callerTids: [Int64]
+}
+
+/// Everything about one loop.
+public struct LoopReport: Codable, Sendable {
+    /// Identity.
+    public var pid: Int64, loop: UInt64, tid: Int64, threadName: String, procname: String
+    /// Time range of its events.
+    public var firstNs: Int64, lastNs: Int64, spanNs: Int64
+    /// Iterations.
+    public var iterations: Int, topLevelIterations: Int, iterationsPerSecond: Double
+    /// Busy and sleep time (completed top-level iterations).
+    public var busyNs: Int64, sleepNs: Int64, sleeps: Int, polls: Int, busyRatio: Double
+    /// Callouts.
+    public var callouts: Int, calloutsPerIteration: Double, unmatchedCallouts: Int
+    /// Per kind.
+    public var calloutKinds: [String: DurationSummary]
+    /// Per item.
+    public var items: [ItemReport]
+    /// Wake events by reason.
+    public var wakeReasons: [String: Int]
+    /// Sleep durations by wake reason: log2 bucket → count.
+    public var sleepHistogram: [String: [String: Int]]
+    /// Busy time of top-level iterations: log2 bucket → count.
+    public var iterationHistogram: [String: Int]
+    /// Wake → first non-observer callout.
+    public var wakeToFirstCallout: DurationSummary
+    /// Timer lateness per timer.
+    public var timerLateness: [ItemLatency]
+    /// Signal → perform per source0.
+    public var signalLatency: [ItemLatency]
+    /// wakeUp → wake.
+    public var wakeUpLatency: WakeUpLatency
+    /// Wakes that did nothing.
+    public var spuriousWakes: Int
+    /// Hangs, slow iterations, spins, the slowest iterations.
+    public var hangs: [HangReport], slowIterations: Int, spins: [SpinReport], slowest: [SlowIteration]
+}
+
+/// The log2 bucket of a duration: `k = max(0, bitLength(d) − 1)`.
+@inline(__always)
+public func log2Bucket(_ d: Int64) -> Int { d <= 1 ? 0 : 63 - d.leadingZeroBitCount }
+
+/// Accumulates durations: exact count/total/max, HdrHistogram percentiles, and optionally the
+/// raw values (for histograms with arbitrary buckets).
+public struct DurationAccumulator: Sendable {
+    /// Count.
+    public private(set) var count = 0
+    /// Exact sum and maximum.
+    public private(set) var total: Int64 = 0, max: Int64 = 0
+    private var hist = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+
+    /// Creates an empty accumulator.
+    public init() {}
+
+    /// Adds a duration (negative values count in the total; the histogram clamps them to 0).
+    public mutating func add(_ ns: Int64) {
+        count += 1
+        total &+= ns
+        if count == 1 || ns > max { max = ns }
+        _ = hist.record(UInt64(Swift.max(0, ns)))
+    }
+
+    /// The percentile `p` (0…100), nearest rank through the histogram.
+    public func percentile(_ p: Double) -> Int64 { count == 0 ? 0 : Int64(clamping: hist.valueAtPercentile(p)) }
+
+    /// The summary for JSON.
+    public func summary(full: Bool = true) -> DurationSummary {
+        DurationSummary(count: count, totalNs: total, maxNs: max, p50Ns: percentile(50),
+                        p90Ns: full ? percentile(90) : nil, p99Ns: percentile(99), p999Ns: full ? percentile(99.9) : nil)
+    }
+}

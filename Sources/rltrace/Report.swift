@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import RLAnalysis
+
+/// Options every analysis command shares: the traces and the common filters.
+struct AnalysisOptions: ParsableArguments {
+    @Argument(help: "Trace directories, or directories containing traces (LTTng session output, snapshots).")
+    var traces: [String]
+
+    @Option(help: "Only this process id (vpid context); repeatable.") var pid: [Int64] = []
+    @Option(help: "Only the loop of this thread id; repeatable.") var tid: [Int64] = []
+    @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
+    @Option(help: "Only this loop id; repeatable.") var loop: [UInt64] = []
+    @Option(help: "Start at this time: a duration after the trace start (250ms, 1.5s) or @SECONDS absolute (CLOCK_MONOTONIC).")
+    var begin: String?
+    @Option(help: "Stop at this time (same forms as --begin).") var end: String?
+
+    func filter() throws -> EventFilter {
+        var f = EventFilter()
+        f.pids = Set(pid); f.tids = Set(tid); f.procnames = Set(procname); f.loops = Set(loop)
+        if let b = begin {
+            guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, @12345.678)") }
+            f.begin = t
+        }
+        if let e = end {
+            guard let t = EventFilter.TimeBound(parsing: e) else { throw ValidationError("--end: cannot read the time \(e.debugDescription) (e.g. 1.5s, 250ms, @12345.678)") }
+            f.end = t
+        }
+        return f
+    }
+}
+
+/// Runs an analysis, mapping its errors to the documented exit codes.
+func runAnalysis<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let e as AnalysisError {
+        warn("rltrace: \(e)")
+        throw ExitCode(e.exitCode)
+    }
+}
+
+func parseThreshold(_ text: String, _ flag: String) throws -> Int64 {
+    guard let ns = parseDuration(text) else { throw ValidationError("\(flag): cannot read the duration \(text.debugDescription) (e.g. 250ms)") }
+    return ns
+}
+
+/// `rltrace report`: the overview per process and loop.
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Per-loop overview: iterations, busy/asleep time, callouts per kind and item, wakes, latencies, hangs, spins.",
+        discussion: """
+        Examples:
+          rltrace report ~/lttng-traces/demo-20261122-101500
+          rltrace report TRACE --format json > report.json      (schema: docs/report-json.md)
+          rltrace report TRACE --hang-threshold 100ms --procname rl-example
+
+        Exit codes: 0 ok; 1 unreadable trace; 2 bad options; 3 no trace found; 4 no runloop events;
+        5 unsupported runloop schema.
+        """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json, csv, lami, html }
+
+    @OptionGroup var analysis: AnalysisOptions
+    @Option(help: "Output format: text, json (docs/report-json.md), csv, lami (LAMI 1.0 for Trace Compass), html.")
+    var format: Format = .text
+    @Option(help: "An iteration busy at least this long is a hang.") var hangThreshold = "250ms"
+    @Option(help: "An iteration busy at least this long counts as slow.") var slowThreshold = "100ms"
+    @Option(help: "This many consecutive iterations without sleeping make a spin.") var spinIterations = 100
+    @Option(name: .shortAndLong, help: "Write to this file instead of standard output (html: default report.html).")
+    var output: String?
+
+    func run() throws {
+        let opts = ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"),
+                                 slowThresholdNs: try parseThreshold(slowThreshold, "--slow-threshold"),
+                                 spinMinIterations: spinIterations)
+        let filter = try analysis.filter()
+        let progress = Progress.start("reading")
+        let strips = format == .html ? BusyStripCollector() : nil
+        let report = try runAnalysis { try analyze(paths: analysis.traces, options: opts, filter: filter, also: strips) }
+        progress.stop()
+        let text: String
+        switch format {
+        case .text: text = TextReportRenderer().render(report)
+        case .json: text = try JSONReportRenderer.render(report)
+        case .csv: text = CSVReportRenderer.render(report)
+        case .lami: text = try LAMIReportRenderer.render(report)
+        case .html: text = HTMLReportRenderer.render(report, strips: strips)
+        }
+        try emit(text, to: output ?? (format == .html ? "report.html" : nil))
+        for w in report.warnings where format != .text { warn("rltrace: warning: \(w)") }
+    }
+}
+
+/// Writes to a file or standard output.
+func emit(_ text: String, to path: String?) throws {
+    if let path {
+        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            warn("rltrace: cannot write \(path): \(error.localizedDescription)")
+            throw ExitCode(1)
+        }
+        warn("wrote \(path)")
+    } else {
+        writeStdout(text)
+    }
+}
+
+/// A progress line on standard error when reading takes more than a second and stderr is a terminal.
+final class Progress: @unchecked Sendable {
+    private let timer: DispatchSourceTimer?
+    private let started = Date()
+    static func start(_ label: String) -> Progress { Progress(label) }
+    private init(_ label: String) {
+        guard isatty(2) != 0 else { timer = nil; return }
+        let t = DispatchSource.makeTimerSource(queue: .global())
+        let start = Date()
+        t.schedule(deadline: .now() + 1, repeating: 0.5)
+        t.setEventHandler { warnNoNewline("\r\(label)… \(Int(Date().timeIntervalSince(start)))s") }
+        t.resume()
+        timer = t
+    }
+    func stop() {
+        guard let timer else { return }
+        timer.cancel()
+        if Date().timeIntervalSince(started) > 1 { warnNoNewline("\r\u{1B}[K") }
+    }
+}
+
+func warnNoNewline(_ s: String) {
+    var s = s
+    s.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
