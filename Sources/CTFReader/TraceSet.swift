@@ -16,6 +16,13 @@ public final class CTFTraceSet: @unchecked Sendable {
     /// An iterator over the events of all streams in timestamp order.
     public func makeMergedIterator() -> CTFMergedIterator { CTFMergedIterator(streams: streams) }
 
+    /// An iterator over the events at or after `nanoseconds` (since the epoch) of all streams in timestamp order;
+    /// each stream seeks with LTTng's packet index files where present.
+    public func makeMergedIterator(fromNanoseconds start: Int64) throws -> CTFMergedIterator {
+        for s in streams { try s.seek(toNanoseconds: start) }
+        return CTFMergedIterator(streams: streams)
+    }
+
     /// Losses reported by all streams so far.
     public var losses: [CTFLoss] { streams.flatMap(\.losses) }
     /// Warnings reported by all streams so far.

@@ -123,6 +123,44 @@ struct DifferentialTests {
         #expect(n == 150 * 6)
     }
 
+    @Test("seeking by time with LTTng's index files (and without them) yields exactly the events at or after that time")
+    func seekByTime() throws {
+        let out = try recordTestgen(["mixed", "400", "3"], contexts: ["vtid"], subbufferSize: 4096)
+        let (all, _) = try readerLines([out.path])
+        let stamps = all.map { l -> Int64 in
+            let t = l.dropFirst().prefix(while: { $0 != "]" }).split(separator: ".")
+            return Int64(t[0])! * 1_000_000_000 + Int64(t[1])!
+        }
+        #expect(stamps.count > 300) // 4 KiB sub-buffers: many packets (the tracer discards the rest)
+        for fraction in [0.0, 0.37, 0.81] {
+            let target = stamps[Int(Double(stamps.count - 1) * fraction)]
+            let expected = zip(all, stamps).filter { $0.1 >= target }.map { String($0.0.split(separator: ")", maxSplits: 1)[1]) }
+            for useIndex in [true, false] {
+                let dir = out.path
+                let set = try CTFTraceSet(paths: [dir])
+                if !useIndex {
+                    // Hide the index files so the reader scans packet headers instead.
+                    for t in set.traces { try? FileManager.default.moveItem(atPath: t.path + "/index", toPath: t.path + "/index.hidden") }
+                }
+                var it = try set.makeMergedIterator(fromNanoseconds: target)
+                var f = CTFEventFormatter(style: .text)
+                var got: [String] = []
+                var line = ""
+                while try it.next() {
+                    line.removeAll(keepingCapacity: true)
+                    f.format(it.current, into: &line)
+                    got.append(String(line.dropLast().split(separator: ")", maxSplits: 1)[1]))
+                }
+                #expect(got.count == expected.count, "fraction \(fraction), index \(useIndex)")
+                #expect(got.sorted() == expected.sorted(), "fraction \(fraction), index \(useIndex)")
+                #expect(set.streams.allSatisfy { $0.seekUsedIndexFile == useIndex })
+                if !useIndex {
+                    for t in set.traces { try? FileManager.default.moveItem(atPath: t.path + "/index.hidden", toPath: t.path + "/index") }
+                }
+            }
+        }
+    }
+
     @Test("JSON output has one object per event with the same timestamps and names")
     func jsonLines() throws {
         let out = try recordTestgen(["mixed", "10", "2"], contexts: ["vtid"])
