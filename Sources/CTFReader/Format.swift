@@ -107,7 +107,10 @@ public struct CTFEventFormatter {
         case .decimal: return text(v)
         case .hexadecimal: return "0x" + String(masked, radix: 16, uppercase: true)
         case .octal: return "0" + String(masked, radix: 8)
-        case .binary: return "0b" + String(masked, radix: 2)
+        case .binary:
+            // babeltrace2 prints every bit of the field.
+            let digits = String(masked, radix: 2)
+            return "0b" + String(repeating: "0", count: max(0, it.size - digits.count)) + digits
         }
     }
 

@@ -35,6 +35,7 @@ enum SharedDaemon {
     static let scratch: URL = {
         let u = FileManager.default.temporaryDirectory.appendingPathComponent("ctfreader-tests-\(getpid())")
         try? FileManager.default.createDirectory(at: u, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("ctfreader-tests-\(getpid())")) }
         return u
     }()
 }
