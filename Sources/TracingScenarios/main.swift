@@ -3,6 +3,7 @@
 //   tracing-scenarios direct     fire every `runloop` tracepoint with known values; print them
 //   tracing-scenarios sequence   a loop with observers, source0s, timers, a pipe source1 and blocks
 //   tracing-scenarios nested     a run inside a callout (depth 2) and a timer missing fires
+//   tracing-scenarios differential  RunLoopCoreTests' differential scenarios, items named
 //   tracing-scenarios wakes      one run per way of waking the main loop (timer, fd, wakeUp, stop,
 //                                main queue, timeout, poll)
 //
@@ -20,7 +21,9 @@ case "wakes":
     WakeScenario.run()
 case "nested":
     NestedScenario.run()
+case "differential":
+    DifferentialReplay.run()
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|nested|wakes\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|nested|wakes|differential\n".utf8))
     exit(2)
 }
