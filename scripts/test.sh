@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build --build-tests
 swift test --skip-build --no-parallel
+/usr/bin/python3 -m unittest discover -s analysis/tests -v

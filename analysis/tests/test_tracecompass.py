@@ -1,0 +1,194 @@
+"""analysis/tracecompass/runloop.xml: well-formed, valid against Trace Compass's own XML schema
+(xmlDefinition.xsd, bundled under data/tracecompass-xsd), internally consistent, and naming only
+events and fields that docs/tracepoints.md documents (each field checked against the event it is
+read from)."""
+
+import os
+import re
+import shutil
+import subprocess
+import unittest
+import xml.etree.ElementTree as ET
+
+import common
+
+XML = os.path.join(common.ANALYSIS, "tracecompass", "runloop.xml")
+GENERATOR = os.path.join(common.ANALYSIS, "tracecompass", "generate.py")
+XSD_DIR = os.path.join(common.HERE, "data", "tracecompass-xsd")
+DOC = os.path.join(common.REPO, "docs", "tracepoints.md")
+XS = "{http://www.w3.org/2001/XMLSchema}"
+
+
+def documented_events():
+    """{event name: set of payload field names} from the headings and field tables of
+    docs/tracepoints.md ("Same fields as `x`" sections inherit x's table)."""
+    events, same_as = {}, {}
+    current = []
+    with open(DOC, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#### "):
+                current = re.findall(r"`(runloop:\w+)`", line)
+                for e in current:
+                    events[e] = set()
+                continue
+            if line.startswith("#"):
+                current = []
+                continue
+            m = re.match(r"\|\s*`(\w+)`\s*\|", line)
+            if m and current:
+                for e in current:
+                    events[e].add(m.group(1))
+            m = re.search(r"Same fields as `(\w+)`", line)
+            if m and current:
+                for e in current:
+                    same_as[e] = "runloop:" + m.group(1)
+    for e, src in same_as.items():
+        events[e] |= events[src]
+    return events
+
+
+def documented_contexts():
+    """Context names the doc's recording instructions add (`lttng add-context -u -t X ...`)."""
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    names = set()
+    for line in re.findall(r"lttng add-context[^\n`]*", text):
+        names |= set(re.findall(r"-t (\w+)", line))
+    return names
+
+
+def matches(pattern, name):
+    return re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), name) is not None
+
+
+def event_fields(elem):
+    """Event field names an element reads: <field name>, and stateAttribute / stateValue of type
+    eventField (recursively)."""
+    out = set()
+    for e in elem.iter():
+        if e.tag == "field":
+            out.add(e.get("name"))
+        elif e.tag in ("stateAttribute", "stateValue") and e.get("type") == "eventField":
+            out.add(e.get("value"))
+    return out
+
+
+class TraceCompassXML(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tree = ET.parse(XML)              # well-formed, or this raises
+        cls.root = cls.tree.getroot()
+        cls.events = documented_events()
+        cls.contexts = documented_contexts()
+
+    def test_doc_parsing_sanity(self):
+        self.assertEqual(len(self.events), 25)
+        self.assertEqual(self.events["runloop:block_entry"], {"loop_id", "iteration", "item_id", "name"})
+        self.assertIn("scheduled_ns", self.events["runloop:timer_entry"])
+        self.assertEqual(self.events["runloop:wake"], {"loop_id", "iteration", "reason", "fd", "slept_ns"})
+        self.assertIn("vtid", self.contexts)
+
+    def test_generated_file_is_up_to_date(self):
+        r = subprocess.run([common.PYTHON, GENERATOR, "/dev/stdout"], stdout=subprocess.PIPE, check=True)
+        with open(XML, "rb") as f:
+            self.assertEqual(r.stdout, f.read(), "runloop.xml differs from generate.py's output: rerun generate.py")
+
+    def test_valid_against_trace_compass_schema(self):
+        """Full XSD validation, as Trace Compass does when a file is imported."""
+        xmllint = shutil.which("xmllint")
+        self.assertIsNotNone(xmllint, "xmllint missing: scripts/install-deps.sh installs libxml2-utils")
+        r = subprocess.run([xmllint, "--noout", "--schema", os.path.join(XSD_DIR, "xmlDefinition.xsd"), XML],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.assertEqual(r.returncode, 0, r.stdout.decode(errors="replace"))
+
+    def test_element_and_attribute_names_are_in_the_schema(self):
+        """Without a validator: every element and attribute name is one the schema declares."""
+        elements, attributes = set(), set()
+        for name in os.listdir(XSD_DIR):
+            if name.endswith(".xsd"):
+                x = ET.parse(os.path.join(XSD_DIR, name)).getroot()
+                elements |= {e.get("name") for e in x.iter(XS + "element") if e.get("name")}
+                attributes |= {a.get("name") for a in x.iter(XS + "attribute") if a.get("name")}
+        for e in self.root.iter():
+            self.assertIn(e.tag, elements)
+            for a in e.attrib:
+                if not a.startswith("{"):       # xsi:noNamespaceSchemaLocation
+                    self.assertIn(a, attributes, "attribute %s of <%s>" % (a, e.tag))
+
+    def check_fields(self, event_pattern, fields, where):
+        evs = [e for e in self.events if matches(event_pattern, e)]
+        self.assertTrue(evs, "%s: event %r is not in docs/tracepoints.md" % (where, event_pattern))
+        for f in fields:
+            if f.startswith("context._"):
+                self.assertIn(f[len("context._"):], self.contexts, "%s: context %s" % (where, f))
+                continue
+            for e in evs:
+                self.assertIn(f, self.events[e], "%s: field %r is not a field of %s" % (where, f, e))
+
+    def test_state_provider_events_and_fields_are_documented(self):
+        sp = self.root.find("stateProvider")
+        locations = {loc.get("id"): event_fields(loc) for loc in sp.findall("location")}
+        handled = set()
+        for h in sp.findall("eventHandler"):
+            name = h.get("eventName")
+            handled.add(name)
+            fields = event_fields(h)
+            for a in h.iter("stateAttribute"):
+                if a.get("type") == "location":
+                    fields |= locations[a.get("value")]
+            self.check_fields(name, fields, "eventHandler %s" % name)
+        # Every event the time graph needs is handled: the callouts, sleeps and wakes, runs.
+        for kind in ("observer", "source0", "source1", "timer", "main_queue", "block"):
+            self.assertIn("runloop:%s_entry" % kind, handled)
+            self.assertIn("runloop:%s_exit" % kind, handled)
+        for e in ("sleep_begin", "wake", "iteration_begin", "run_enter", "run_exit"):
+            self.assertIn("runloop:" + e, handled)
+
+    def test_pattern_events_and_fields_are_documented(self):
+        ph = self.root.find("pattern/patternHandler")
+        tests = {t.get("id"): event_fields(t) for t in ph.findall("test")}
+        actions = {a.get("id"): a for a in ph.findall("action")}
+
+        def action_fields(aid, seen=()):
+            a = actions[aid]
+            out = event_fields(a)
+            for sub in a.findall("action"):
+                out |= action_fields(sub.get("id"), seen + (aid,))
+            return out
+
+        segments = set()
+        for a in actions.values():
+            for st in a.iter("segType"):
+                segments.add(st.get("segName"))
+        self.assertEqual(segments, {"observer", "source0", "source1", "timer", "main_queue", "block",
+                                    "iteration", "sleep"})
+        for fsm in ph.findall("fsm"):
+            for p in fsm.findall("precondition"):
+                self.check_fields(p.get("event"), set(), "fsm %s precondition" % fsm.get("id"))
+            state_ids = {s.get("id") for s in fsm.iter("state")} | {s.get("id") for s in fsm.iter("final")}
+            for t in fsm.iter("transition"):
+                fields = set()
+                for c in filter(None, (t.get("cond") or "").split(":")):
+                    self.assertIn(c, tests)
+                    fields |= tests[c]
+                for a in filter(None, (t.get("action") or "").split(":")):
+                    self.assertIn(a, actions)
+                    fields |= action_fields(a)
+                self.assertIn(t.get("target"), state_ids)
+                self.check_fields(t.get("event"), fields, "fsm %s transition on %s" % (fsm.get("id"), t.get("event")))
+
+    def test_views_and_defined_values_are_consistent(self):
+        sp = self.root.find("stateProvider")
+        defined = {d.get("name"): d.get("value") for d in sp.findall("definedValue")}
+        used = {v.get("value")[1:] for v in sp.iter("stateValue") if (v.get("value") or "").startswith("$")}
+        self.assertTrue(used <= set(defined), used - set(defined))
+        view = self.root.find("timeGraphView")
+        self.assertEqual(view.find("head/analysis").get("id"), sp.get("id"))
+        shown = {d.get("value"): d.get("name") for d in view.findall("definedValue")}
+        for name, value in defined.items():
+            self.assertEqual(shown.get(value), name.lower(), "view legend for %s" % name)
+            self.assertRegex(view.find("definedValue[@value='%s']" % value).get("color"), r"^#[0-9A-F]{6}$")
+
+
+if __name__ == "__main__":
+    unittest.main()
