@@ -93,7 +93,7 @@ public struct CTFEventFormatter {
             }.joined(separator: ", ") + " }"
         case (.variant(let o, let inner), .variant(_, let opts)):
             let ot = opts.first(where: { $0.name == o })?.type
-            return "{ \(o) = \(ot.map { text(inner, $0) } ?? text(inner)) }"
+            return "{ \(ot.map { text(inner, $0) } ?? text(inner)) }"
         default:
             return text(v)
         }
@@ -137,7 +137,7 @@ public struct CTFEventFormatter {
             if a.isEmpty { return "[ ]" }
             return "[ " + a.enumerated().map { "[\($0.offset)] = \(text($0.element))" }.joined(separator: ", ") + " ]"
         case .structure(let f): return textStruct(f)
-        case .variant(let o, let v): return "{ \(o) = \(text(v)) }"
+        case .variant(_, let v): return "{ \(text(v)) }"
         }
     }
 

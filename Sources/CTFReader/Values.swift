@@ -34,6 +34,8 @@ public struct CTFNamedValue: Sendable, Equatable {
     public var name: String
     /// The value.
     public var value: CTFValue
+    /// Creates a named value.
+    public init(name: String, value: CTFValue) { self.name = name; self.value = value }
 }
 
 /// Walks (and optionally decodes) values of arbitrary types at a bit position: the slow path used for lazy

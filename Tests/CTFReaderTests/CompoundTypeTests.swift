@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import CTFReader
+
+/// A hand-built trace using the TSDL declarations LTTng-UST does not emit: typedef, named structs and enums,
+/// a variant in the payload, nested structs, arrays of structs, sequences of strings and structs, an event
+/// context, an int32 aligned on 32 bits, and a 1 kHz clock.
+enum CompoundTrace {
+    static let metadata = """
+    /* CTF 1.8 */
+    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+    typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
+    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+    typedef integer { size = 32; align = 32; signed = true; } int32_aligned;
+    trace { major = 1; minor = 8; byte_order = le;
+            packet.header := struct { uint32_t magic; uint32_t stream_id; }; };
+    env { hostname = "cx"; };
+    clock { name = "ms"; freq = 1000; offset_s = 100; offset = 250; };
+    typealias integer { size = 64; align = 8; signed = false; map = clock.ms.value; } := ts_t;
+    struct point { uint16_t x; uint16_t y; };
+    enum kind_e : uint8_t { NUM, TEXT, PT };
+    stream {
+        packet.context := struct { ts_t timestamp_begin; ts_t timestamp_end; uint64_t content_size; uint64_t packet_size; };
+        event.header := struct { uint8_t id; ts_t timestamp; };
+    };
+    event {
+        name = "cx:one"; id = 0;
+        fields := struct {
+            enum kind_e kind;
+            variant <kind> { int32_aligned NUM; string TEXT; struct point PT; } val;
+            struct { uint8_t n; struct point pts[2]; } nested;
+            uint8_t count;
+            string names[count];
+            struct point path[count];
+        };
+    };
+    event { name = "cx:two"; id = 1; context := struct { uint16_t tag; }; fields := struct { uint8_t z; }; };
+
+    """
+
+    static func write(events n: Int) throws -> String {
+        var body: [UInt8] = []
+        func u8(_ v: Int) { body.append(UInt8(truncatingIfNeeded: v)) }
+        func u16(_ v: Int) { body += withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian, Array.init) }
+        func u64(_ v: UInt64) { body += withUnsafeBytes(of: v.littleEndian, Array.init) }
+        func str(_ s: String) { body += Array(s.utf8) + [0] }
+        let headerSize = 8 + 32
+        for i in 0..<n {
+            let ts = UInt64(10 + i * 3)
+            if i % 4 == 3 {
+                u8(1); u64(ts); u16(i * 7); u8(i)
+                continue
+            }
+            u8(0); u64(ts)
+            let kind = i % 3
+            u8(kind)
+            switch kind {
+            case 0:
+                while (headerSize + body.count) % 4 != 0 { u8(0) }
+                body += withUnsafeBytes(of: Int32(-1000 * i).littleEndian, Array.init)
+            case 1: str("text \(i)")
+            default: u16(i); u16(i + 1)
+            }
+            u8(i % 5); u16(i); u16(2 * i); u16(3 * i); u16(4 * i)
+            let count = i % 4
+            u8(count)
+            for k in 0..<count { str("n\(i).\(k)") }
+            for k in 0..<count { u16(k); u16(i) }
+        }
+        var data = TinyTrace.u32(0xC1FC_1FC1) + TinyTrace.u32(0)
+        let content = UInt64(headerSize + body.count) * 8
+        let packet = (content + 511) / 512 * 512
+        data += TinyTrace.u64(10) + TinyTrace.u64(UInt64(10 + n * 3)) + TinyTrace.u64(content) + TinyTrace.u64(packet)
+        data += body
+        data += [UInt8](repeating: 0, count: Int(packet / 8) - data.count)
+        let dir = SharedDaemon.scratch.appendingPathComponent("compound-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
+        return dir.path
+    }
+}
+
+@Suite("CTFReader on compound TSDL types")
+struct CompoundTypeTests {
+    @Test("variants, nested structs, arrays and sequences of structs and strings, event contexts, a 1 kHz clock agree with babeltrace2")
+    func compound() throws {
+        #expect(try expectAgreesWithBabeltrace([try CompoundTrace.write(events: 24)]) == 24)
+    }
+
+    @Test("lazily decoded values are exposed through the value API")
+    func valueAPI() throws {
+        let set = try CTFTraceSet(paths: [try CompoundTrace.write(events: 3)])
+        var it = set.makeMergedIterator()
+        #expect(try it.next())
+        let s = it.current
+        #expect(s.eventClass.name == "cx:one")
+        #expect(s.timestamp == 100 * 1_000_000_000 + (250 + 10) * 1_000_000)
+        #expect(s.payloadField("val") == .variant(option: "NUM", value: .signed(0)))
+        #expect(s.payloadField("kind") == .enumeration(labels: ["NUM"], value: .unsigned(0)))
+        #expect(try it.next())
+        #expect(it.current.payloadField("val") == .variant(option: "TEXT", value: .string("text 1")))
+        #expect(it.current.payloadField("names") == .array([.string("n1.0")]))
+        #expect(it.current.payloadField("path") == .array([.structure([CTFNamedValue(name: "x", value: .unsigned(0)), CTFNamedValue(name: "y", value: .unsigned(1))])]))
+    }
+}
