@@ -24,18 +24,27 @@ int32_t rl_tp_current_tid(void) {
 
 #define RL_EMIT(event, ...) lttng_ust_do_tracepoint(runloop, event, __VA_ARGS__)
 
+/*
+ * Strings (item, thread and mode names): an empty one is recorded as "(unnamed)". babeltrace2 2.0.4 (Debian 12)
+ * prints a zero-length string field as the previous string it decoded, i.e. another item's name,
+ * which would be worse than no name.
+ */
+static inline const char *rl_name(const char *name) {
+    return (name == NULL || name[0] == '\0') ? "(unnamed)" : name;
+}
+
 void rl_tp_loop_created(uint64_t loop_id, int32_t tid, const char *thread_name) {
-    RL_EMIT(loop_created, loop_id, tid, thread_name);
+    RL_EMIT(loop_created, loop_id, tid, rl_name(thread_name));
 }
 void rl_tp_loop_destroyed(uint64_t loop_id, int32_t tid) {
     RL_EMIT(loop_destroyed, loop_id, tid);
 }
 void rl_tp_run_enter(uint64_t loop_id, uint64_t iteration, const char *mode, int64_t timeout_ns,
                      bool return_after_source_handled, uint32_t depth) {
-    RL_EMIT(run_enter, loop_id, iteration, mode, timeout_ns, (uint8_t)return_after_source_handled, depth);
+    RL_EMIT(run_enter, loop_id, iteration, rl_name(mode), timeout_ns, (uint8_t)return_after_source_handled, depth);
 }
 void rl_tp_run_exit(uint64_t loop_id, uint64_t iteration, const char *mode, uint8_t result, uint32_t depth) {
-    RL_EMIT(run_exit, loop_id, iteration, mode, result, depth);
+    RL_EMIT(run_exit, loop_id, iteration, rl_name(mode), result, depth);
 }
 void rl_tp_iteration_begin(uint64_t loop_id, uint64_t iteration) {
     RL_EMIT(iteration_begin, loop_id, iteration);
@@ -44,30 +53,30 @@ void rl_tp_iteration_end(uint64_t loop_id, uint64_t iteration, bool handled_sour
     RL_EMIT(iteration_end, loop_id, iteration, (uint8_t)handled_source, callouts);
 }
 void rl_tp_observer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity) {
-    RL_EMIT(observer_entry, loop_id, iteration, item_id, name, activity);
+    RL_EMIT(observer_entry, loop_id, iteration, item_id, rl_name(name), activity);
 }
 void rl_tp_observer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity) {
-    RL_EMIT(observer_exit, loop_id, iteration, item_id, name, activity);
+    RL_EMIT(observer_exit, loop_id, iteration, item_id, rl_name(name), activity);
 }
 void rl_tp_source0_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(source0_entry, loop_id, iteration, item_id, name);
+    RL_EMIT(source0_entry, loop_id, iteration, item_id, rl_name(name));
 }
 void rl_tp_source0_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(source0_exit, loop_id, iteration, item_id, name);
+    RL_EMIT(source0_exit, loop_id, iteration, item_id, rl_name(name));
 }
 void rl_tp_source1_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
                          int32_t fd, uint32_t events) {
-    RL_EMIT(source1_entry, loop_id, iteration, item_id, name, fd, events);
+    RL_EMIT(source1_entry, loop_id, iteration, item_id, rl_name(name), fd, events);
 }
 void rl_tp_source1_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
                         int32_t fd, uint32_t events) {
-    RL_EMIT(source1_exit, loop_id, iteration, item_id, name, fd, events);
+    RL_EMIT(source1_exit, loop_id, iteration, item_id, rl_name(name), fd, events);
 }
 void rl_tp_timer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns) {
-    RL_EMIT(timer_entry, loop_id, iteration, item_id, name, scheduled_ns);
+    RL_EMIT(timer_entry, loop_id, iteration, item_id, rl_name(name), scheduled_ns);
 }
 void rl_tp_timer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns) {
-    RL_EMIT(timer_exit, loop_id, iteration, item_id, name, scheduled_ns);
+    RL_EMIT(timer_exit, loop_id, iteration, item_id, rl_name(name), scheduled_ns);
 }
 void rl_tp_main_queue_entry(uint64_t loop_id, uint64_t iteration) {
     RL_EMIT(main_queue_entry, loop_id, iteration);
@@ -76,10 +85,10 @@ void rl_tp_main_queue_exit(uint64_t loop_id, uint64_t iteration) {
     RL_EMIT(main_queue_exit, loop_id, iteration);
 }
 void rl_tp_block_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(block_entry, loop_id, iteration, item_id, name);
+    RL_EMIT(block_entry, loop_id, iteration, item_id, rl_name(name));
 }
 void rl_tp_block_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(block_exit, loop_id, iteration, item_id, name);
+    RL_EMIT(block_exit, loop_id, iteration, item_id, rl_name(name));
 }
 void rl_tp_sleep_begin(uint64_t loop_id, uint64_t iteration, int64_t timeout_ns, uint64_t deadline_ns) {
     RL_EMIT(sleep_begin, loop_id, iteration, timeout_ns, deadline_ns);
@@ -91,17 +100,17 @@ void rl_tp_wakeup_requested(uint64_t loop_id, bool accepted) {
     RL_EMIT(wakeup_requested, loop_id, (uint8_t)accepted, rl_tp_current_tid());
 }
 void rl_tp_source0_signalled(uint64_t item_id, const char *name) {
-    RL_EMIT(source0_signalled, item_id, name, rl_tp_current_tid());
+    RL_EMIT(source0_signalled, item_id, rl_name(name), rl_tp_current_tid());
 }
 void rl_tp_timer_armed(uint64_t loop_id, uint64_t item_id, const char *name, uint64_t fire_ns,
                        uint64_t interval_ns, uint64_t missed_fires) {
-    RL_EMIT(timer_armed, loop_id, item_id, name, fire_ns, interval_ns, missed_fires);
+    RL_EMIT(timer_armed, loop_id, item_id, rl_name(name), fire_ns, interval_ns, missed_fires);
 }
 void rl_tp_item_added(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode) {
-    RL_EMIT(item_added, loop_id, kind, item_id, name, mode);
+    RL_EMIT(item_added, loop_id, kind, item_id, rl_name(name), rl_name(mode));
 }
 void rl_tp_item_removed(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode) {
-    RL_EMIT(item_removed, loop_id, kind, item_id, name, mode);
+    RL_EMIT(item_removed, loop_id, kind, item_id, rl_name(name), rl_name(mode));
 }
 #else
 typedef int rl_tp_emit_disabled_translation_unit;
