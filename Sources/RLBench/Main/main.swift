@@ -366,7 +366,7 @@ func tracingRows(_ sz: Sizes, _ opt: Options) {
     var noSession: TraceNumbers?
     var recording: TraceNumbers?
     var note = ""
-    // Interleave the builds: baseline, this (no session), this (recording), twice; keep the best.
+    // Interleave the builds: baseline, this (no session), this (recording), three times; keep the best.
     func better(_ a: TraceNumbers?, _ b: TraceNumbers?) -> TraceNumbers? {
         guard let a else { return b }
         guard let b else { return a }
@@ -388,7 +388,7 @@ func tracingRows(_ sz: Sizes, _ opt: Options) {
         note = "no session: \(error)"
         log("8. could not start an LTTng session: \(error)")
     }
-    for _ in 0..<2 {
+    for _ in 0..<(opt.quick ? 1 : 3) {
         if let b = opt.baseline { base = better(base, traceChild(b, env: quiet, quick: opt.quick)) }
         noSession = better(noSession, traceChild(me, env: quiet, quick: opt.quick))
         if let d = daemon, session != nil { recording = better(recording, traceChild(me, env: d.applicationEnvironment, quick: opt.quick)) }
@@ -520,6 +520,9 @@ struct Report: Codable {
     var cpus: Int
     var tracing_compiled_in: Bool
     var quick: Bool
+    /// /proc/loadavg (1-minute) before and after the suite: how shared the machine was.
+    var loadavg_start: Double?
+    var loadavg_end: Double?
     var rows: [Row]
 }
 
@@ -587,7 +590,13 @@ if opt.quick {
     sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
     sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1; sizes.fastReps = 1
 }
+func loadAverage() -> Double? {
+    guard let s = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
+    return s.split(separator: " ").first.flatMap { Double($0) }
+}
+let loadStart = loadAverage()
 runSuite(sizes, opt)
+let loadEnd = loadAverage()
 
 var uts = utsname()
 uname(&uts)
@@ -597,8 +606,9 @@ if opt.json {
     let enc = JSONEncoder()
     enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     let rep = Report(schema: 1, tool: "rl-bench", date: stamp, host: host, cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))),
-                     tracing_compiled_in: tracingCompiledIn, quick: opt.quick, rows: rows)
+                     tracing_compiled_in: tracingCompiledIn, quick: opt.quick,
+                     loadavg_start: loadStart, loadavg_end: loadEnd, rows: rows)
     print(String(decoding: try! enc.encode(rep), as: UTF8.self))
 } else {
-    printTable("rl-bench \(stamp) on \(host), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; RunLoopCore (ours) vs CoreFoundation CFRunLoop (CF) vs floor; tracing \(tracingCompiledIn ? "compiled in" : "compiled out")")
+    printTable("rl-bench \(stamp) on \(host), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; RunLoopCore (ours) vs CoreFoundation CFRunLoop (CF) vs floor; tracing \(tracingCompiledIn ? "compiled in" : "compiled out"); load average \(fmtNum(loadStart)) before, \(fmtNum(loadEnd)) after")
 }
