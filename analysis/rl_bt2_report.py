@@ -331,11 +331,11 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
                 elif kind == "source0":
                     pend = sources.get((pid, item))
                     if pend:
-                        sig_ts, tid, _ = pend.pop(0)
+                        # Every signal since the last perform ends at this one (signals coalesce).
                         sl = lp.signal_latency.setdefault(item, {"name": item_name, "values": [], "tids": set()})
-                        sl["values"].append(ts - sig_ts)
-                        sl["tids"].add(tid)
-                        # Later signals before this perform are coalesced into it.
+                        for sig_ts, tid, _ in pend:
+                            sl["values"].append(ts - sig_ts)
+                            sl["tids"].add(tid)
                         pend.clear()
             else:
                 lp.callout_exit(ts, kind, item)

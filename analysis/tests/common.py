@@ -132,6 +132,37 @@ def comparable(doc):
     return out
 
 
+def _exact(s):
+    return {"count": s["count"], "totalNs": s["totalNs"], "maxNs": s["maxNs"]}
+
+
+def comparable_beyond(doc):
+    """Figures docs/report-json.md defines exactly but does not list as cross-checked: the trace's
+    time span, unmatched callouts, latencies (count/total/max; percentiles are HdrHistogram's in
+    rltrace), spurious wakes, hangs, slow iterations, spins, and each loop's identity."""
+    out = {"trace.beginNs": doc["trace"]["beginNs"], "trace.endNs": doc["trace"]["endNs"]}
+    for lp in doc["loops"]:
+        out["loop pid=%d id=%d" % (lp["pid"], lp["loop"])] = {
+            "tid": lp["tid"], "threadName": lp["threadName"],
+            "firstNs": lp["firstNs"], "lastNs": lp["lastNs"],
+            "unmatchedCallouts": lp["unmatchedCallouts"],
+            "wakeToFirstCallout": _exact(lp["wakeToFirstCallout"]),
+            "timerLateness": {t["item"]: _exact(t) for t in lp["timerLateness"]},
+            "signalLatency": {t["item"]: dict(_exact(t), callerTids=sorted(t["callerTids"]))
+                              for t in lp["signalLatency"]},
+            "wakeUpLatency": dict(_exact(lp["wakeUpLatency"]), callerTids=sorted(lp["wakeUpLatency"]["callerTids"])),
+            "spuriousWakes": lp["spuriousWakes"],
+            "hangs": [{"iteration": h["iteration"], "beginNs": h["beginNs"], "durationNs": h["durationNs"],
+                       "busyNs": h["busyNs"],
+                       "culprit": h["culprit"] and {k: h["culprit"][k] for k in ("kind", "item", "durationNs")}}
+                      for h in lp["hangs"]],
+            "slowIterations": lp["slowIterations"],
+            "spins": [{k: s[k] for k in ("firstIteration", "iterations", "beginNs", "endNs")} for s in lp["spins"]],
+            "slowest": [{"iteration": s["iteration"], "busyNs": s["busyNs"]} for s in lp["slowest"]],
+        }
+    return out
+
+
 def differences(a, b, path=""):
     """Human-readable list of the differences between two nested dicts."""
     diffs = []

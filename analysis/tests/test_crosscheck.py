@@ -3,13 +3,13 @@ plain and with every injected problem, and the tracing scenarios), analysed by
 
   1. analysis/rl_bt2_report.py (babeltrace2's Python bindings),
   2. an independent derivation from `babeltrace2 --clock-cycles` text output (bttext_figures.py),
-  3. `rltrace report --format json` (the Swift implementation), when rltrace has `report`,
+  3. `rltrace report --format json` (the Swift implementation),
 
 which must agree exactly on the figures listed at the end of docs/report-json.md.
 
 Environment: RL_BIN_DIR (folder of rl-example, tracing-scenarios, rltrace; default .build/debug),
-RL_RLTRACE (an rltrace binary), RL_REQUIRE_RLTRACE=1 (fail instead of skipping when rltrace has no
-`report`), RL_ANALYSIS_TRACES=DIR (reuse traces recorded earlier into DIR/<name>).
+RL_RLTRACE (an rltrace binary), RL_SKIP_RLTRACE=1 (skip the comparisons with rltrace),
+RL_ANALYSIS_TRACES=DIR (reuse traces recorded earlier into DIR/<name>).
 """
 
 import os
@@ -84,21 +84,46 @@ class CrossCheck(unittest.TestCase):
                     for item, total in t["itemSumsByTimestamps"].items():
                         self.assertEqual(m["items"][item]["totalNs"], total, "%s loop %s item %s" % (name, key, item))
 
-    def test_bt2_report_agrees_with_rltrace_report(self):
-        """The cross-check proper: rl_bt2_report.py against `rltrace report --format json`."""
+    _rltrace = {}
+
+    def rltrace_reports(self):
+        """{trace name: rltrace report JSON} (rltrace is required unless RL_SKIP_RLTRACE=1)."""
+        if os.environ.get("RL_SKIP_RLTRACE") == "1":
+            self.skipTest("RL_SKIP_RLTRACE=1")
         cmd = common.rltrace_report_command()
         if cmd is None:
-            msg = "rltrace has no `report --format json` yet (build rltrace, or set RL_RLTRACE)"
-            if os.environ.get("RL_REQUIRE_RLTRACE") == "1":
-                self.fail(msg)
-            self.skipTest(msg)
-        for name, path in self.traces.items():
+            self.fail("no rltrace with `report --format json` in %s (scripts/test.sh builds it; or set RL_RLTRACE; "
+                      "RL_SKIP_RLTRACE=1 skips the comparison)" % common.bin_dir())
+        if not CrossCheck._rltrace:
+            CrossCheck._rltrace = {name: common.run_rltrace_report(cmd, path) for name, path in self.traces.items()}
+        return CrossCheck._rltrace
+
+    def compare_with_rltrace(self, project):
+        for name, theirs in self.rltrace_reports().items():
             with self.subTest(trace=name):
-                theirs = common.comparable(common.run_rltrace_report(cmd, path))
-                mine = common.comparable(self.reports[name])
-                diffs = common.differences(mine, theirs)
+                diffs = common.differences(project(self.reports[name]), project(theirs))
                 self.assertEqual(diffs, [], "rl_bt2_report.py (left) vs rltrace report (right) on %s (%s):\n  %s"
-                                 % (name, path, "\n  ".join(diffs[:40])))
+                                 % (name, self.traces[name], "\n  ".join(diffs[:40])))
+
+    def test_bt2_report_agrees_with_rltrace_report(self):
+        """The cross-check proper: rl_bt2_report.py against `rltrace report --format json`, on the
+        figures docs/report-json.md lists."""
+        self.compare_with_rltrace(common.comparable)
+
+    def test_bt2_report_agrees_with_rltrace_report_beyond_the_list(self):
+        """The other exactly defined figures: latencies (count/total/max), hangs, spins, identity."""
+        self.compare_with_rltrace(common.comparable_beyond)
+
+    @unittest.expectedFailure
+    def test_procname_of_every_loop(self):
+        """docs/report-json.md: `procname` is the procname context of the loop's first event that has
+        one. rltrace decodes it once per process (Sources/RLAnalysis/EventStream/EventSource.swift,
+        `procnames` keyed by pid), so a process's second loop (rl-example's `compute-worker`) gets "".
+        Known rltrace bug: remove this decorator when it is fixed (an unexpected success fails)."""
+        def procnames(doc):
+            return {"loop pid=%d id=%d" % (lp["pid"], lp["loop"]): lp["procname"] for lp in doc["loops"]}
+        for name, theirs in self.rltrace_reports().items():
+            self.assertEqual(procnames(self.reports[name]), procnames(theirs), name)
 
 
 if __name__ == "__main__":
