@@ -190,5 +190,33 @@ class TraceCompassXML(unittest.TestCase):
             self.assertRegex(view.find("definedValue[@value='%s']" % value).get("color"), r"^#[0-9A-F]{6}$")
 
 
+class TraceCompassPatternOnRealTraces(unittest.TestCase):
+    """The pattern's segments (Trace Compass's latency views), computed by tc_pattern_sim.py on the
+    cross-check's recorded traces, have the report's callout counts, totals and maxima per kind, its
+    iteration count and its sleeps per wake reason."""
+
+    def test_segments_match_the_report(self):
+        import tc_pattern_sim
+        pattern = tc_pattern_sim.Pattern(XML)
+        for name, path in common.recorded_traces().items():
+            with self.subTest(trace=name):
+                segs, reasons = tc_pattern_sim.summary(pattern.segments(path))
+                doc = common.run_bt2_report(path)
+                kinds = {}
+                for lp in doc["loops"]:
+                    for k, v in lp["calloutKinds"].items():
+                        o = kinds.setdefault(k, {"count": 0, "totalNs": 0, "maxNs": 0})
+                        o["count"] += v["count"]
+                        o["totalNs"] += v["totalNs"]
+                        o["maxNs"] = max(o["maxNs"], v["maxNs"])
+                self.assertEqual({k: v for k, v in segs.items() if k not in ("iteration", "sleep")}, kinds)
+                self.assertEqual(segs.get("iteration", {}).get("count", 0), sum(lp["iterations"] for lp in doc["loops"]))
+                sleeps = {}
+                for lp in doc["loops"]:
+                    for r, h in lp["sleepHistogram"].items():
+                        sleeps[r] = sleeps.get(r, 0) + sum(h.values())
+                self.assertEqual(reasons, sleeps)
+
+
 if __name__ == "__main__":
     unittest.main()

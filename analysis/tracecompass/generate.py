@@ -28,7 +28,7 @@ w('''<?xml version="1.0" encoding="UTF-8"?>
                                       ("main queue" for the main queue drain), null otherwise.
        Threads/<vtid>/threadName, loop, depth, mode, iteration, wakeReason: the latest values.
   2. Pattern "runloop.tracecompass.latency": segments for every callout (named by its kind; fields
-     name, item, loop, tid, iteration), every iteration (named "iteration") and every sleep (named
+     item_name, item, loop, tid, iteration), every iteration (named "iteration") and every sleep (named
      "sleep"; field reason), so the latency views (table, scatter, density, statistics) work.
      Durations are those of docs/report-json.md: exit - entry, iteration_end - iteration_begin,
      wake - sleep_begin.
@@ -197,7 +197,7 @@ def segment_action(aid, segname, fields, extra=()):
 
 pos = [("tid", "long", "tid"), ("loop", "long", "loop"), ("iteration", "long", "iteration")]
 for k, v, c in KINDS:
-    segment_action("segment_%s" % k, k, [("name", "string", "name"), ("item", "long", "item")] + pos)
+    segment_action("segment_%s" % k, k, [("item_name", "string", "name"), ("item", "long", "item")] + pos)
 segment_action("segment_iteration", "iteration", pos)
 segment_action("segment_sleep", "sleep", pos, [
     '\t\t\t\t\t<segField name="reason" type="string">\n\t\t\t\t\t\t<stateValue type="eventField" value="reason" forcedType="string" />\n\t\t\t\t\t</segField>'])
