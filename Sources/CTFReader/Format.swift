@@ -41,8 +41,8 @@ public struct CTFEventFormatter {
         }
         out += ") "
         // Like babeltrace2: hostname, then the per-process trace's procname and (vpid).
-        let env = s.trace.metadata.environment
-        var origin = s.trace.hostname ?? ""
+        let env = s.environment
+        var origin = env["hostname"] ?? ""
         if let pn = env["procname"] { origin += (origin.isEmpty ? "" : ":") + pn }
         if let vp = env["vpid"] { origin += (origin.isEmpty ? "" : ":") + "(\(vp))" }
         if !origin.isEmpty { out += origin; out += " " }
@@ -161,7 +161,7 @@ public struct CTFEventFormatter {
         out += "{\"timestamp_ns\":\(s.timestamp),\"name\":"
         out += jsonString(s.eventClass.name)
         if let cpu = s.cpuID { out += ",\"cpu_id\":\(cpu)" }
-        if let h = s.trace.hostname { out += ",\"hostname\":" + jsonString(h) }
+        if let h = s.environment["hostname"] { out += ",\"hostname\":" + jsonString(h) }
         let ctx = s.streamEventContext() + s.eventContext()
         if !ctx.isEmpty { out += ",\"context\":" + json(.structure(ctx)) }
         out += ",\"fields\":" + json(.structure(s.payload()))

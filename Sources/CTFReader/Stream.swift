@@ -40,8 +40,10 @@ public struct CTFLoss: Sendable, CustomStringConvertible {
 public final class CTFStream: @unchecked Sendable {
     /// The stream file's path.
     public let path: String
-    /// The trace this stream belongs to.
-    public unowned let trace: CTFTrace
+    /// The trace this stream belongs to (nil once the trace is released).
+    public private(set) weak var trace: CTFTrace?
+    /// The trace's `env` block (hostname, procname, vpid, …).
+    public let environment: [String: String]
     /// Losses found so far (filled as packets are read).
     public private(set) var losses: [CTFLoss] = []
     /// Warnings found so far (e.g. a truncated final packet).
@@ -106,6 +108,9 @@ public final class CTFStream: @unchecked Sendable {
     private let ctxProgs: UnsafeMutablePointer<Int>
     private let combinedProgs: UnsafeMutablePointer<Int>
     private let fixedBodyBits: UnsafeMutablePointer<Int>
+    private let directOffset: UnsafeMutablePointer<Int>
+    private let directKind: UnsafeMutablePointer<Int>
+    private let slotStride: Int
     /// Per event class: range into `scalarSlots` of its payload fields (slot, or -1 when not an integer scalar).
     private let payloadFieldStart: UnsafeMutablePointer<Int>
     private let payloadFieldCounts: UnsafeMutablePointer<Int>
@@ -128,9 +133,9 @@ public final class CTFStream: @unchecked Sendable {
     /// The index into the stream class's event classes of the current event.
     var currentClass: Int { @inline(__always) get { hot.pointee.currentClass } @inline(__always) set { hot.pointee.currentClass = newValue } }
     /// The current event's timestamp in clock cycles (extended to 64 bits).
-    public var cycles: UInt64 { @inline(__always) get { hot.pointee.cycles } @inline(__always) set { hot.pointee.cycles = newValue } }
+    public internal(set) var cycles: UInt64 { @inline(__always) get { hot.pointee.cycles } @inline(__always) set { hot.pointee.cycles = newValue } }
     /// The current event's timestamp in nanoseconds since the epoch.
-    public var timestamp: Int64 { @inline(__always) get { hot.pointee.timestamp } @inline(__always) set { hot.pointee.timestamp = newValue } }
+    public internal(set) var timestamp: Int64 { @inline(__always) get { hot.pointee.timestamp } @inline(__always) set { hot.pointee.timestamp = newValue } }
     /// The current event's class.
     public var eventClass: CTFEventClass { cls.eventClasses[currentClass] }
     /// The current packet's `cpu_id`, if the packet context has one.
@@ -143,6 +148,7 @@ public final class CTFStream: @unchecked Sendable {
     init(path: String, trace: CTFTrace, metadata: CTFMetadata, compiled: [UInt64: CompiledStreamClass], firstStreamID: UInt64) throws {
         self.path = path
         self.trace = trace
+        self.environment = metadata.environment
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
         defer { close(fd) }
@@ -216,6 +222,28 @@ public final class CTFStream: @unchecked Sendable {
             fixed.append(ok ? bits : -1)
         }
         fixedBodyBits = buf(fixed)
+        // For fixed bodies: where each integer slot lives, relative to the body start (bytes), and how to read it
+        // (size in bytes, negative when signed), so single fields are read straight from the mapped file.
+        var dOff = [Int](repeating: -1, count: c.eventClasses.count * max(1, c.slotCount))
+        var dKind = [Int](repeating: 0, count: c.eventClasses.count * max(1, c.slotCount))
+        for ci in c.eventClasses.indices where fixed[ci] >= 0 {
+            let pi = combined[ci]
+            var bits = 0
+            for op in allOps[starts0[pi] ..< starts0[pi] + counts0[pi]] {
+                let slot = Int(op.slot)
+                switch op.kind {
+                case .int8, .int16, .int32, .int64:
+                    let size = op.kind == .int8 ? 1 : op.kind == .int16 ? 2 : op.kind == .int32 ? 4 : 8
+                    dOff[ci * c.slotCount + slot] = bits / 8
+                    dKind[ci * c.slotCount + slot] = op.flags & 1 != 0 ? -size : size
+                    bits += size * 8
+                case .intBits: bits += Int(op.size)
+                case .arrayFixed: bits += Int(op.aux) * Int(op.aux2)
+                default: break
+                }
+            }
+        }
+        directOffset = buf(dOff); directKind = buf(dKind); slotStride = c.slotCount
         var pfs: [Int] = [], pfc: [Int] = [], ss: [Int] = []
         func scalarSlot(_ f: FieldLayout) -> Int {
             guard f.storage == .scalar else { return -1 }
@@ -260,6 +288,7 @@ public final class CTFStream: @unchecked Sendable {
         varRangeStart.deallocate(); varRangeCount.deallocate(); rangeLo.deallocate(); rangeHi.deallocate(); rangeProg.deallocate()
         denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate(); combinedProgs.deallocate(); fixedBodyBits.deallocate()
         payloadFieldStart.deallocate(); payloadFieldCounts.deallocate(); scalarSlots.deallocate()
+        directOffset.deallocate(); directKind.deallocate()
     }
 
     @inline(__always)
@@ -809,7 +838,30 @@ public final class CTFStream: @unchecked Sendable {
         guard index >= 0 && index < payloadFieldCounts[currentClass] else { return nil }
         let slot = scalarSlots[payloadFieldStart[currentClass] + index]
         guard slot >= 0 else { return nil }
-        materialize()
+        return integerInSlot(slot)
+    }
+
+    /// Reads an integer slot of the current event: straight from the file for a lazily skipped fixed body.
+    @inline(__always)
+    private func integerInSlot(_ slot: Int) -> Int64 {
+        let lb = hot.pointee.lazyBody
+        if lb >= 0 {
+            let k = currentClass * slotStride + slot
+            let off = directOffset[k]
+            if off >= 0 {
+                let p = base.advanced(by: (lb >> 3) + off)
+                switch directKind[k] {
+                case 1: return Int64(p.load(as: UInt8.self))
+                case -1: return Int64(p.load(as: Int8.self))
+                case 2: return Int64(UInt16(littleEndian: p.loadUnaligned(as: UInt16.self)))
+                case -2: return Int64(Int16(littleEndian: p.loadUnaligned(as: Int16.self)))
+                case 4: return Int64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
+                case -4: return Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self)))
+                default: return Int64(littleEndian: p.loadUnaligned(as: Int64.self))
+                }
+            }
+            materialize()
+        }
         return Int64(bitPattern: slots[slot])
     }
 
@@ -819,8 +871,7 @@ public final class CTFStream: @unchecked Sendable {
         guard index >= 0 && index < contextScalarSlots.count else { return nil }
         let slot = contextScalarSlots[index]
         guard slot >= 0 else { return nil }
-        materialize()
-        return Int64(bitPattern: slots[slot])
+        return integerInSlot(slot)
     }
 
     /// Names of the stream event context fields, in the order ``streamContextInteger(at:)`` indexes them.

@@ -161,6 +161,33 @@ struct DifferentialTests {
         }
     }
 
+    @Test("allocation-free integer access returns the same values as the decoded fields, for every event")
+    func integerAccess() throws {
+        let out = try recordTestgen(["mixed", "30", "2"], contexts: ["vtid", "procname"])
+        let set = try CTFTraceSet(paths: [out.path])
+        var it = set.makeMergedIterator()
+        var checked = 0
+        while try it.next() {
+            let s = it.current
+            #expect(s.streamContextFieldNames == ["vtid", "procname"])
+            #expect(s.streamContextInteger(at: 0) == s.contextField("vtid")?.int64)
+            #expect(s.streamContextInteger(at: 1) == nil)
+            let names = s.payloadFieldNames
+            #expect(names.count == s.payloadFieldCount)
+            for (i, n) in names.enumerated() {
+                let v = s.payloadField(n)
+                if let iv = v?.int64 {
+                    #expect(s.payloadInteger(at: i) == iv, "\(s.eventClass.name).\(n)")
+                    checked += 1
+                } else {
+                    #expect(s.payloadInteger(at: i) == nil)
+                }
+            }
+        }
+        // ints: 11 integers; strings and seqs: their length fields; enums: color and raw.
+        #expect(checked == 30 * 2 * (11 + 1 + 1 + 2))
+    }
+
     @Test("JSON output has one object per event with the same timestamps and names")
     func jsonLines() throws {
         let out = try recordTestgen(["mixed", "10", "2"], contexts: ["vtid"])
