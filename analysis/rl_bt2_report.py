@@ -129,14 +129,14 @@ class Loop:
         self.sleeps = 0
         self.polls = 0
         self.iteration_hist = {}
-        self.top_records = []            # (number, begin, busy, callouts, slept) of completed top-level iterations
+        self.top_records = []            # completed top-level iterations: (number, begin, busy, callouts, slept, duration)
         self.spurious = 0
 
         self.pending_sleep = None        # (sleep_begin ts, iteration number, frame)
         self.wake_reasons = {}
         self.sleep_hist = {}             # reason -> bucket -> count
 
-        self.callout_stack = []          # [kind, item, name, entry ts, frame, first-callout-of-wake flag]
+        self.callout_stack = []          # open callouts: (kind, item, name, entry ts, frame it belongs to)
         self.unmatched = 0
         self.kind_durations = {}         # kind -> [durations]
         self.items = {}                  # (kind, item) -> {"name":..., "durations": [...]}
@@ -151,6 +151,10 @@ class Loop:
         self.wakeup_tids = set()
 
     # --- iterations ---------------------------------------------------------------------------
+
+    # docs/report-json.md, "Iteration": begin pushes; end pops the matching number (discarding the
+    # open iterations above it); an end without a matching open iteration is ignored. Top-level =
+    # the stack was empty at its begin. busyNs = duration - sleeps of it and of nested iterations.
 
     def iteration_begin(self, ts, number):
         self.stack.append(Frame(number, ts, top_level=not self.stack))
@@ -188,6 +192,9 @@ class Loop:
 
     # --- sleeps and wakes ---------------------------------------------------------------------
 
+    # "Sleep": a sleep_begin followed by the loop's next wake with the same iteration number;
+    # any other wake is a poll. A sleep belongs to the innermost open iteration at its sleep_begin.
+
     def sleep_begin(self, ts, number):
         frame = self.stack[-1] if self.stack else None
         self.pending_sleep = (ts, number, frame)
@@ -218,6 +225,9 @@ class Loop:
             self.pending_wakeups = []
 
     # --- callouts -----------------------------------------------------------------------------
+
+    # "Callout": entry pushes; exit pops the topmost entry of the same (kind, item), discarding
+    # (and counting as unmatched) the entries above it; an exit without an entry is unmatched too.
 
     def callout_entry(self, ts, kind, item, name):
         frame = self.stack[-1] if self.stack else None
