@@ -234,3 +234,100 @@ public enum RLTrace {
         #endif
     }
 }
+
+/// The events of the `runloop` provider, for ``RLTrace/isEnabled(_:)``.
+public enum RLTraceEvent: String, Sendable, CaseIterable {
+    /// `runloop:loop_created`
+    case loopCreated = "loop_created"
+    /// `runloop:loop_destroyed`
+    case loopDestroyed = "loop_destroyed"
+    /// `runloop:run_enter`
+    case runEnter = "run_enter"
+    /// `runloop:run_exit`
+    case runExit = "run_exit"
+    /// `runloop:iteration_begin`
+    case iterationBegin = "iteration_begin"
+    /// `runloop:iteration_end`
+    case iterationEnd = "iteration_end"
+    /// `runloop:observer_entry`
+    case observerEntry = "observer_entry"
+    /// `runloop:observer_exit`
+    case observerExit = "observer_exit"
+    /// `runloop:source0_entry`
+    case source0Entry = "source0_entry"
+    /// `runloop:source0_exit`
+    case source0Exit = "source0_exit"
+    /// `runloop:source1_entry`
+    case source1Entry = "source1_entry"
+    /// `runloop:source1_exit`
+    case source1Exit = "source1_exit"
+    /// `runloop:timer_entry`
+    case timerEntry = "timer_entry"
+    /// `runloop:timer_exit`
+    case timerExit = "timer_exit"
+    /// `runloop:main_queue_entry`
+    case mainQueueEntry = "main_queue_entry"
+    /// `runloop:main_queue_exit`
+    case mainQueueExit = "main_queue_exit"
+    /// `runloop:block_entry`
+    case blockEntry = "block_entry"
+    /// `runloop:block_exit`
+    case blockExit = "block_exit"
+    /// `runloop:sleep_begin`
+    case sleepBegin = "sleep_begin"
+    /// `runloop:wake`
+    case wake = "wake"
+    /// `runloop:wakeup_requested`
+    case wakeUpRequested = "wakeup_requested"
+    /// `runloop:source0_signalled`
+    case source0Signalled = "source0_signalled"
+    /// `runloop:timer_armed`
+    case timerArmed = "timer_armed"
+    /// `runloop:item_added`
+    case itemAdded = "item_added"
+    /// `runloop:item_removed`
+    case itemRemoved = "item_removed"
+
+    /// The event's full LTTng name, e.g. `runloop:wake`.
+    public var lttngName: String { "runloop:" + rawValue }
+}
+
+extension RLTrace {
+    /// Whether a session is recording `event` right now (the same inlined check every tracepoint
+    /// makes: one load and a branch; a constant `false` when built with RLTRACE_DISABLED=1). Use it
+    /// to skip work done only to build a tracepoint's arguments, e.g.
+    /// `if RLTrace.isEnabled(.wake) { reason = classifyWake(...) }`.
+    @inlinable @inline(__always) public static func isEnabled(_ event: RLTraceEvent) -> Bool {
+        #if RLTRACE_DISABLED
+        return false
+        #else
+        switch event {
+        case .loopCreated: return rl_tp_loop_created_enabled()
+        case .loopDestroyed: return rl_tp_loop_destroyed_enabled()
+        case .runEnter: return rl_tp_run_enter_enabled()
+        case .runExit: return rl_tp_run_exit_enabled()
+        case .iterationBegin: return rl_tp_iteration_begin_enabled()
+        case .iterationEnd: return rl_tp_iteration_end_enabled()
+        case .observerEntry: return rl_tp_observer_entry_enabled()
+        case .observerExit: return rl_tp_observer_exit_enabled()
+        case .source0Entry: return rl_tp_source0_entry_enabled()
+        case .source0Exit: return rl_tp_source0_exit_enabled()
+        case .source1Entry: return rl_tp_source1_entry_enabled()
+        case .source1Exit: return rl_tp_source1_exit_enabled()
+        case .timerEntry: return rl_tp_timer_entry_enabled()
+        case .timerExit: return rl_tp_timer_exit_enabled()
+        case .mainQueueEntry: return rl_tp_main_queue_entry_enabled()
+        case .mainQueueExit: return rl_tp_main_queue_exit_enabled()
+        case .blockEntry: return rl_tp_block_entry_enabled()
+        case .blockExit: return rl_tp_block_exit_enabled()
+        case .sleepBegin: return rl_tp_sleep_begin_enabled()
+        case .wake: return rl_tp_wake_enabled()
+        case .wakeUpRequested: return rl_tp_wakeup_requested_enabled()
+        case .source0Signalled: return rl_tp_source0_signalled_enabled()
+        case .timerArmed: return rl_tp_timer_armed_enabled()
+        case .itemAdded: return rl_tp_item_added_enabled()
+        case .itemRemoved: return rl_tp_item_removed_enabled()
+        }
+        #endif
+    }
+}

@@ -163,6 +163,8 @@ enum DirectScenario {
         RLTrace.loopDestroyed(loop: loop, tid: tid)
         emit("loop_destroyed", ["loop_id": "\(loop)", "tid": "\(tid)"])
 
+        // How many events a session records right now (all 25 under `runloop:*`, none without a daemon).
+        print("ENABLED \(RLTraceEvent.allCases.filter { RLTrace.isEnabled($0) }.count)")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for e in out {

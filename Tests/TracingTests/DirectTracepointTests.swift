@@ -19,6 +19,7 @@ struct DirectTracepointTests {
             try JSONDecoder().decode(ExpectedEvent.self, from: Data($0.dropFirst(7).utf8))
         }
         #expect(expected.count > 40)
+        #expect(rec.run.stdout.contains("ENABLED \(RunloopProvider.eventNames.count)\n"), "RLTrace.isEnabled under runloop:*")
         #expect(rec.events.count == expected.count, "trace has \(rec.events.count) events, program fired \(expected.count)")
         // Every event of the provider appears.
         let names = Set(rec.events.map(\.shortName))
@@ -50,5 +51,6 @@ struct DirectTracepointTests {
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.split(separator: "\n").filter { $0.hasPrefix("EXPECT ") }.count > 40)
         #expect(run.seconds < 2.0, "a traced program without a daemon took \(run.seconds) s")
+        #expect(run.stdout.contains("ENABLED 0\n"), "RLTrace.isEnabled without a daemon")
     }
 }

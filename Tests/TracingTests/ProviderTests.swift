@@ -68,6 +68,13 @@ struct ProviderTests {
         }
     }
 
+    /// `RLTraceEvent` names exactly the provider's events; none is enabled in this (unregistered) process.
+    @Test func traceEventsMatchTheProvider() {
+        #expect(Set(RLTraceEvent.allCases.map(\.rawValue)) == Set(RunloopProvider.eventNames))
+        #expect(RLTraceEvent.wake.lttngName == "runloop:wake")
+        #expect(RLTraceEvent.allCases.allSatisfy { !RLTrace.isEnabled($0) })
+    }
+
     /// With no session, every tracepoint is a no-op: names are never built.
     @Test func disabledSitesDoNotEvaluateArguments() {
         nonisolated(unsafe) var evaluated = 0
