@@ -5,7 +5,7 @@ struct RLTrace: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rltrace",
         abstract: "Record and analyse run-loop traces.",
-        subcommands: [Dump.self, Report.self]
+        subcommands: [Record.self, Report.self, Dump.self, Demo.self]
     )
 }
 

@@ -20,21 +20,25 @@ public final class BusyStripCollector: LoopModelSink {
     public func strip(_ key: LoopKey, begin: Int64, end: Int64, bins: Int) -> [Double] {
         guard end > begin, bins > 0 else { return [] }
         var busy = [Double](repeating: 0, count: bins)
-        let width = Double(end - begin) / Double(bins)
+        let span = end - begin
+        // Integer bin edges: edge(i) = begin + span·i/bins (no float drift, always terminates).
+        func edge(_ i: Int) -> Int64 { begin + Int64((Double(span) * Double(i) / Double(bins)).rounded(.down)) }
         func add(_ a: Int64, _ b: Int64, _ sign: Double) {
-            var lo = Double(max(a, begin) - begin), hi = Double(min(b, end) - begin)
+            let lo = max(a, begin), hi = min(b, end)
             guard hi > lo else { return }
-            while lo < hi {
-                let i = min(bins - 1, Int(lo / width))
-                let edge = min(hi, Double(i + 1) * width)
-                busy[i] += sign * (edge - lo)
-                lo = edge
-                if edge >= Double(bins) * width { break }
+            var i = min(bins - 1, Int(Double(lo - begin) / Double(span) * Double(bins)))
+            while i < bins && edge(i) < hi {
+                let overlap = min(hi, edge(i + 1)) - max(lo, edge(i))
+                if overlap > 0 { busy[i] += sign * Double(overlap) }
+                i += 1
             }
         }
         for (a, b) in iterations[key] ?? [] { add(a, b, 1) }
         for (a, b) in sleeps[key] ?? [] { add(a, b, -1) }
-        return busy.map { min(1, max(0, $0 / width)) }
+        return (0..<bins).map { i in
+            let w = Double(edge(i + 1) - edge(i))
+            return w > 0 ? min(1, max(0, busy[i] / w)) : 0
+        }
     }
 }
 

@@ -1,0 +1,197 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import LTTngControl
+import RLAnalysis
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `rltrace record -- COMMAND…`: records a program's run loops with no LTTng set-up.
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a program under an LTTng session recording its run loops, and keep the trace.",
+        discussion: """
+        Creates an LTTng session, enables the `runloop` provider, runs COMMAND, then stops and destroys
+        the session and prints where the trace is with a short summary. With no reachable session
+        daemon, a private one is started (temporary LTTNG_HOME) and stopped afterwards. Ctrl-C stops
+        the program and still keeps the trace. The exit status is the program's.
+
+        Examples:
+          rltrace record -- ./my-service --port 8080
+          rltrace record -o /tmp/trace --context vpid,vtid,procname,perf:thread:cpu-cycles -- ./service
+          rltrace record --snapshot -- ./service      (flight recorder: only the last buffers are kept)
+        """
+    )
+
+    @Option(name: .shortAndLong, help: "Where to write the trace (default: ./rltrace-YYYYmmdd-HHMMSS).")
+    var output: String?
+    @Flag(help: "Snapshot mode: record into memory and keep only the last buffers when the program ends.")
+    var snapshot = false
+    @Option(help: "Comma-separated context fields to add to every event.")
+    var context = "vpid,vtid,procname"
+    @Option(help: "Event pattern to enable.")
+    var events = "runloop:*"
+    @Flag(help: "Do not print the summary at the end.")
+    var quiet = false
+    @Argument(parsing: .postTerminator, help: "The program and its arguments (after `--`).")
+    var command: [String]
+
+    func validate() throws {
+        if command.isEmpty { throw ValidationError("give the program to run after `--`, e.g. rltrace record -- ./service") }
+    }
+
+    func run() throws {
+        let out = URL(fileURLWithPath: output ?? defaultTraceDirectory())
+        let status = try recordProgram(command, output: out, snapshot: snapshot,
+                                       contexts: context.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) },
+                                       events: events, announce: !quiet)
+        if !quiet { printSummary(of: out.path) }
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+func defaultTraceDirectory() -> String {
+    let f = DateFormatter()
+    f.dateFormat = "yyyyMMdd-HHmmss"
+    return FileManager.default.currentDirectoryPath + "/rltrace-" + f.string(from: Date())
+}
+
+/// Records `command` into `output`; returns the program's exit status (128+signal if killed).
+func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [String], events: String,
+                   announce: Bool) throws -> Int32 {
+    var daemon: PrivateSessionDaemon?
+    let cli: LTTngCLI
+    var env = ProcessInfo.processInfo.environment
+    do {
+        if LTTngCLI.ambient.isSessionDaemonReachable() {
+            cli = .ambient
+        } else {
+            if announce { warn("rltrace: no session daemon reachable; starting a private one") }
+            let d = try PrivateSessionDaemon.start()
+            daemon = d
+            cli = d.cli
+            env = d.applicationEnvironment
+        }
+    } catch {
+        warn("rltrace: cannot start a session daemon: \(error)")
+        throw ExitCode(6)
+    }
+    defer { daemon?.stop() }
+
+    let name = "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let session: LTTngSession
+    do {
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        session = snapshot ? try LTTngSession.createSnapshot(name: name, outputDirectory: output, cli: cli)
+                           : try LTTngSession.create(name: name, outputDirectory: output, cli: cli)
+        try session.enableUserspaceEvents(events)
+        let ctx = contexts.filter { !$0.isEmpty }
+        if !ctx.isEmpty { try session.addContexts(ctx) }
+        try session.start()
+    } catch {
+        warn("rltrace: cannot set up the LTTng session: \(error)")
+        throw ExitCode(6)
+    }
+
+    // Run the program; Ctrl-C goes to it, and we keep the trace.
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: resolveCommand(command[0]))
+    p.arguments = Array(command.dropFirst())
+    p.environment = env
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let forward = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+        let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        s.setEventHandler { if p.isRunning { kill(p.processIdentifier, sig) } }
+        s.resume()
+        return s
+    }
+    var status: Int32 = 0
+    do {
+        try p.run()
+        p.waitUntilExit()
+        status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
+    } catch {
+        warn("rltrace: cannot run \(command[0]): \(error.localizedDescription)")
+        status = 127
+    }
+    forward.forEach { $0.cancel() }
+    signal(SIGINT, SIG_DFL)
+    signal(SIGTERM, SIG_DFL)
+    do {
+        if snapshot { try session.recordSnapshot() }
+        try session.stop()
+        try session.destroy()
+    } catch {
+        warn("rltrace: stopping the session failed (the trace may be incomplete): \(error)")
+    }
+    if announce { warn("rltrace: trace written to \(output.path)") }
+    return status
+}
+
+func resolveCommand(_ c: String) -> String {
+    if c.contains("/") { return c }
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let p = "\(dir)/\(c)"
+        if access(p, X_OK) == 0 { return p }
+    }
+    return c
+}
+
+/// A few lines on what the trace holds.
+func printSummary(of path: String) {
+    do {
+        let r = try analyze(paths: [path])
+        var o = "summary: \(r.trace.runloopEvents) runloop events, \(r.loops.count) loop\(r.loops.count == 1 ? "" : "s")"
+        let hangs = r.loops.reduce(0) { $0 + $1.hangs.count }, spins = r.loops.reduce(0) { $0 + $1.spins.count }
+        o += ", \(r.loops.reduce(0) { $0 + $1.iterations }) iterations, \(hangs) hang\(hangs == 1 ? "" : "s"), \(spins) spin\(spins == 1 ? "" : "s")"
+        if r.trace.discardedEvents > 0 { o += ", \(r.trace.discardedEvents) events discarded" }
+        writeStdout(o + "\nnext: rltrace report \(path)\n")
+    } catch let e as AnalysisError {
+        writeStdout("summary: \(e)\n")
+    } catch {
+        writeStdout("summary: \(error)\n")
+    }
+}
+
+/// `rltrace demo`: records the bundled example service under load and reports on it.
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record the bundled example service (rl-example) with injected problems, print the report, write the HTML.",
+        discussion: """
+        rl-example serves TCP on loopback with source1s, timers, the main queue, perform-blocks, a
+        source0 signalled from a worker and observers; the demo injects a slow callout, a hang, a late
+        timer and a busy spin, which the report names.
+
+        Example:  rltrace demo -o /tmp/demo
+        """
+    )
+    @Option(name: .shortAndLong, help: "Keep the trace and the HTML report in this directory (default: a temporary one).")
+    var output: String?
+    @Option(help: "How long the service runs, in seconds.") var duration = 3.0
+    @Option(help: "Problems to inject (comma-separated: slow-callout,hang,late-timer,spin; `none` for none).")
+    var inject = "slow-callout,hang,late-timer,spin"
+
+    func run() throws {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let example = bin.appendingPathComponent("rl-example").path
+        guard FileManager.default.isExecutableFile(atPath: example) else {
+            warn("rltrace: rl-example not found next to rltrace (\(example)); build it with `swift build --product rl-example`")
+            throw ExitCode(1)
+        }
+        let dir = URL(fileURLWithPath: output ?? NSTemporaryDirectory() + "rltrace-demo-\(getpid())")
+        let trace = dir.appendingPathComponent("trace")
+        var args = [example, "--duration", String(duration), "--clients", "4", "--requests", "300"]
+        if inject != "none" { args += ["--inject", inject] }
+        let status = try recordProgram(args, output: trace, snapshot: false, contexts: ["vpid", "vtid", "procname"],
+                                       events: "runloop:*", announce: true)
+        if status != 0 { warn("rltrace: rl-example exited with status \(status)") }
+        let strips = BusyStripCollector()
+        let report = try runAnalysis { try analyze(paths: [trace.path], also: strips) }
+        writeStdout(TextReportRenderer().render(report))
+        let html = dir.appendingPathComponent("report.html")
+        try HTMLReportRenderer.render(report, strips: strips).write(to: html, atomically: true, encoding: .utf8)
+        writeStdout("\ntrace: \(trace.path)\nHTML report: \(html.path)\n")
+    }
+}
