@@ -241,16 +241,19 @@ default:
     let base: (sites: Double, loop: LoopNumbers)? = baseline == nil ? nil : (baseSites, baseLoop)
 
     // Process start-up (exec to exit of a program that does nothing), no session daemon: µs, best of 30.
-    func startup(_ exe: String) throws -> Double {
+    func startup(_ exe: String, _ env: [String: String] = quiet) throws -> Double {
         var m = Double.infinity
         for _ in 0..<30 {
             let t0 = nowNs()
-            _ = try runChild(exe, ["child-noop"], env: quiet)
+            _ = try runChild(exe, ["child-noop"], env: env)
             m = min(m, Double(nowNs() - t0) / 1000)
         }
         return m
     }
     let startupUs = try startup(me)
+    var noBaddr = quiet
+    noBaddr["LTTNG_UST_WITHOUT_BADDR_STATEDUMP"] = "1"
+    let startupNoBaddrUs = try startup(me, noBaddr)
     let baseStartupUs = try baseline.map { try startup($0) }
 
     print("tracing-bench (tracing \(tracingCompiledIn ? "compiled in" : "COMPILED OUT")); times in ns, best of \(rounds) interleaved runs")
@@ -259,7 +262,7 @@ default:
     func row(_ label: String, _ v: Double, _ b: Double?, _ e: Double?) {
         let bs = b.map { fmt($0) + "     " } ?? "        -     "
         let es = e.map { fmt($0) } ?? "       -"
-        print(label.padding(toLength: 40, withPad: " ", startingAt: 0) + fmt(v) + "     " + bs + "   " + es)
+        print(label.padding(toLength: 40, withPad: " ", startingAt: 0) + (v.isNaN ? "       -" : fmt(v)) + "     " + bs + "   " + es)
     }
     row("tracepoint site, no session (per site)", sites, base?.sites, nil)
     if enabled.count == 5 {
@@ -270,6 +273,7 @@ default:
     row("loop: source0 ping iteration", loop.pingPongNs, base?.loop.pingPongNs, enabled.count == 5 ? enabled[3] : nil)
     row("loop: perform-block", loop.blockNs, base?.loop.blockNs, enabled.count == 5 ? enabled[4] : nil)
     row("process start-up, no daemon (µs)", startupUs, baseStartupUs, nil)
+    row("  same, ..._WITHOUT_BADDR_STATEDUMP=1", startupNoBaddrUs, baseStartupUs, nil)
     if let b = base {
         print("")
         print(String(format: "loop overhead of compiled-in, unrecorded tracing: ping %+.2f %%, block %+.2f %%",
