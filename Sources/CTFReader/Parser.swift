@@ -7,6 +7,7 @@ struct MetadataParser {
     private var scopes: [[String: CTFType]] = [[:]]
     private var meta = CTFMetadata()
     private var sawTrace = false
+    private var depth = 0
 
     init(text: String, path: String) throws {
         var lexer = Lexer(text: text, path: path)
@@ -278,6 +279,9 @@ struct MetadataParser {
     /// Parses a type specifier. With `allowDeclarator`, a trailing identifier (the field name) is not consumed.
     private mutating func parseTypeSpecifier(allowDeclarator: Bool) throws -> CTFType {
         let start = cur
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= 64 else { throw err("type declarations nested more than 64 deep") }
         guard cur.kind == .identifier else { throw err("expected a type but found `\(cur.text)`") }
         switch cur.text {
         case "integer":

@@ -218,7 +218,7 @@ struct ProgramCompiler {
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .string)
         case .array(let e, let n):
             let slot = allocSlots(2)
-            if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0 {
+            if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0, bits <= Int(Int32.max) {
                 guard n <= Int(Int32.max) else { throw CTFReaderError.metadataSemantic(path: path, message: "array `\(dotted)` too long") }
                 ops.append(Op(kind: .arrayFixed, slot: Int32(slot), aux: Int32(n), aux2: Int32(bits), field: fieldIdx))
                 return FieldLayout(name: f.name, type: t, slot: slot, storage: .fixedArray)
@@ -235,7 +235,7 @@ struct ProgramCompiler {
             }
             _ = li
             let slot = allocSlots(2)
-            if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0 {
+            if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0, bits <= Int(Int32.max) {
                 ops.append(Op(kind: .seqFixed, slot: Int32(slot), aux: Int32(lslot), aux2: Int32(bits), field: fieldIdx))
             } else {
                 cls.types.append(e)

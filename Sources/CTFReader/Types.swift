@@ -120,7 +120,8 @@ public indirect enum CTFType: Sendable {
             guard let s = e.fixedBitSize else { return nil }
             // Element stride must keep every element aligned.
             guard s % e.alignment == 0 else { return nil }
-            return s * n
+            let (r, o) = s.multipliedReportingOverflow(by: n)
+            return o || r > sizeCap ? nil : r
         case .structure(let fields, _):
             // Only when every field is naturally packed (no padding that depends on the start offset).
             var total = 0
@@ -128,6 +129,7 @@ public indirect enum CTFType: Sendable {
                 guard let s = f.type.fixedBitSize else { return nil }
                 if total % f.type.alignment != 0 { return nil }
                 total += s
+                if total > sizeCap { return nil }
             }
             if total % max(1, self.alignment) != 0 && fields.count > 0 { return nil }
             return total
@@ -142,12 +144,17 @@ public indirect enum CTFType: Sendable {
         case .enumeration(let i, _): return i.size
         case .string: return 8
         case .variant: return 0
-        case .array(let e, let n): return e.minimumBitSize * n
+        case .array(let e, let n):
+            let (r, o) = e.minimumBitSize.multipliedReportingOverflow(by: n)
+            return o ? sizeCap : min(r, sizeCap)
         case .sequence: return 0
-        case .structure(let fields, _): return fields.reduce(0) { $0 + $1.type.minimumBitSize }
+        case .structure(let fields, _): return fields.reduce(0) { min(sizeCap, $0 + $1.type.minimumBitSize) }
         }
     }
 }
+
+/// Sizes (bits) above this are treated as variable (no flat fast path) and never computed further.
+let sizeCap = 1 << 40
 
 /// A clock declared in the metadata.
 public struct CTFClock: Sendable {

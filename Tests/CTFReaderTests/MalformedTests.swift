@@ -133,6 +133,21 @@ struct MalformedTests {
         expectReaderError([p3]) { e in "\(e)".contains("unsupported integer size 128") }
     }
 
+    @Test("absurd declarations (nesting 200 deep, arrays of 2^28 × 2^28 elements) are refused or bounded, never a crash")
+    func absurdDeclarations() throws {
+        let deep = String(repeating: "struct { ", count: 200) + "uint8_t x; " + String(repeating: "} y; ", count: 199) + "} _deep;"
+        let m1 = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: deep + " uint32_t _len;")
+        let p1 = try TinyTrace.write("deep", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: m1)
+        expectReaderError([p1]) { e in "\(e)".contains("nested more than 64 deep") }
+        let huge = "uint64_t _huge[268435456][268435456];"
+        let m2 = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: huge + " uint32_t _len;")
+        let p2 = try TinyTrace.write("huge", packets: [.init(events: TinyTrace.events(2), seq: 0)], metadata: m2)
+        expectReaderError([p2]) { e in
+            if case .malformed(let path, _, let field, _) = e { return path.hasSuffix("stream_0") && field == "event.fields.huge" }
+            return false
+        }
+    }
+
     @Test("a sequence length claiming gigabytes is refused with file, offset and field, without allocating")
     func hugeSequence() throws {
         var evs = TinyTrace.events(3)
