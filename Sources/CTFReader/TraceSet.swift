@@ -16,6 +16,10 @@ public final class CTFTraceSet: @unchecked Sendable {
     /// An iterator over the events of all streams in timestamp order.
     public func makeMergedIterator() -> CTFMergedIterator { CTFMergedIterator(streams: streams) }
 
+    /// An iterator merging only `streams` (e.g. one trace, or a partition of the streams for parallel analysis:
+    /// each partition on its own thread with its own iterator). A stream must be consumed by one iterator at a time.
+    public func makeMergedIterator(over streams: [CTFStream]) -> CTFMergedIterator { CTFMergedIterator(streams: streams) }
+
     /// An iterator over the events at or after `nanoseconds` (since the epoch) of all streams in timestamp order;
     /// each stream seeks with LTTng's packet index files where present.
     public func makeMergedIterator(fromNanoseconds start: Int64) throws -> CTFMergedIterator {

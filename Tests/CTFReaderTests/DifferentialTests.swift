@@ -82,13 +82,30 @@ struct DifferentialTests {
         #expect(UInt64(count) + lost == 300 * 6 * 6)
     }
 
-    @Test("several traces at once are merged in time order like babeltrace2 does")
+    @Test("several traces at once are merged in time order like babeltrace2 does; partitions decode in parallel")
     func severalTraces() throws {
         let a = try recordTestgen(["mixed", "20", "2"], contexts: ["vtid"])
         let b = try recordTestgen(["mixed", "15", "3"], contexts: ["procname"])
         let n = try expectAgreesWithBabeltrace([a.path, b.path])
         #expect(n == (20 * 2 + 15 * 3) * 6)
         #expect(try discoverCTFTraces(in: [a.path, b.path]).count == 2)
+        // One partition per stream, each decoded on its own thread: together they hold every event once.
+        let set = try CTFTraceSet(paths: [a.path, b.path])
+        let streams = set.streams
+        final class Counts: @unchecked Sendable {
+            let lock = NSLock()
+            var total = 0
+            func add(_ c: Int) { lock.lock(); total += c; lock.unlock() }
+        }
+        let counts = Counts()
+        DispatchQueue.concurrentPerform(iterations: streams.count) { i in
+            var it = set.makeMergedIterator(over: [streams[i]])
+            var c = 0
+            while (try? it.next()) == true { c += 1 }
+            counts.add(c)
+        }
+        #expect(streams.count >= 2)
+        #expect(counts.total == n)
     }
 
     @Test("a traced process killed mid-run: its trace still decodes, event for event")
