@@ -325,6 +325,18 @@ struct EngineTraceTests {
         }
     }
 
+    /// The log levels filter as documented: INFO = loop and run lifecycle; DEBUG_PROCESS alone =
+    /// timers armed and registrations.
+    @Test func logLevelsSelectTheDocumentedEvents() throws {
+        let info = try Tracing.record(["nested"], enableOptions: ["--loglevel=TRACE_INFO"])
+        let infoNames = Set(info.events.map(\.shortName))
+        #expect(infoNames.isSubset(of: ["loop_created", "loop_destroyed", "run_enter", "run_exit"]), "\(infoNames)")
+        #expect(infoNames.isSuperset(of: ["loop_created", "run_enter", "run_exit"]), "\(infoNames)")
+        let process = try Tracing.record(["nested"], enableOptions: ["--loglevel-only=TRACE_DEBUG_PROCESS"])
+        let processNames = Set(process.events.map(\.shortName))
+        #expect(processNames == ["timer_armed", "item_added", "item_removed"], "\(processNames)")
+    }
+
     /// Without any session daemon, the same program does the same thing (its own log, with ids, fds
     /// and tids masked, is identical to the log of the traced run) in about the same time.
     @Test func untracedRunBehavesIdentically() throws {

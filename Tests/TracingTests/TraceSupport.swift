@@ -204,7 +204,9 @@ enum Tracing {
     /// Records `tracing-scenarios arguments` in a fresh session (`runloop:*` enabled, `vpid` context)
     /// of the shared daemon and reads the trace back with babeltrace2. Only the program's own events
     /// are returned (a session records every registered process's events).
-    static func record(_ arguments: [String], contexts: [String] = [], timeout: Double = 60) throws -> Recording {
+    /// - Parameter enableOptions: extra `lttng enable-event` options (e.g. `--loglevel=TRACE_INFO`).
+    static func record(_ arguments: [String], contexts: [String] = [], enableOptions: [String] = [],
+                       timeout: Double = 60) throws -> Recording {
         let daemon = try daemon()
         let name = "tt-\(getpid())-\(UUID().uuidString.prefix(8))"
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tracing-tests-\(name)")
@@ -212,7 +214,11 @@ enum Tracing {
         let session = try LTTngSession.create(name: name, outputDirectory: output, cli: daemon.cli)
         var destroyed = false
         defer { if !destroyed { try? session.destroy() } }
-        try session.enableUserspaceEvents("runloop:*")
+        if enableOptions.isEmpty {
+            try session.enableUserspaceEvents("runloop:*")
+        } else {
+            try daemon.cli.run(["enable-event", "--userspace", "--session=\(name)"] + enableOptions + ["runloop:*"])
+        }
         try session.addContexts(["vpid"] + contexts)
         try session.start()
         let run = try run(scenarios, arguments, environment: daemon.applicationEnvironment, timeout: timeout)
