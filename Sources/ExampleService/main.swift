@@ -155,7 +155,7 @@ final class Service: @unchecked Sendable {
             loop.add(RLTimer(fireAt: .now + .milliseconds(300), name: "hang-timer") { _ in usleep(300_000) }, forMode: .commonModes)
         }
         if options.inject.contains("late-timer") {
-            let due = RLInstant.now + .milliseconds(500)
+            let due = RLInstant.now + .milliseconds(1200)   // after the hang (300–600 ms) and the spin (700 ms)
             loop.add(RLTimer(fireAt: due, name: "late-timer") { _ in stats.bump("late-timer-fired") }, forMode: .commonModes)
             // A block that holds the loop for 20 ms right before the timer is due.
             loop.add(RLTimer(fireAt: due + .milliseconds(-2), name: "blocker") { [unowned self] _ in

@@ -23,7 +23,7 @@ extension RLRunLoop {
             for s in commonSources0 { out += "\t\(s)\n" }
             for s in commonSources1 { out += "\t\(s)\n" }
             for o in commonObservers { out += "\t\(o)\n" }
-            for t in commonTimers { out += "\t\(t)\n" }
+            for t in commonTimers.values.sorted(by: { $0.id < $1.id }) { out += "\t\(t)\n" }
             out += "},\nmodes = {\n"
             for name in modes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
                 let m = modes[name]!
@@ -31,7 +31,7 @@ extension RLRunLoop {
                 out += "\t\tsources0 = {\(m.sources0.isEmpty ? "" : "\n" + m.sources0.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t\tsources1 = {\(m.sources1.isEmpty ? "" : "\n" + m.sources1.values.sorted { $0.id < $1.id }.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t\tobservers = {\(m.observers.isEmpty ? "" : "\n" + m.observers.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
-                let timers = m.timers.members.values.sorted { $0.nextFireDate < $1.nextFireDate }
+                let timers = m.timers.liveTimers().sorted { $0.nextFireDate < $1.nextFireDate }
                 out += "\t\ttimers = {\(timers.isEmpty ? "" : "\n" + timers.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t}\n"
             }

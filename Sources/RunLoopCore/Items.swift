@@ -263,10 +263,6 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// CF's TIMER_INTERVAL_LIMIT: longer intervals are clamped to it (about 16 years).
     static let intervalLimitNs: UInt64 = 504_911_232 * 1_000_000_000
 
-    struct Membership {
-        var mode: ObjectIdentifier
-        var stamp: UInt64
-    }
     struct State {
         var fireNs: UInt64
         var intervalNs: UInt64
@@ -274,11 +270,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         var valid = true
         var firing = false
         var loop: WeakLoop? = nil
-        var memberships: [Membership] = []
-        func stamp(in mode: ObjectIdentifier) -> UInt64? {
-            for m in memberships where m.mode == mode { return m.stamp }
-            return nil
-        }
+        var memberships = TimerMemberships()
     }
     let state: Mutex<State>
 

@@ -9,7 +9,7 @@ import Synchronization
 import Tracing
 
 /// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
-final class ModeState {
+final class ModeState: @unchecked Sendable {
     let name: RLMode
     /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd).
     let epfd: Int32
@@ -22,6 +22,8 @@ final class ModeState {
     var timers: TimerQueue
     var stopped = false
     var mainQueueRegistered = false
+    /// Whether the mode is one of the loop's common modes (cached: checked every pass).
+    var isCommon = false
 
     init(name: RLMode, epfd: Int32) {
         self.name = name
@@ -85,7 +87,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     var commonSources0: [RLSource0] = []
     var commonSources1: [RLSource1] = []
     var commonObservers: [RLObserver] = []
-    var commonTimers: [RLTimer] = []
+    /// Common timers by identity (O(1) add/remove even with many).
+    var commonTimers: [ObjectIdentifier: RLTimer] = [:]
     var currentModeState: ModeState?
     var perRun: [PerRun]
     var blocks = Deque<BlockItem>()
@@ -185,7 +188,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 for s in m.sources0 { cancels.append((s, m.name)) }
                 for s in m.sources1.values { Waiter.remove(m.epfd, s.fd) }
                 m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll(); m.observerMask = 0
-                for t in m.timers.members.values { t.state.withLock { $0.memberships.removeAll() } }
+                for t in m.timers.liveTimers() { t.state.withLock { $0.memberships.removeAll() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
             commonSources0.removeAll(); commonSources1.removeAll(); commonObservers.removeAll(); commonTimers.removeAll()
@@ -209,6 +212,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         let ep: Int32
         do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
         let m = ModeState(name: name, epfd: ep)
+        m.isCommon = commonModeNames.contains(name)
         modes[name] = m
         if isMainLoop && commonModeNames.contains(name) { registerMainQueueLocked(m) }
         return m
@@ -238,11 +242,12 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             guard !commonModeNames.contains(mode) else { return }
             commonModeNames.insert(mode)
             let m = modeLocked(mode, create: true)!
+            m.isCommon = true
             if isMainLoop { registerMainQueueLocked(m) }
             for s in commonSources0 where addSource0Locked(s, m) { scheduled.append(s) }
             for s in commonSources1 { try? addSource1Locked(s, m) }
             for o in commonObservers { addObserverLocked(o, m) }
-            for t in commonTimers { addTimerLocked(t, m) }
+            for t in commonTimers.values { addTimerLocked(t, m) }
         }
         for s in scheduled { s.schedule?(self, mode) }
     }
@@ -493,8 +498,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         var joined: [RLMode] = []
         locked {
             if mode == .commonModes {
-                if commonTimers.contains(where: { $0 === timer }) { return }
-                commonTimers.append(timer)
+                if commonTimers[ObjectIdentifier(timer)] != nil { return }
+                commonTimers[ObjectIdentifier(timer)] = timer
             }
             for m in targetModesLocked(mode) where addTimerLocked(timer, m) { joined.append(m.name) }
             rearmIfSleepingLocked()
@@ -504,23 +509,22 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     @discardableResult
     func addTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
-        if m.timers.contains(t) { return false }
         nextStamp &+= 1
         let stamp = nextStamp
         let mid = ObjectIdentifier(m)
-        let (fire, tol) = t.state.withLock { s in
-            s.memberships.append(RLTimer.Membership(mode: mid, stamp: stamp))
+        let joined: (UInt64, UInt64)? = t.state.withLock { s in
+            if s.memberships.stamp(in: mid) != nil { return nil }
+            s.memberships.append(TimerMemberships.Membership(mode: m, stamp: stamp))
             return (s.fireNs, s.toleranceNs)
         }
-        m.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: stamp)
+        guard let (fire, tol) = joined else { return false }
+        m.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: stamp, isNew: true)
         return true
     }
 
     func removeTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
-        guard m.timers.contains(t) else { return false }
-        let mid = ObjectIdentifier(m)
-        t.state.withLock { s in s.memberships.removeAll { $0.mode == mid } }
-        m.timers.remove(t)
+        guard t.state.withLock({ $0.memberships.remove(m) }) else { return false }
+        m.timers.removed()
         return true
     }
 
@@ -531,8 +535,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         locked {
             var targets: [ModeState] = []
             if mode == .commonModes {
-                guard let i = commonTimers.firstIndex(where: { $0 === timer }) else { return }
-                commonTimers.remove(at: i)
+                guard commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil else { return }
                 targets = commonModeNames.compactMap { modes[$0] }
             } else if let m = modes[mode] { targets = [m] }
             for m in targets where removeTimerLocked(timer, m) { left.append(m.name) }
@@ -544,43 +547,47 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Whether `mode` holds `timer`.
     public func contains(_ timer: RLTimer, inMode mode: RLMode) -> Bool {
         locked {
-            if mode == .commonModes { return commonTimers.contains { $0 === timer } }
+            if mode == .commonModes { return commonTimers[ObjectIdentifier(timer)] != nil }
             return modes[mode]?.timers.contains(timer) ?? false
         }
     }
 
+    /// Removes a timer from every mode of this loop in one pass (invalidation).
     func removeEverywhere(_ timer: RLTimer) {
-        remove(timer, forMode: .commonModes)
-        let names = locked { modes.values.filter { $0.timers.contains(timer) }.map(\.name) }
-        for n in names { remove(timer, forMode: n) }
+        var left = TimerMemberships()
+        locked {
+            commonTimers.removeValue(forKey: ObjectIdentifier(timer))
+            left = timer.state.withLock { s in
+                let ms = s.memberships
+                s.memberships.removeAll()
+                return ms
+            }
+            left.forEach { $0.mode.timers.removed() }
+            rearmIfSleepingLocked()
+        }
+        left.forEach { m in
+            RLTrace.itemRemoved(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.mode.name.rawValue)
+        }
     }
 
     /// Applies `change` to a timer of this loop and repositions it in every mode it is in.
     func reschedule(_ t: RLTimer, _ change: (inout RLTimer.State) -> Void) {
         var fire: UInt64 = 0, interval: UInt64 = 0
         locked {
-            let mids: [ObjectIdentifier] = t.state.withLock { s in
+            var tol: UInt64 = 0
+            let ms: TimerMemberships = t.state.withLock { s in
                 change(&s)
                 fire = s.fireNs
                 interval = s.intervalNs
-                return s.valid ? s.memberships.map(\.mode) : []
+                tol = s.toleranceNs
+                guard s.valid else { return TimerMemberships() }
+                s.memberships.restamp { nextStamp &+= 1; return nextStamp }
+                return s.memberships
             }
-            for mid in mids { repositionLocked(t, mid) }
+            ms.forEach { $0.mode.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
             rearmIfSleepingLocked()
         }
         RLTrace.timerArmed(loop: id, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
-    }
-
-    /// Gives `t` a new stamp in the mode `mid` and re-inserts it at its current fire date.
-    func repositionLocked(_ t: RLTimer, _ mid: ObjectIdentifier) {
-        guard let m = modes.values.first(where: { ObjectIdentifier($0) == mid }) else { return }
-        nextStamp &+= 1
-        let stamp = nextStamp
-        let (fire, tol) = t.state.withLock { s in
-            if let i = s.memberships.firstIndex(where: { $0.mode == mid }) { s.memberships[i].stamp = stamp }
-            return (s.fireNs, s.toleranceNs)
-        }
-        m.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: stamp)
     }
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
@@ -640,11 +647,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Wakes the loop if it is waiting (or makes its next wait return at once). Dropped while the
     /// loop is ignoring wake-ups (between a wake and its next iteration, or when not running).
     public func wakeUp() {
-        let accepted = locked { () -> Bool in
-            if perRun[perRun.count - 1].ignoreWakeUps { return false }
-            waiter.wake()
-            return true
-        }
+        // The flag is read under the lock; the eventfd is written after it, so the woken loop never
+        // finds its lock held by the waker. A wake-up racing with the loop's own wake stays pending
+        // in the eventfd and ends the next wait at once: never lost, at worst one extra pass.
+        let accepted = locked { !perRun[perRun.count - 1].ignoreWakeUps }
+        if accepted { waiter.wake() }
         RLTrace.wakeUpRequested(loop: id, accepted: accepted)
     }
 

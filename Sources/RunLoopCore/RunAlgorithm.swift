@@ -53,11 +53,10 @@ extension RLRunLoop {
     /// CF's `__CFRunLoopModeIsEmpty`: no source0, source1, timer or block for it; observers do not
     /// count; the main loop in a common mode stands for the main queue (outside its drain).
     func isEmptyLocked(_ m: ModeState) -> Bool {
-        if isMainLoop && !inMainQueueCallout && commonModeNames.contains(m.name) { return false }
+        if isMainLoop && !inMainQueueCallout && m.isCommon { return false }
         if !m.sources0.isEmpty || !m.sources1.isEmpty || !m.timers.isEmpty { return false }
         if blocks.isEmpty { return true }
-        let isCommon = commonModeNames.contains(m.name)
-        return !blocks.contains { $0.matches(m.name, isCommon: isCommon) }
+        return !blocks.contains { $0.matches(m.name, isCommon: m.isCommon) }
     }
 
     /// CF's `__CFRunLoopRun`: the iterations of one activation.
@@ -70,7 +69,7 @@ extension RLRunLoop {
             return (perRun[top].deadline, nil)
         }
         if let early { return early }
-        let servesMainQueue = isMainLoop && !inMainQueueCallout && locked { commonModeNames.contains(m.name) }
+        let servesMainQueue = isMainLoop && !inMainQueueCallout && locked { m.isCommon }
         var didDispatchLastTime = true
         var result: RLRunResult?
 
@@ -168,7 +167,7 @@ extension RLRunLoop {
             result = locked { () -> RLRunResult? in
                 let top = perRun.count - 1
                 if handled && stopAfterHandle { return .handledSource }
-                if deadline < rl_monotonic_ns() { return .timedOut }
+                if deadline != .max && deadline < rl_monotonic_ns() { return .timedOut }
                 if perRun[top].stopped { perRun[top].stopped = false; return .stopped }
                 if m.stopped { m.stopped = false; return .stopped }
                 if isEmptyLocked(m) { return .finished }
@@ -216,13 +215,16 @@ extension RLRunLoop {
 
     /// CF's `__CFRunLoopDoObservers`: snapshot the matching observers, then call each still valid.
     func doObservers(_ m: ModeState, _ activity: RLActivity) {
-        var list = observerScratch.popLast() ?? []
-        locked {
-            guard m.observerMask & activity.rawValue != 0 else { return }
+        var list: [RLObserver] = []
+        let any = locked { () -> Bool in
+            guard m.observerMask & activity.rawValue != 0 else { return false }
+            list = observerScratch.popLast() ?? []
             for o in m.observers where o.activities.rawValue & activity.rawValue != 0 {
                 if o.state.withLock({ $0.valid && !$0.firing }) { list.append(o) }
             }
+            return true
         }
+        guard any else { return }
         for o in list {
             let fire = o.state.withLock { s -> Bool in
                 guard s.valid else { return false }
@@ -246,7 +248,7 @@ extension RLRunLoop {
             if blocks.isEmpty { return nil }
             let t = blocks
             blocks = Deque()
-            return (t, commonModeNames.contains(m.name))
+            return (t, m.isCommon)
         }) else { return false }
         var kept = Deque<BlockItem>()
         var did = false
@@ -324,10 +326,11 @@ extension RLRunLoop {
         if go.oneShot { t.invalidate() }
         var armed: (fire: UInt64, interval: UInt64, missed: UInt64)?
         locked {
-            let mids: [ObjectIdentifier] = t.state.withLock { s in
+            var tol: UInt64 = 0
+            let ms: TimerMemberships = t.state.withLock { s in
                 s.firing = false
-                guard s.valid, s.intervalNs > 0 else { return [] }
-                if go.old < s.fireNs { return [] }   // the callout moved it later: honoured (and placed)
+                guard s.valid, s.intervalNs > 0 else { return TimerMemberships() }
+                if go.old < s.fireNs { return TimerMemberships() }   // the callout moved it later: honoured (and placed)
                 let after = rl_monotonic_ns()
                 var next = go.old
                 var missed: UInt64 = 0
@@ -339,10 +342,12 @@ extension RLRunLoop {
                     missed = k - 1
                 }
                 s.fireNs = next
+                tol = s.toleranceNs
                 armed = (next, s.intervalNs, missed)
-                return s.memberships.map(\.mode)
+                s.memberships.restamp { nextStamp &+= 1; return nextStamp }
+                return s.memberships
             }
-            for mid in mids { repositionLocked(t, mid) }
+            ms.forEach { $0.mode.timers.insert(t, fireNs: armed!.fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
         }
         if let armed {
             RLTrace.timerArmed(loop: id, item: t.id, name: t.name ?? "", fireNs: armed.fire,

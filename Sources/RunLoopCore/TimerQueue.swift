@@ -1,13 +1,14 @@
 import HeapModule
 
-/// One mode's timers: O(log n) insertion, O(1) removal (lazy), O(log n) earliest-deadline.
+/// One mode's timers: O(log n) insertion, O(1) removal (lazy), O(log n) earliest deadline.
 ///
-/// Two min-heaps hold entries `(key, stamp, timer)`: `byFire` keyed by the fire time (the order
-/// due timers fire in, ties first-in-first-out through the stamp) and `byHard` keyed by
-/// fire + tolerance (the latest moment the loop may wake and still honour every timer's tolerance).
-/// Every (re)insertion gets a new stamp, recorded in the timer's membership for this mode; an entry
-/// whose stamp is no longer the timer's is stale and is discarded when it reaches a heap's top.
-/// When stale entries outnumber live ones the heaps are rebuilt from `members`.
+/// Timers without tolerance live in one min-heap keyed by fire time (the order due timers fire in,
+/// ties first-in-first-out through the stamp). Timers with a tolerance live in two: by fire time (to
+/// collect them when due) and by fire + tolerance (the latest moment the loop may wake and still
+/// honour every tolerance). Every (re)insertion gets a new stamp, recorded in the timer's membership
+/// for this mode; an entry whose stamp is no longer the timer's is stale and is dropped when it
+/// reaches a heap's top. Membership lives in the timer, so no side table is needed; when stale
+/// entries outnumber live ones the heaps are rebuilt from the live entries.
 struct TimerQueue {
     struct Entry: Comparable {
         var key: UInt64
@@ -15,95 +16,152 @@ struct TimerQueue {
         /// Strong: a stale entry keeps its timer alive until it is discarded (no dangling pointer,
         /// no address reuse); compaction bounds stale entries to about twice the live ones.
         var timer: RLTimer
+        var tolerant: Bool
         static func < (a: Entry, b: Entry) -> Bool { a.key != b.key ? a.key < b.key : a.stamp < b.stamp }
         static func == (a: Entry, b: Entry) -> Bool { a.key == b.key && a.stamp == b.stamp }
     }
 
     /// The mode this queue belongs to (the key of the timers' memberships).
     let mode: ObjectIdentifier
-    private(set) var byFire = Heap<Entry>()
-    private var byHard = Heap<Entry>()
+    private var zero = Heap<Entry>()
+    private var tolFire = Heap<Entry>()
+    private var tolHard = Heap<Entry>()
+    /// Live timers in this mode.
+    private(set) var count = 0
     /// Reused by `collectDue` (which never calls out, so it is never re-entered).
     private var dueScratch: [Entry] = []
-    /// The live timers.
-    private(set) var members: [ObjectIdentifier: RLTimer] = [:]
 
     init(mode: ObjectIdentifier) { self.mode = mode }
 
-    var count: Int { members.count }
-    var isEmpty: Bool { members.isEmpty }
+    var isEmpty: Bool { count == 0 }
 
-    /// Inserts (or repositions) `timer`; `stamp` must already be recorded in its membership.
-    mutating func insert(_ timer: RLTimer, fireNs: UInt64, toleranceNs: UInt64, stamp: UInt64) {
-        members[ObjectIdentifier(timer)] = timer
-        byFire.insert(Entry(key: fireNs, stamp: stamp, timer: timer))
-        let (hard, o) = fireNs.addingReportingOverflow(toleranceNs)
-        byHard.insert(Entry(key: o ? .max : hard, stamp: stamp, timer: timer))
+    /// Inserts `timer` at `fireNs` under `stamp` (already recorded in its membership). `isNew`:
+    /// the timer just joined the mode (as opposed to being repositioned).
+    mutating func insert(_ timer: RLTimer, fireNs: UInt64, toleranceNs: UInt64, stamp: UInt64, isNew: Bool) {
+        if isNew { count += 1 }
+        if toleranceNs == 0 {
+            zero.insert(Entry(key: fireNs, stamp: stamp, timer: timer, tolerant: false))
+        } else {
+            tolFire.insert(Entry(key: fireNs, stamp: stamp, timer: timer, tolerant: true))
+            let (hard, o) = fireNs.addingReportingOverflow(toleranceNs)
+            tolHard.insert(Entry(key: o ? .max : hard, stamp: stamp, timer: timer, tolerant: true))
+        }
         compactIfNeeded()
     }
 
-    /// Forgets `timer` (its heap entries become stale).
-    mutating func remove(_ timer: RLTimer) {
-        members.removeValue(forKey: ObjectIdentifier(timer))
-    }
+    /// Notes that a timer left the mode (its membership was already removed; entries go stale).
+    mutating func removed() { count -= 1 }
 
-    func contains(_ timer: RLTimer) -> Bool { members[ObjectIdentifier(timer)] != nil }
+    func contains(_ timer: RLTimer) -> Bool { timer.state.withLock { $0.memberships.stamp(in: mode) != nil } }
 
-    private func isLive(_ e: Entry) -> Bool {
-        members[ObjectIdentifier(e.timer)] != nil && e.timer.state.withLock { $0.stamp(in: mode) == e.stamp }
+    private func isLive(_ e: Entry) -> Bool { e.timer.state.withLock { $0.memberships.stamp(in: mode) == e.stamp } }
+
+    private static func liveTop(_ h: inout Heap<Entry>, mode: ObjectIdentifier) -> UInt64 {
+        while let top = h.min {
+            if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) { return top.key }
+            _ = h.removeMin()
+        }
+        return .max
     }
 
     /// The wake-up deadline for this mode: the earliest fire + tolerance (`.max` when none).
     mutating func hardDeadline() -> UInt64 {
-        while let top = byHard.min {
-            if isLive(top) { return top.key }
-            _ = byHard.removeMin()
-        }
-        return .max
+        min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolHard, mode: mode))
     }
 
     /// The earliest fire date (`.max` when none).
     mutating func earliestFire() -> UInt64 {
-        while let top = byFire.min {
-            if isLive(top) { return top.key }
-            _ = byFire.removeMin()
-        }
-        return .max
+        min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolFire, mode: mode))
     }
 
     /// Appends to `out`, in fire order, every live timer whose fire time is ≤ `now`. The timers stay
     /// queued (a nested run in the same mode sees them too, as in CF); firing repositions them.
     mutating func collectDue(now: UInt64, into out: inout [RLTimer]) {
-        while let top = byFire.min, top.key <= now {
-            _ = byFire.removeMin()
-            if isLive(top) {
-                out.append(top.timer)
-                dueScratch.append(top)
+        let fromZero = TimerQueue.drainDue(&zero, now: now, mode: mode, into: &dueScratch)
+        let fromTolerant = TimerQueue.drainDue(&tolFire, now: now, mode: mode, into: &dueScratch)
+        guard fromZero || fromTolerant else { return }
+        if fromZero && fromTolerant { dueScratch.sort() }
+        for e in dueScratch {
+            out.append(e.timer)
+            if e.tolerant { tolFire.insert(e) } else { zero.insert(e) }
+        }
+        dueScratch.removeAll(keepingCapacity: true)
+    }
+
+    private static func drainDue(_ h: inout Heap<Entry>, now: UInt64, mode: ObjectIdentifier, into due: inout [Entry]) -> Bool {
+        var took = false
+        while let top = h.min, top.key <= now {
+            _ = h.removeMin()
+            if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) {
+                due.append(top)
+                took = true
             }
         }
-        if !dueScratch.isEmpty {
-            byFire.insert(contentsOf: dueScratch)
-            dueScratch.removeAll(keepingCapacity: true)
-        }
+        return took
+    }
+
+    /// The live timers (for descriptions and tear-down; O(entries)).
+    func liveTimers() -> [RLTimer] {
+        zero.unordered.filter(isLive).map(\.timer) + tolFire.unordered.filter(isLive).map(\.timer)
     }
 
     /// Rebuilds the heaps when stale entries dominate, keeping memory proportional to live timers.
-    mutating func compactIfNeeded() {
-        let live = members.count
-        guard byFire.count > 2 * live + 64 || byHard.count > 2 * live + 64 else { return }
-        var fire: [Entry] = []
-        var hard: [Entry] = []
-        fire.reserveCapacity(live)
-        hard.reserveCapacity(live)
-        for t in members.values {
-            t.state.withLock { s in
-                guard let stamp = s.stamp(in: mode) else { return }
-                fire.append(Entry(key: s.fireNs, stamp: stamp, timer: t))
-                let (h, o) = s.fireNs.addingReportingOverflow(s.toleranceNs)
-                hard.append(Entry(key: o ? .max : h, stamp: stamp, timer: t))
-            }
+    private mutating func compactIfNeeded() {
+        let entries = zero.count + tolFire.count + tolHard.count
+        guard entries > 3 * count + 64 else { return }
+        zero = Heap(zero.unordered.filter(isLive))
+        tolFire = Heap(tolFire.unordered.filter(isLive))
+        tolHard = Heap(tolHard.unordered.filter(isLive))
+    }
+}
+
+/// A timer's memberships in the modes of its loop, one inline (the common case) and the rest in
+/// an array, so a timer in one mode never allocates for it.
+struct TimerMemberships {
+    struct Membership {
+        /// The mode (unowned: modes live as long as their loop, and are only reached through it).
+        unowned(unsafe) var mode: ModeState
+        var stamp: UInt64
+    }
+    private var first: Membership?
+    private var rest: [Membership] = []
+
+    var isEmpty: Bool { first == nil }
+
+    func stamp(in mode: ObjectIdentifier) -> UInt64? {
+        if let f = first, ObjectIdentifier(f.mode) == mode { return f.stamp }
+        for m in rest where ObjectIdentifier(m.mode) == mode { return m.stamp }
+        return nil
+    }
+
+    mutating func append(_ m: Membership) {
+        if first == nil { first = m } else { rest.append(m) }
+    }
+
+    /// Removes the membership for `mode`; returns whether there was one.
+    @discardableResult
+    mutating func remove(_ mode: ModeState) -> Bool {
+        if let f = first, f.mode === mode {
+            first = rest.isEmpty ? nil : rest.removeFirst()
+            return true
         }
-        byFire = Heap(fire)
-        byHard = Heap(hard)
+        if let i = rest.firstIndex(where: { $0.mode === mode }) { rest.remove(at: i); return true }
+        return false
+    }
+
+    mutating func removeAll() {
+        first = nil
+        rest.removeAll()
+    }
+
+    /// Gives every membership a new stamp from `next` (called with the loop's lock held).
+    mutating func restamp(_ next: () -> UInt64) {
+        if first != nil { first!.stamp = next() }
+        for i in rest.indices { rest[i].stamp = next() }
+    }
+
+    func forEach(_ body: (Membership) -> Void) {
+        if let f = first { body(f) }
+        for m in rest { body(m) }
     }
 }

@@ -46,8 +46,9 @@ func parseThreshold(_ text: String, _ flag: String) throws -> Int64 {
 }
 
 /// `rltrace report`: the overview per process and loop.
-struct Report: ParsableCommand {
+struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "report",
         abstract: "Per-loop overview: iterations, busy/asleep time, callouts per kind and item, wakes, latencies, hangs, spins.",
         discussion: """
         Examples:

@@ -114,12 +114,10 @@ class CrossCheck(unittest.TestCase):
         """The other exactly defined figures: latencies (count/total/max), hangs, spins, identity."""
         self.compare_with_rltrace(common.comparable_beyond)
 
-    @unittest.expectedFailure
     def test_procname_of_every_loop(self):
-        """docs/report-json.md: `procname` is the procname context of the loop's first event that has
-        one. rltrace decodes it once per process (Sources/RLAnalysis/EventStream/EventSource.swift,
-        `procnames` keyed by pid), so a process's second loop (rl-example's `compute-worker`) gets "".
-        Known rltrace bug: remove this decorator when it is fixed (an unexpected success fails)."""
+        """docs/report-json.md: `procname` is the procname context of each loop's first event that has
+        one — also for a process's second loop (rl-example's `compute-worker`), which rltrace once
+        left empty by decoding it once per process."""
         def procnames(doc):
             return {"loop pid=%d id=%d" % (lp["pid"], lp["loop"]): lp["procname"] for lp in doc["loops"]}
         for name, theirs in self.rltrace_reports().items():

@@ -1,3 +1,4 @@
+import Foundation
 import CTFReader
 
 /// Errors of the analysis front end, with the exit codes the CLI documents.
@@ -62,13 +63,16 @@ public final class RunLoopEventSource {
     }
     private var classes: [ObjectIdentifier: ClassInfo] = [:]
     private var namedItems: Set<ItemKey> = []
-    private var procnames: Set<Int64> = []
+    private var procnamed: Set<ProcKey> = []
+    private struct ProcKey: Hashable { var pid: Int64; var loop: UInt64 }
     private struct ItemKey: Hashable { var pid: Int64; var item: UInt64; var kind: UInt8 }
 
     /// Opens every CTF trace below `paths`.
     public init(paths: [String]) throws {
         do {
-            let found = try discoverCTFTraces(in: paths)
+            // Follow symbolic links (a `latest` link to a session, say), as babeltrace2 does.
+            let resolved = paths.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+            let found = try discoverCTFTraces(in: resolved)
             guard !found.isEmpty else { throw AnalysisError.noTrace(paths) }
             self.paths = found
             traceSet = try CTFTraceSet(paths: found)
@@ -165,12 +169,16 @@ public final class RunLoopEventSource {
     private func decode(_ s: CTFStream, kind: RunLoopEvent.Kind, callout: CalloutKind, into e: inout RunLoopEvent) throws {
         if let p = s.contextField("vpid")?.int64 { e.pid = p }
         if let t = s.contextField("vtid")?.int64 { e.vtid = t }
-        if !procnames.contains(e.pid), case .string(let p)? = s.contextField("procname") {
-            e.procname = p
-            procnames.insert(e.pid)
-        }
         e.calloutKind = callout
-        if kind != .source0Signalled { e.loop = try u(s, "loop_id") }
+        if kind != .source0Signalled {
+            e.loop = try u(s, "loop_id")
+            // The procname context of each loop's first event that has one (docs/report-json.md).
+            let pk = ProcKey(pid: e.pid, loop: e.loop)
+            if !procnamed.contains(pk), case .string(let p)? = s.contextField("procname") {
+                e.procname = p
+                procnamed.insert(pk)
+            }
+        }
         switch kind {
         case .loopCreated:
             e.a = try i(s, "tid"); e.text = str(s, "thread_name")

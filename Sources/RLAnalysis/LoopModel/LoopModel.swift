@@ -109,6 +109,23 @@ public protocol LoopModelSink: AnyObject {
     func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey)
     /// A run entered or exited (for timelines).
     func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey)
+    /// A cross-thread request and the loop's reaction (has a default that ignores it).
+    func flow(_ f: Flow)
+}
+
+/// Cross-thread causality, for flow arrows: thread `fromTid` asked at `fromTs`; the loop reacted at `toTs`.
+public struct Flow: Sendable {
+    /// `wakeUp` or `signal`.
+    public var kind: String
+    /// The requesting thread and when it asked.
+    public var fromTid: Int64, fromTs: Int64
+    /// The loop and when it woke (wakeUp) or performed (signal).
+    public var to: LoopKey, toTs: Int64
+}
+
+extension LoopModelSink {
+    /// A cross-thread request and the loop's reaction (default: ignored).
+    public func flow(_ f: Flow) {}
 }
 
 /// Rebuilds loops, iterations, callouts and sleeps from the event stream (the rules of
@@ -200,7 +217,10 @@ public final class LoopModel {
             s.callouts.append((rec, s.iterations.count - 1))
             if e.calloutKind == .timer { sink.timerLateness(e.ts - e.a, item: e.item, of: key) }
             if e.calloutKind == .source0, let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)) {
-                for p in pending { sink.signalLatency(e.ts - p.ts, item: e.item, callerTid: p.tid, of: key) }
+                for p in pending {
+                    sink.signalLatency(e.ts - p.ts, item: e.item, callerTid: p.tid, of: key)
+                    sink.flow(Flow(kind: "signal", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                }
             }
         case .calloutExit:
             guard let idx = s.callouts.lastIndex(where: { $0.record.kind == e.calloutKind && $0.record.item == e.item }) else {
@@ -229,7 +249,10 @@ public final class LoopModel {
                 if let slept { s.iterations[top].sleeps.append(slept) } else { s.iterations[top].polls += 1 }
             }
             if reason == .wakeUp && !s.pendingWakeUps.isEmpty {
-                for p in s.pendingWakeUps { sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key) }
+                for p in s.pendingWakeUps {
+                    sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key)
+                    sink.flow(Flow(kind: "wakeUp", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                }
                 s.pendingWakeUps.removeAll()
             }
         case .wakeUpRequested:

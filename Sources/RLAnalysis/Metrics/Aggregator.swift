@@ -158,6 +158,8 @@ public final class Aggregator: LoopModelSink {
         forward?.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key)
     }
 
+    public func flow(_ f: Flow) { forward?.flow(f) }
+
     // MARK: The document
 
     /// Builds the report for `loops` (from the model) and the source's trace summary.
