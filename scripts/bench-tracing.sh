@@ -28,5 +28,10 @@ if [ "${1:-}" = "--instructions" ]; then
     a_off=$(ir "$tmp/off" child-count $w 10000); b_off=$(ir "$tmp/off" child-count $w 30000)
     i_on=$(( (b_on - a_on) / 20000 )); i_off=$(( (b_off - a_off) / 20000 ))
     printf "%-34s %12d %12d %+7.2f%%\n" "loop: $w" "$i_on" "$i_off" "$(echo "($i_on - $i_off) * 100 / $i_off" | bc -l)"
+    # Both multi-threaded (an idle thread), as a program using Dispatch/Foundation threads is.
+    a_on=$(TRACING_BENCH_IDLE_THREAD=1 ir "$tmp/on" child-count $w 10000); b_on=$(TRACING_BENCH_IDLE_THREAD=1 ir "$tmp/on" child-count $w 30000)
+    a_off=$(TRACING_BENCH_IDLE_THREAD=1 ir "$tmp/off" child-count $w 10000); b_off=$(TRACING_BENCH_IDLE_THREAD=1 ir "$tmp/off" child-count $w 30000)
+    i_on=$(( (b_on - a_on) / 20000 )); i_off=$(( (b_off - a_off) / 20000 ))
+    printf "%-34s %12d %12d %+7.2f%%\n" "loop: $w, both multi-threaded" "$i_on" "$i_off" "$(echo "($i_on - $i_off) * 100 / $i_off" | bc -l)"
   done
 fi

@@ -183,6 +183,13 @@ func isolatedEnvironment() -> [String: String] {
 func fmt(_ x: Double) -> String { String(format: "%8.2f", x) }
 
 let args = Array(CommandLine.arguments.dropFirst())
+// TRACING_BENCH_IDLE_THREAD=1: start one idle thread first, so that the compiled-out build is
+// multi-threaded like the traced one (liblttng-ust's listener threads), as any program using
+// Dispatch or Foundation threads is: glibc then wraps epoll_wait/poll in cancellation points in both.
+if ProcessInfo.processInfo.environment["TRACING_BENCH_IDLE_THREAD"] == "1" {
+    let idle = Thread { while true { sleep(3600) } }
+    idle.start()
+}
 let encoder = JSONEncoder()
 switch args.first {
 case "child-sites":
