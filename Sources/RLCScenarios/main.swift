@@ -113,6 +113,41 @@ func stallMonitorScenario() {
     observer.invalidate()
 }
 
+/// Known latencies, measured by the program itself (ground truth for rltrace's tests): a 50 ms
+/// callout, a 300 ms hang, a timer held 20 ms past its date, a spin of 150 iterations. Prints
+/// `name value` lines (ns, or a count).
+func truthScenario() {
+    let loop = RLRunLoop.main
+    let start = RLInstant.now
+    var truth: [(String, Int64)] = []
+    func now() -> Int64 { Int64(rl_monotonic_ns()) }
+    let slow = RLSource0(name: "slow-50ms") {
+        let a = now(); usleep(50_000); truth.append(("slow-50ms", now() - a))
+    }
+    loop.add(slow, forMode: .default)
+    loop.add(RLTimer(fireAt: start + .milliseconds(50), name: "signal-slow") { _ in slow.signal() }, forMode: .default)
+    loop.add(RLTimer(fireAt: start + .milliseconds(200), name: "hang-300ms") { _ in
+        let a = now(); usleep(300_000); truth.append(("hang-300ms", now() - a))
+    }, forMode: .default)
+    let lateDue = start + .milliseconds(700)
+    loop.add(RLTimer(fireAt: lateDue + .milliseconds(-1), name: "hold-20ms") { _ in
+        // Hold the loop until 20 ms after the late timer's date.
+        while RLInstant.now < lateDue + .milliseconds(20) { usleep(200) }
+    }, forMode: .default)
+    loop.add(RLTimer(fireAt: lateDue, name: "late-20ms") { t in
+        truth.append(("late-20ms", now() - Int64(t.nextFireDate.nanoseconds)))
+    }, forMode: .default)
+    var spins = 0
+    var spinner: RLSource0!
+    spinner = RLSource0(name: "spin-150") { spins += 1; if spins < 150 { spinner.signal() } }
+    loop.add(spinner, forMode: .default)
+    loop.add(RLTimer(fireAt: start + .milliseconds(800), name: "start-spin") { _ in spinner.signal() }, forMode: .default)
+    loop.add(RLTimer(fireAt: start + .milliseconds(1000), name: "stop") { _ in loop.stop() }, forMode: .default)
+    loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+    truth.append(("spin-150", Int64(spins)))
+    for (n, v) in truth { log.add("\(n) \(v)") }
+}
+
 /// A tiny joinable thread.
 final class Thread: @unchecked Sendable {
     private var t = pthread_t()
@@ -131,8 +166,9 @@ let args = CommandLine.arguments.dropFirst()
 switch args.first {
 case "mainqueue": mainQueueScenario()
 case "stall": stallMonitorScenario()
+case "truth": truthScenario()
 default:
-    print("usage: rlc-scenarios mainqueue|stall")
+    print("usage: rlc-scenarios mainqueue|stall|truth")
     exit(2)
 }
 log.flush()

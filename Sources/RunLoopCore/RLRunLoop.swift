@@ -651,8 +651,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // finds its lock held by the waker. A wake-up racing with the loop's own wake stays pending
         // in the eventfd and ends the next wait at once: never lost, at worst one extra pass.
         let accepted = locked { !perRun[perRun.count - 1].ignoreWakeUps }
-        if accepted { waiter.wake() }
+        // Traced before the write, so the request always precedes the loop's `wake` in a trace.
         RLTrace.wakeUpRequested(loop: id, accepted: accepted)
+        if accepted { waiter.wake() }
     }
 
     /// Stops the innermost running activation (it returns ``RLRunResult/stopped``) and wakes it.

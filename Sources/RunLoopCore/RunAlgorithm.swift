@@ -107,7 +107,9 @@ extension RLRunLoop {
                 // Step 7: sleep on the mode's epoll set (wake-up fd, timer fd, source1s, main queue).
                 let armed: UInt64 = locked {
                     sleeping = true
-                    if !poll { waiter.arm(min(m.timers.hardDeadline(), deadline)) }
+                    // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
+                    // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
+                    waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
                     return waiter.armedDeadline
                 }
                 let sleepStart = poll ? 0 : rl_monotonic_ns()
@@ -193,8 +195,8 @@ extension RLRunLoop {
                                   now: UInt64, deadline: UInt64) -> RLTraceWakeReason {
         guard let ready else { return .none }
         switch ready.token {
-        case Waiter.wakeToken: return deadline <= now ? .timeout : .wakeUp
-        case Waiter.timerToken: return m.timers.earliestFire() <= now ? .timer : (deadline <= now ? .timeout : .timer)
+        case Waiter.wakeToken: return deadline != 0 && deadline <= now ? .timeout : .wakeUp
+        case Waiter.timerToken: return m.timers.earliestFire() <= now ? .timer : (deadline != 0 && deadline <= now ? .timeout : .timer)
         case Waiter.mainQueueToken: return .mainQueue
         default: return .source1
         }
@@ -254,7 +256,7 @@ extension RLRunLoop {
         var did = false
         for b in taken {
             if b.matches(m.name, isCommon: isCommon) {
-                calloutToBlock(b)
+                calloutToBlock(id: b.id, name: b.name, body: b.body)
                 did = true
             } else {
                 kept.append(b)
@@ -377,52 +379,60 @@ extension RLRunLoop {
     }
 
     // MARK: - Trampolines: every callout goes through exactly one of these
+    // (The iteration is read before the callout: a nested run inside it advances the counter.)
 
     @inline(never)
     func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
         calloutCount &+= 1
-        RLTrace.observerEntry(loop: id, iteration: iteration, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+        let it = iteration
+        RLTrace.observerEntry(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
         o.callout(o, activity)
-        RLTrace.observerExit(loop: id, iteration: iteration, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+        RLTrace.observerExit(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
     }
 
     @inline(never)
     func calloutToSource0(_ s: RLSource0) {
         calloutCount &+= 1
-        RLTrace.source0Entry(loop: id, iteration: iteration, item: s.id, name: s.name ?? "")
+        let it = iteration
+        RLTrace.source0Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "")
         s.perform()
-        RLTrace.source0Exit(loop: id, iteration: iteration, item: s.id, name: s.name ?? "")
+        RLTrace.source0Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "")
     }
 
     @inline(never)
     func calloutToSource1(_ s: RLSource1, events: UInt32) {
         calloutCount &+= 1
-        RLTrace.source1Entry(loop: id, iteration: iteration, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+        let it = iteration
+        RLTrace.source1Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
         s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
-        RLTrace.source1Exit(loop: id, iteration: iteration, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+        RLTrace.source1Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
     }
 
     @inline(never)
     func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
         calloutCount &+= 1
-        RLTrace.timerEntry(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+        let it = iteration
+        RLTrace.timerEntry(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
         t.callout(t)
-        RLTrace.timerExit(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+        RLTrace.timerExit(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
     }
 
     @inline(never)
     func calloutToMainQueue() {
         calloutCount &+= 1
-        RLTrace.mainQueueEntry(loop: id, iteration: iteration)
+        let it = iteration
+        RLTrace.mainQueueEntry(loop: id, iteration: it)
         _dispatch_main_queue_callback_4CF(nil)
-        RLTrace.mainQueueExit(loop: id, iteration: iteration)
+        RLTrace.mainQueueExit(loop: id, iteration: it)
     }
 
+    /// Takes the block's fields, not the struct: no copy of it on the hot path when nobody traces.
     @inline(never)
-    func calloutToBlock(_ b: BlockItem) {
+    func calloutToBlock(id item: UInt64, name: String?, body: () -> Void) {
         calloutCount &+= 1
-        RLTrace.blockEntry(loop: id, iteration: iteration, item: b.id, name: b.name ?? "")
-        b.body()
-        RLTrace.blockExit(loop: id, iteration: iteration, item: b.id, name: b.name ?? "")
+        let it = iteration
+        RLTrace.blockEntry(loop: id, iteration: it, item: item, name: name ?? "")
+        body()
+        RLTrace.blockExit(loop: id, iteration: it, item: item, name: name ?? "")
     }
 }

@@ -99,26 +99,21 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
     p.executableURL = URL(fileURLWithPath: resolveCommand(command[0]))
     p.arguments = Array(command.dropFirst())
     p.environment = env
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let forward = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-        let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        s.setEventHandler { if p.isRunning { kill(p.processIdentifier, sig) } }
-        s.resume()
-        return s
-    }
     var status: Int32 = 0
     do {
+        // Handlers (unlike an inherited SIG_IGN) are reset by exec: install them before the spawn so
+        // the program starts with the default actions even when rltrace's parent ignores SIGINT.
+        installSignalForwarding()
         try p.run()
+        signalTarget = p.processIdentifier
         p.waitUntilExit()
         status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
     } catch {
         warn("rltrace: cannot run \(command[0]): \(error.localizedDescription)")
         status = 127
     }
-    forward.forEach { $0.cancel() }
-    signal(SIGINT, SIG_DFL)
-    signal(SIGTERM, SIG_DFL)
+    signalTarget = 0
+    restoreDefaultSignals()
     do {
         if snapshot { try session.recordSnapshot() }
         try session.stop()
@@ -128,6 +123,33 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
     }
     if announce { warn("rltrace: trace written to \(output.path)") }
     return status
+}
+
+/// The child that SIGINT/SIGTERM are forwarded to (0: none; restore the default actions).
+nonisolated(unsafe) var signalTarget: pid_t = 0
+
+/// Ctrl-C (and SIGTERM) go to the recorded program, not to rltrace, so the session is still stopped
+/// and the trace kept. A plain sigaction handler: libdispatch signal sources never see a signal
+/// whose disposition is SIG_IGN on Linux.
+func installSignalForwarding() {
+    // A parent may hand us these signals blocked (the mask survives exec): unblock them, or Ctrl-C
+    // would stay pending and the program would run on.
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGINT)
+    sigaddset(&set, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    for sig in [SIGINT, SIGTERM] {
+        var sa = sigaction()
+        sa.__sigaction_handler.sa_handler = { sig in if signalTarget > 0 { kill(signalTarget, sig) } }
+        sigemptyset(&sa.sa_mask)
+        sa.sa_flags = SA_RESTART
+        sigaction(sig, &sa, nil)
+    }
+}
+
+func restoreDefaultSignals() {
+    for sig in [SIGINT, SIGTERM] { signal(sig, SIG_DFL) }
 }
 
 func resolveCommand(_ c: String) -> String {
