@@ -69,6 +69,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
         .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl"]),
+        // Concurrent stress, faults and hostile traces (issue 7; scripts/sanitizers.sh, fuzz.sh, soak.sh).
+        .testTarget(name: "ReliabilityTests", dependencies: ["RunLoopCore", "CTFReader"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Sources/ReaderBench"),
         // reader → event stream → loop model → metrics → renderers (one folder each)
