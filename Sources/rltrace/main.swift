@@ -5,7 +5,7 @@ struct RLTrace: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rltrace",
         abstract: "Record and analyse run-loop traces.",
-        subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, Dump.self, Demo.self]
+        subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, LAMICommand.self, Dump.self, Demo.self]
     )
 }
 

@@ -252,6 +252,26 @@ struct RLTraceTruthTests {
         #expect(((results[2]["data"] as! [[Any]]).first?[5] as? String) == "hang-300ms")
     }
 
+    @Test func lamiProtocolForTraceCompass() throws {
+        let r = try rec()
+        let v = try run("rltrace", ["lami", "--mi-version"])
+        #expect(try JSONSerialization.jsonObject(with: Data(v.out.utf8)) as? [String: Int] == ["major": 1, "minor": 0])
+        let m = try run("rltrace", ["lami", "--metadata"])
+        let meta = try JSONSerialization.jsonObject(with: Data(m.out.utf8)) as! [String: Any]
+        #expect(Set((meta["table-classes"] as! [String: Any]).keys) == ["loops", "items", "hangs", "sleeps"])
+        #expect(meta["title"] is String && meta["mi-version"] != nil)
+        // The whole trace, then only a window (epoch ns) that excludes the hang: the hangs table empties.
+        let all = try run("rltrace", ["lami", r.dir])
+        let doc = try JSONSerialization.jsonObject(with: Data(all.out.utf8)) as! [String: Any]
+        let range = (doc["results"] as! [[String: Any]])[0]["time-range"] as! [String: Any]
+        let begin = (range["begin"] as! NSNumber).int64Value
+        #expect(begin > 1_000_000_000_000_000_000, "epoch ns")
+        let early = try run("rltrace", ["lami", "--begin", String(begin), "--end", String(begin + 150_000_000), r.dir])
+        let edoc = try JSONSerialization.jsonObject(with: Data(early.out.utf8)) as! [String: Any]
+        #expect(((edoc["results"] as! [[String: Any]])[2]["data"] as! [Any]).isEmpty)
+        #expect(((doc["results"] as! [[String: Any]])[2]["data"] as! [Any]).count == 1)
+    }
+
     @Test func truncatedTraceIsAnalysedWithAWarning() throws {
         let r = try rec()
         let copy = r.dir + "-truncated"

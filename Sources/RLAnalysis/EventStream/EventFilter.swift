@@ -5,6 +5,8 @@ public struct EventFilter: Sendable {
     /// Only events in `[begin, end]`: resolved against the trace start on the first event.
     public var begin: TimeBound?, end: TimeBound?
     private var origin: Int64?
+    /// Reader (epoch) ns minus CLOCK_MONOTONIC ns, set by the pipeline before the first event.
+    public var epochOffset: Int64 = 0
 
     /// A time bound: relative to the trace's first event, or absolute CLOCK_MONOTONIC ns.
     public enum TimeBound: Sendable, Equatable {
@@ -12,6 +14,9 @@ public struct EventFilter: Sendable {
         case relative(Int64)
         /// An absolute CLOCK_MONOTONIC time in ns.
         case absolute(Int64)
+        /// An absolute time in ns since the Unix epoch (LAMI's `--begin`/`--end`), converted with the
+        /// trace's clock offset.
+        case epoch(Int64)
 
         /// Parses `250ms`, `1.5s`, `+2s` (relative to the trace start) or `@12345.678901234`
         /// (absolute seconds on CLOCK_MONOTONIC, as the timeline prints them). Nil when invalid.
@@ -46,6 +51,7 @@ public struct EventFilter: Sendable {
         switch b {
         case .relative(let ns): origin + ns
         case .absolute(let ns): ns
+        case .epoch(let ns): ns - epochOffset
         }
     }
 

@@ -184,7 +184,8 @@ public final class Aggregator: LoopModelSink {
         for w in source.warnings { warnings.append("\(w)") }
         let summary = TraceSummary(paths: source.paths, beginNs: source.firstTs == .max ? 0 : source.firstTs,
                                    endNs: source.lastTs == .min ? 0 : source.lastTs, events: source.totalEvents,
-                                   runloopEvents: source.runLoopEvents, discardedEvents: discarded, lostPackets: lost, losses: losses)
+                                   runloopEvents: source.runLoopEvents, discardedEvents: discarded, lostPackets: lost, losses: losses,
+                                   clockOffsetNs: source.clockOffset)
         var reports: [LoopReport] = []
         for info in infos {
             let l = loop(info.key)
@@ -243,7 +244,10 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
     agg.model = model
     try filter.validate()
     var filter = filter
-    try source.forEach { e in if filter.accepts(e) { model.consume(e) } }
+    try source.forEach { e in
+        filter.epochOffset = source.clockOffset
+        if filter.accepts(e) { model.consume(e) }
+    }
     if let also = also as? NameResolving { also.resolver = model }
     return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) })
 }

@@ -26,6 +26,9 @@ public struct TraceSummary: Codable, Sendable {
     public var discardedEvents: Int64, lostPackets: Int64
     /// Each loss with its time range.
     public var losses: [LossEntry]
+    /// Nanoseconds since the Unix epoch minus CLOCK_MONOTONIC nanoseconds (the trace clock's offset):
+    /// add it to any time in this document to get wall-clock time.
+    public var clockOffsetNs: Int64
 }
 
 /// A loss the reader reported.

@@ -12,6 +12,7 @@ public enum LAMIReportRenderer {
     }
     static func dur(_ ns: Int64) -> J { ["class": "duration", "value": ns] }
     static func ts(_ ns: Int64) -> J { ["class": "timestamp", "value": ns] }
+
     static func thread(_ tid: Int64, _ name: String) -> J { ["class": "thread", "tid": tid, "name": name] }
     static func process(_ pid: Int64, _ name: String) -> J { ["class": "process", "pid": pid, "name": name] }
 
@@ -49,7 +50,7 @@ public enum LAMIReportRenderer {
 
     /// The results document for a report.
     public static func render(_ r: Report) throws -> String {
-        let range: J = ["class": "time-range", "begin": r.trace.beginNs, "end": r.trace.endNs]
+        let range: J = ["class": "time-range", "begin": r.trace.beginNs + r.trace.clockOffsetNs, "end": r.trace.endNs + r.trace.clockOffsetNs]
         var loops: [[Any]] = [], items: [[Any]] = [], hangs: [[Any]] = [], sleeps: [[Any]] = []
         for l in r.loops {
             let th = thread(l.tid, l.threadName)
@@ -59,7 +60,7 @@ public enum LAMIReportRenderer {
                 items.append([th, l.loop, i.kind, i.item, i.name, i.count, dur(i.totalNs), dur(i.p50Ns), dur(i.p99Ns), dur(i.maxNs)])
             }
             for h in l.hangs {
-                hangs.append([th, l.loop, ts(h.beginNs), dur(h.busyNs), h.culprit?.kind ?? "", h.culprit?.name ?? "", dur(h.culprit?.durationNs ?? 0)])
+                hangs.append([th, l.loop, ts(h.beginNs + r.trace.clockOffsetNs), dur(h.busyNs), h.culprit?.kind ?? "", h.culprit?.name ?? "", dur(h.culprit?.durationNs ?? 0)])
             }
             for (reason, h) in l.sleepHistogram.sorted(by: { $0.key < $1.key }) {
                 for (k, n) in h.compactMap({ k, v in Int(k).map { ($0, v) } }).sorted(by: { $0.0 < $1.0 }) {
