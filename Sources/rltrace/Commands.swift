@@ -37,19 +37,17 @@ struct Timeline: ParsableCommand {
         """
     )
     @OptionGroup var analysis: AnalysisOptions
-    @Option(help: "Only iterations with a callout of this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
-    var kind: [String] = []
-    @Option(help: "Only iterations with a callout whose item name matches this glob.") var item: String?
-    @Option(help: "Only iterations busy at least this long (e.g. 5ms).") var minDuration: String?
     @Option(help: "Only iterations of runs in this mode (`default` for the default mode).") var mode: String?
     @Flag(help: "Only flagged iterations (hang, slow, spin, late timer).") var flagged = false
     @Option(help: "An iteration busy at least this long is flagged HANG.") var hangThreshold = "250ms"
 
     func run() throws {
         var sel = TimelineRenderer.Selection()
-        sel.kinds = try kindSet(kind)
-        sel.itemGlob = item
-        sel.minBusyNs = try minDuration.map { try parseThreshold($0, "--min-duration") } ?? 0
+        // The common callout filters select iterations here: those with a matching callout; and
+        // --min-duration selects iterations busy at least that long.
+        sel.kinds = try kindSet(analysis.kind)
+        sel.itemGlob = analysis.item
+        sel.minBusyNs = try analysis.minDuration.map { try parseThreshold($0, "--min-duration") } ?? 0
         sel.mode = mode
         sel.flaggedOnly = flagged
         let opts = ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"))
@@ -118,8 +116,6 @@ struct HistogramCommand: ParsableCommand {
     @Option(help: "Number of buckets (linear scale).") var buckets = 20
     @Option(help: "Ignore values below this duration.") var min: String?
     @Option(help: "Ignore values above this duration.") var max: String?
-    @Option(help: "Only this callout kind (with --of callout); repeatable.") var kind: [String] = []
-    @Option(help: "Only items whose name matches this glob.") var item: String?
 
     func validate() throws {
         if by == .reason && of != .sleep { throw ValidationError("--by reason only applies to --of sleep") }
@@ -131,7 +127,8 @@ struct HistogramCommand: ParsableCommand {
         let lo = try min.map { try parseThreshold($0, "--min") } ?? 0
         let hi = try max.map { try parseThreshold($0, "--max") } ?? Int64.max
         if lo > hi { warn("rltrace: contradictory filters: --min is above --max"); throw ExitCode(2) }
-        let kinds = try kindSet(kind)
+        let kinds = try kindSet(analysis.kind)
+        let itemGlob = analysis.item
         let (r, c, _) = try collect(analysis)
         var groups: [String: [Int64]] = [:]
         func loopName(_ k: LoopKey) -> String {
@@ -140,8 +137,8 @@ struct HistogramCommand: ParsableCommand {
         }
         func add(_ g: String, _ v: Int64) { if v >= lo && v <= hi { groups[g, default: []].append(v) } }
         func nameOK(_ kind: CalloutKind, _ item: UInt64, _ pid: Int64) -> Bool {
-            item == 0 && kind == .mainQueue ? (self.item.map { globMatch($0, "main-queue") } ?? true)
-                : (self.item.map { globMatch($0, c.name(kind, item, pid: pid)) } ?? true)
+            item == 0 && kind == .mainQueue ? (itemGlob.map { globMatch($0, "main-queue") } ?? true)
+                : (itemGlob.map { globMatch($0, c.name(kind, item, pid: pid)) } ?? true)
         }
         switch of {
         case .sleep:

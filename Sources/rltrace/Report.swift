@@ -14,10 +14,17 @@ struct AnalysisOptions: ParsableArguments {
     @Option(help: "Start at this time: a duration after the trace start (250ms, 1.5s) or @SECONDS absolute (CLOCK_MONOTONIC).")
     var begin: String?
     @Option(help: "Stop at this time (same forms as --begin).") var end: String?
+    @Option(help: "Callout figures only for this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
+    var kind: [String] = []
+    @Option(help: "Callout figures only for items whose name matches this glob (e.g. 'client*').") var item: String?
+    @Option(help: "Callout figures only for callouts at least this long (e.g. 1ms).") var minDuration: String?
 
     func filter() throws -> EventFilter {
         var f = EventFilter()
         f.pids = Set(pid); f.tids = Set(tid); f.procnames = Set(procname); f.loops = Set(loop)
+        f.calloutKinds = try kindSet(kind)
+        f.itemGlob = item
+        if let m = minDuration { f.minCalloutNs = try parseThreshold(m, "--min-duration") }
         if let b = begin {
             guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, @12345.678)") }
             f.begin = t

@@ -2,6 +2,9 @@
 public struct EventFilter: Sendable {
     /// Only these processes (`vpid`), threads, process names, loops.
     public var pids: Set<Int64> = [], tids: Set<Int64> = [], procnames: Set<String> = [], loops: Set<UInt64> = []
+    /// Callout figures only for these kinds (empty: all), items whose name matches this glob, and
+    /// callouts at least this long. Iterations, sleeps and wakes are not narrowed by these.
+    public var calloutKinds: Set<CalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
     /// Only events in `[begin, end]`: resolved against the trace start on the first event.
     public var begin: TimeBound?, end: TimeBound?
     private var origin: Int64?
@@ -63,6 +66,12 @@ public struct EventFilter: Sendable {
         if let b = begin, e.ts < resolve(b, origin!) { return false }
         if let x = end, e.ts > resolve(x, origin!) { return false }
         return true
+    }
+
+    /// Whether a callout counts in the callout figures.
+    public func acceptsCallout(kind: CalloutKind, name: String, durationNs: Int64) -> Bool {
+        (calloutKinds.isEmpty || calloutKinds.contains(kind)) && durationNs >= minCalloutNs
+            && (itemGlob.map { globMatch($0, name) } ?? true)
     }
 
     /// Whether a loop passes the loop-level filters (pid, tid, procname, loop).

@@ -30,6 +30,8 @@ public final class Aggregator: LoopModelSink {
 
     /// Thresholds.
     public let options: ReportOptions
+    /// Narrows the callout figures (kinds, items, minimum duration).
+    public var calloutFilter = EventFilter()
     private var loops: [LoopKey: Loop] = [:]
     /// Set by the caller after the model exists (for item names).
     public weak var model: LoopModel?
@@ -114,6 +116,7 @@ public final class Aggregator: LoopModelSink {
 
     public func callout(_ c: CalloutRecord, of key: LoopKey, name: String) {
         forward?.callout(c, of: key, name: name)
+        guard calloutFilter.acceptsCallout(kind: c.kind, name: name, durationNs: c.duration) else { return }
         let l = loop(key)
         l.callouts += 1
         l.kinds[c.kind, default: DurationAccumulator()].add(c.duration)
@@ -239,6 +242,7 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
                     also: LoopModelSink? = nil) throws -> Report {
     let source = try RunLoopEventSource(paths: paths)
     let agg = Aggregator(options: options)
+    agg.calloutFilter = filter
     agg.forward = also
     let model = LoopModel(sink: agg)
     agg.model = model
