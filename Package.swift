@@ -32,11 +32,14 @@ let package = Package(
             ],
             swiftSettings: tracingDefines
         ),
+        // The differential scenarios, written once: run against CFRunLoop by RunLoopCoreTests and
+        // replayed under tracing by tracing-scenarios.
+        .target(name: "RunLoopScenarios", dependencies: ["RunLoopCore"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
         .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/RLCScenarios"),
         // The example loop service (every callout kind, built-in load, injectable problems).
         .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/ExampleService"),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "rlc-scenarios", "rl-example"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "RunLoopScenarios", "rlc-scenarios", "rl-example"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
         .target(
@@ -46,7 +49,7 @@ let package = Package(
         ),
         .target(name: "Tracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
-        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing", "RunLoopCore"], path: "Sources/TracingScenarios",
+        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing", "RunLoopCore", "RunLoopScenarios"], path: "Sources/TracingScenarios",
                          // Swift 5 mode: the replayed differential scenarios are copied verbatim from RunLoopCoreTests (also v5).
                          swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "LTTngControl", "tracing-scenarios"]),

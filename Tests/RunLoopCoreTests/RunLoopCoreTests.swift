@@ -1,5 +1,6 @@
 import Foundation
 import RunLoopCore
+import RunLoopScenarios
 import Synchronization
 import Testing
 
