@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Fuzzes CTFReader (metadata parser + stream decoder) with libFuzzer + AddressSanitizer for a bounded time.
+#   bash scripts/fuzz.sh [SECONDS]   (default 300; FUZZ_JOBS=N parallel workers, default 1)
+# Builds CTFReader with -sanitize=fuzzer,address into .build-fuzz, links fuzz/CTFFuzz.swift against it,
+# runs from the seed corpus fuzz/corpus (real LTTng runloop traces + a hand-built all-types trace) into
+# a scratch corpus .build-fuzz/corpus, and prints the execution count. A crash leaves
+# .build-fuzz/artifacts/crash-* and exits non-zero: turn it into a test (Tests/ReliabilityTests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN="${1:-300}"
+JOBS="${FUZZ_JOBS:-1}"
+B=.build-fuzz
+swift build -c release --scratch-path "$B" --target CTFReader \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -g >/dev/null
+OBJS=$(find "$B/release/CTFReader.build" -name '*.o')
+swiftc -O -g -sanitize=fuzzer,address -parse-as-library \
+    -I "$B/release/Modules" fuzz/CTFFuzz.swift $OBJS -o "$B/ctf-fuzz" 2>&1 | { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
+mkdir -p "$B/corpus" "$B/artifacts"
+LOG="$PWD/$B/fuzz.log"
+PAR=()
+if [ "$JOBS" -gt 1 ]; then PAR=(-jobs="$JOBS" -workers="$JOBS"); fi
+set +e
+# Run inside $B: with -jobs libFuzzer writes fuzz-N.log into the working directory.
+(cd "$B" && rm -f fuzz-*.log && ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 ./ctf-fuzz corpus ../fuzz/corpus \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -timeout=10 -max_len=262144 \
+    -artifact_prefix=artifacts/ -print_final_stats=1 "${PAR[@]}") > "$LOG" 2>&1
+rc=$?
+set -e
+cat "$LOG" "$B"/fuzz-*.log 2>/dev/null | grep -E "^#[0-9]+.*(INITED|DONE)|stat::number_of_executed_units|ERROR|Test unit written" || true
+EXECS=$(cat "$LOG" "$B"/fuzz-*.log 2>/dev/null | grep "stat::number_of_executed_units" | awk '{s+=$2} END {print s+0}' || true)
+echo "fuzz: ${SECONDS_TO_RUN}s x ${JOBS} worker(s), executions=${EXECS}, corpus=$(ls "$B/corpus" | wc -l) files, crashes=$(ls "$B/artifacts" | wc -l), exit=$rc"
+exit $rc
