@@ -149,6 +149,10 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     /// A human name, recorded in traces.
     public let name: String?
     let handler: (RLSource1, Int32, Readiness) -> Void
+    /// The file the fd referred to when the source was made: removal only touches the epoll
+    /// registration while the fd number still refers to that file (it may have been closed and
+    /// reused for another file behind the source's back).
+    let fileIdentity: FileIdentity
 
     struct State {
         var valid = true
@@ -161,6 +165,9 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     public init(fd: Int32, interest: Interest = .read, order: Int = 0, name: String? = nil,
                 handler: @escaping (_ source: RLSource1, _ fd: Int32, _ readiness: Readiness) -> Void) throws(RLError) {
         guard fd >= 0, fcntl(fd, F_GETFD) != -1 else { throw RLError.badFileDescriptor(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw RLError.badFileDescriptor(fd) }
+        self.fileIdentity = FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
         precondition(!interest.isEmpty, "RunLoopCore: a source1 needs .read and/or .write interest")
         self.id = RLIDs.make()
         self.fd = fd
@@ -186,6 +193,18 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     /// `RLSource1 #id "name" fd=… interest=…`.
     public var description: String {
         "RLSource1 #\(id)\(name.map { " \"\($0)\"" } ?? "") fd=\(fd) interest=\(interest.contains(.read) ? "r" : "")\(interest.contains(.write) ? "w" : "") valid=\(isValid)"
+    }
+}
+
+/// A file's identity (`st_dev`, `st_ino`).
+struct FileIdentity: Equatable {
+    var device: UInt64
+    var inode: UInt64
+    /// What `fd` refers to now (nil if it is closed).
+    static func of(_ fd: Int32) -> FileIdentity? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 }
 

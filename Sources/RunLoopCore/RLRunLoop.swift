@@ -11,8 +11,9 @@ import Tracing
 /// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
 final class ModeState: @unchecked Sendable {
     let name: RLMode
-    /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd).
-    let epfd: Int32
+    /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd). Replaced
+    /// by ``RLRunLoop/rebuildModeSetLocked(_:)`` when it holds a registration that cannot be removed.
+    var epfd: Int32
     var sources0: [RLSource0] = []
     /// Keyed by the source's id (the epoll token): O(1) membership for every wake.
     var sources1: [UInt64: RLSource1] = [:]
@@ -117,8 +118,13 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
         self.perRun = [PerRun(stopped: false, ignoreWakeUps: true, deadline: .max)]
         self.perRun.reserveCapacity(8)
-        // Like CF, every loop has its default mode from birth (so the main loop can run it empty).
-        locked { _ = modeLocked(.default, create: true) }
+        // Like CF, every loop has its default mode from birth (so the main loop can run it empty);
+        // made here with the error thrown (out of descriptors), not trapped.
+        let ep = try waiter.makeModeSet()
+        let m = ModeState(name: .default, epfd: ep)
+        m.isCommon = true
+        if isMain { registerMainQueueLocked(m) }
+        modes[.default] = m
         RLTrace.loopCreated(loop: id, tid: threadID, threadName: RLRunLoop.threadName())
     }
 
@@ -186,7 +192,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             deallocating = true
             for m in modes.values {
                 for s in m.sources0 { cancels.append((s, m.name)) }
-                for s in m.sources1.values { Waiter.remove(m.epfd, s.fd) }
+                for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
                 m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll(); m.observerMask = 0
                 for t in m.timers.liveTimers() { t.state.withLock { $0.memberships.removeAll() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
@@ -216,6 +222,23 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         modes[name] = m
         if isMainLoop && commonModeNames.contains(name) { registerMainQueueLocked(m) }
         return m
+    }
+
+    /// Replaces a mode's epoll set by a fresh one holding exactly what the mode has: the only way to
+    /// drop a registration whose fd was closed while another descriptor keeps its file open (epoll
+    /// keeps it, and EPOLL_CTL_DEL can no longer name it). Rare: only after such a stale event.
+    func rebuildModeSetLocked(_ m: ModeState) {
+        guard let ep = try? waiter.makeModeSet() else { return }
+        for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity {
+            try? Waiter.control(ep, EPOLL_CTL_ADD, s.fd, events: s.interest.rawValue, token: s.id)
+        }
+        let old = m.epfd
+        m.epfd = ep
+        if m.mainQueueRegistered {
+            m.mainQueueRegistered = false
+            registerMainQueueLocked(m)
+        }
+        close(old)
     }
 
     func registerMainQueueLocked(_ m: ModeState) {
@@ -377,7 +400,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     func removeSource1Locked(_ s: RLSource1, _ m: ModeState) {
         guard m.sources1.removeValue(forKey: s.id) != nil else { return }
-        Waiter.remove(m.epfd, s.fd)
+        // Only while the fd still refers to the source's file: a closed-and-reused number belongs to
+        // someone else now (the kernel dropped the old registration if the file was closed for good;
+        // if a dup keeps it open, the stale registration is cleared when it next fires).
+        if FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
         if !modes.values.contains(where: { $0.sources1[s.id] != nil }) { source1ByID.removeValue(forKey: s.id) }
     }
 

@@ -159,6 +159,10 @@ extension RLRunLoop {
                 default:
                     if let s = locked({ m.sources1[ready.token] }) {
                         handled = doSource1(s, events: ready.events) || handled
+                    } else {
+                        // A registration the mode no longer has (its fd was closed behind the
+                        // source's back while a dup keeps the file open): drop it with the set.
+                        locked { rebuildModeSetLocked(m) }
                     }
                 }
             }
