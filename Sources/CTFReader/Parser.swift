@@ -516,6 +516,7 @@ struct MetadataParser {
         scopes.append([:])
         defer { scopes.removeLast() }
         var fields: [CTFField] = []
+        var names = Set<String>()   // O(1) duplicate check: a hostile list may have 100k fields
         while !isPunct("}") {
             if cur.kind == .eof { throw err("unterminated struct or variant") }
             if isPunct(";") { _ = advance(); continue }
@@ -525,7 +526,7 @@ struct MetadataParser {
             if isPunct(";") { _ = advance(); continue } // a bare type declaration
             while true {
                 let (name, t) = try parseDeclarator(base: base)
-                if fields.contains(where: { $0.name == name }) { throw err("duplicate field `\(name)`") }
+                if !names.insert(name).inserted { throw err("duplicate field `\(name)`") }
                 fields.append(CTFField(name: name, type: t))
                 if isPunct(",") { _ = advance(); continue }
                 break
@@ -546,6 +547,8 @@ struct MetadataParser {
         let raw = try expectIdentifier("field name")
         var dims: [(Int?, String?)] = []
         while isPunct("[") {
+            // Each dimension is a level of nesting: counted against the same limit as nested types.
+            guard depth + dims.count < 64 else { throw err("declarator `\(raw)` nests arrays and types more than 64 deep") }
             _ = advance()
             if cur.kind == .integer {
                 let t = advance()
