@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 SECS="${1:-240}"
 MIN_RATIO="${SOAK_MIN_RATIO:-0.25}"
 B=.build-rel
-swift build --build-tests --scratch-path "$B" > "$B.soak-build.log" 2>&1 || { tail -30 "$B.soak-build.log"; exit 1; }
+swift build --build-tests --scratch-path "$B" > "$B/soak-build.log" 2>&1 || { tail -30 "$B/soak-build.log"; exit 1; }
 BIN=$(swift build --scratch-path "$B" --show-bin-path)
 XCTEST="$BIN/RunLoopTracePackageTests.xctest"
 RLTRACE="$BIN/rltrace"

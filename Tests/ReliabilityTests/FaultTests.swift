@@ -41,7 +41,7 @@ struct FaultTests {
         for kind in ["source0", "timer", "block", "observer"] {
             let dog = Watchdog("calloutExitsThread.\(kind)", seconds: 30)
             let cancels = Counter(), reachedEnd = Counter()
-            let box = Mutex<(RLRunLoop, RLSource0)?>(nil)
+            let box = Locked<(RLRunLoop, RLSource0)?>(nil)
             let ready = DispatchSemaphore(value: 0)
             let th = RawThread(name: "rel-exit") {
                 let loop = RLRunLoop.current
@@ -208,7 +208,7 @@ struct FaultTests {
 
         let wakes = Counter(), fires = Counter(), performed = Counter()
         let lateness = Counter()
-        let loopBox = Mutex<RLRunLoop?>(nil)
+        let loopBox = Locked<RLRunLoop?>(nil)
         let running = Atomic<Bool>(true)
         let ready = DispatchSemaphore(value: 0)
         let th = RawThread(name: "rel-eintr") {

@@ -30,8 +30,8 @@ final class StressState: @unchecked Sendable {
     // No lost perform-block.
     let blocksSent = Counter(), blocksRun = Counter()
     // Timers fire exactly as expected.
-    let oneShots = Mutex<[Counter]>([])
-    let repeating = Mutex<[Counter]>([])
+    let oneShots = Locked<[Counter]>([])
+    let repeating = Locked<[Counter]>([])
     static let repeatFires = 5
     // No callout after invalidation (cross-thread).
     let violations = Counter()
@@ -39,7 +39,7 @@ final class StressState: @unchecked Sendable {
     let violationsByKind = [Counter(), Counter(), Counter()]
     let churnCalls = Counter()
     let ops = Counter()
-    let keep = Mutex<[AnyObject]>([])
+    let keep = Locked<[AnyObject]>([])
 
     init(loops n: Int, sourcesPerLoop k: Int) {
         workers = (0..<n).map { RLWorkerThread(name: "rel-w\($0)") }

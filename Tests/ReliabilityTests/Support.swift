@@ -112,3 +112,17 @@ func report(_ name: String, _ fields: KeyValuePairs<String, Any>) {
 /// Scale factor for the stress durations (`RELIABILITY_SCALE`, default 1; the sanitizer script
 /// uses less, a soak more).
 let stressScale: Double = Double(ProcessInfo.processInfo.environment["RELIABILITY_SCALE"] ?? "") ?? 1
+
+/// A pthread-mutex-protected value. The tests use it instead of `Synchronization.Mutex`, whose lock
+/// ThreadSanitizer does not see on Linux (every access it guards is reported as a race); TSan
+/// intercepts pthread mutexes. See docs/reliability.md.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let m: UnsafeMutablePointer<pthread_mutex_t>
+    init(_ v: Value) { value = v; m = .allocate(capacity: 1); pthread_mutex_init(m, nil) }
+    deinit { pthread_mutex_destroy(m); m.deallocate() }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        pthread_mutex_lock(m); defer { pthread_mutex_unlock(m) }
+        return try body(&value)
+    }
+}
