@@ -171,28 +171,46 @@ public struct LoopReport: Codable, Sendable {
 @inline(__always)
 public func log2Bucket(_ d: Int64) -> Int { d <= 1 ? 0 : 63 - d.leadingZeroBitCount }
 
-/// Accumulates durations: exact count/total/max, HdrHistogram percentiles, and optionally the
-/// raw values (for histograms with arbitrary buckets).
+/// Accumulates durations: exact count/total/max, and percentiles — exact (nearest rank) while
+/// there are at most 32 values, from an HdrHistogram (3 significant digits) beyond. The histogram,
+/// a few hundred KB, is only made when needed: a trace has many items seen once (each perform-block
+/// is its own item), and one histogram each would make memory grow with the trace.
 public struct DurationAccumulator: Sendable {
     /// Count.
     public private(set) var count = 0
     /// Exact sum and maximum.
     public private(set) var total: Int64 = 0, max: Int64 = 0
-    private var hist = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+    private var small: [Int64] = []
+    private var hist: Histogram<UInt64>?
+    static let exactLimit = 32
 
     /// Creates an empty accumulator.
     public init() {}
 
-    /// Adds a duration (negative values count in the total; the histogram clamps them to 0).
+    /// Adds a duration (negative values count in the total; percentiles clamp them to 0).
     public mutating func add(_ ns: Int64) {
         count += 1
         total &+= ns
         if count == 1 || ns > max { max = ns }
-        _ = hist.record(UInt64(Swift.max(0, ns)))
+        let v = Swift.max(0, ns)
+        if hist == nil {
+            if small.count < DurationAccumulator.exactLimit { small.append(v); return }
+            var h = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+            for x in small { _ = h.record(UInt64(x)) }
+            small = []
+            hist = h
+        }
+        _ = hist!.record(UInt64(v))
     }
 
-    /// The percentile `p` (0…100), nearest rank through the histogram.
-    public func percentile(_ p: Double) -> Int64 { count == 0 ? 0 : Int64(clamping: hist.valueAtPercentile(p)) }
+    /// The percentile `p` (0…100), nearest rank.
+    public func percentile(_ p: Double) -> Int64 {
+        if count == 0 { return 0 }
+        if let hist { return Int64(clamping: hist.valueAtPercentile(p)) }
+        let sorted = small.sorted()
+        let rank = Swift.max(1, Int((p / 100 * Double(sorted.count)).rounded(.up)))
+        return sorted[Swift.min(sorted.count, rank) - 1]
+    }
 
     /// The summary for JSON.
     public func summary(full: Bool = true) -> DurationSummary {
