@@ -252,6 +252,30 @@ struct RLTraceTruthTests {
         #expect(((results[2]["data"] as! [[Any]]).first?[5] as? String) == "hang-300ms")
     }
 
+    @Test func otherSchemaGetsAClearMessageAndExit5() throws {
+        let r = try rec()
+        let copy = r.dir + "-schema"
+        try? FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: r.dir, toPath: copy)
+        // An older/newer provider: rename `loop_id` in the metadata (same length keeps packets valid).
+        let metas = FileManager.default.enumerator(atPath: copy)!.compactMap { $0 as? String }.filter { $0.hasSuffix("/metadata") }
+        #expect(!metas.isEmpty)
+        for m in metas {
+            let url = URL(fileURLWithPath: copy + "/" + m)
+            var bytes = [UInt8](try Data(contentsOf: url))
+            let from = Array("loop_id".utf8), to = Array("loop_nr".utf8)
+            var i = 0
+            while i + from.count <= bytes.count {
+                if Array(bytes[i..<(i + from.count)]) == from { bytes.replaceSubrange(i..<(i + from.count), with: to) }
+                i += 1
+            }
+            try Data(bytes).write(to: url)
+        }
+        let j = try run("rltrace", ["report", copy])
+        #expect(j.status == 5)
+        #expect(j.err.contains("unsupported `runloop` event schema") && j.err.contains("loop_id"))
+    }
+
     @Test func lamiProtocolForTraceCompass() throws {
         let r = try rec()
         let v = try run("rltrace", ["lami", "--mi-version"])
