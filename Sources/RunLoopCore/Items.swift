@@ -12,6 +12,23 @@ struct WeakLoop {
     weak var loop: RLRunLoop?
 }
 
+/// The state of an item that belongs to one loop (source1, observer, timer).
+protocol LoopBoundState {
+    var valid: Bool { get set }
+    var loop: WeakLoop? { get }
+}
+
+extension Mutex where Value: LoopBoundState {
+    /// Marks the item invalid; returns its loop the first time (nil when already invalid or unbound).
+    borrowing func invalidate() -> RLRunLoop? {
+        withLock { s in
+            guard s.valid else { return nil }
+            s.valid = false
+            return s.loop?.loop
+        }
+    }
+}
+
 // MARK: - Source0
 
 /// A version-0 source (CF's `CFRunLoopSource` with a version-0 context): application-signalled.
@@ -154,7 +171,7 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     /// reused for another file behind the source's back).
     let fileIdentity: FileIdentity
 
-    struct State {
+    struct State: LoopBoundState {
         var valid = true
         var loop: WeakLoop? = nil
     }
@@ -164,10 +181,8 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     /// Whether it can be polled is checked when it is added to a mode (``RLError/notPollable(_:)``).
     public init(fd: Int32, interest: Interest = .read, order: Int = 0, name: String? = nil,
                 handler: @escaping (_ source: RLSource1, _ fd: Int32, _ readiness: Readiness) -> Void) throws(RLError) {
-        guard fd >= 0, fcntl(fd, F_GETFD) != -1 else { throw RLError.badFileDescriptor(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw RLError.badFileDescriptor(fd) }
-        self.fileIdentity = FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        guard fd >= 0, let identity = FileIdentity.of(fd) else { throw RLError.badFileDescriptor(fd) }
+        self.fileIdentity = identity
         precondition(!interest.isEmpty, "RunLoopCore: a source1 needs .read and/or .write interest")
         self.id = RLIDs.make()
         self.fd = fd
@@ -182,12 +197,7 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
 
     /// Removes the source from its loop's modes and makes it unusable. Does not close the fd.
     public func invalidate() {
-        let loop: RLRunLoop? = state.withLock { s in
-            guard s.valid else { return nil }
-            s.valid = false
-            return s.loop?.loop
-        }
-        loop?.removeEverywhere(self)
+        state.invalidate()?.removeEverywhere(self)
     }
 
     /// `RLSource1 #id "name" fd=… interest=…`.
@@ -226,7 +236,7 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
     public let name: String?
     let callout: (RLObserver, RLActivity) -> Void
 
-    struct State {
+    struct State: LoopBoundState {
         var valid = true
         var firing = false
         var loop: WeakLoop? = nil
@@ -249,12 +259,7 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
 
     /// Removes the observer from its loop's modes; it is never called again.
     public func invalidate() {
-        let loop: RLRunLoop? = state.withLock { s in
-            guard s.valid else { return nil }
-            s.valid = false
-            return s.loop?.loop
-        }
-        loop?.removeEverywhere(self)
+        state.invalidate()?.removeEverywhere(self)
     }
 
     /// `RLObserver #id "name" activities=… order=…`.
@@ -282,7 +287,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// CF's TIMER_INTERVAL_LIMIT: longer intervals are clamped to it (about 16 years).
     static let intervalLimitNs: UInt64 = 504_911_232 * 1_000_000_000
 
-    struct State {
+    struct State: LoopBoundState {
         var fireNs: UInt64
         var intervalNs: UInt64
         var toleranceNs: UInt64
@@ -364,12 +369,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
 
     /// Removes the timer from its loop's modes; it never fires again.
     public func invalidate() {
-        let loop: RLRunLoop? = state.withLock { s in
-            guard s.valid else { return nil }
-            s.valid = false
-            return s.loop?.loop
-        }
-        loop?.removeEverywhere(self)
+        state.invalidate()?.removeEverywhere(self)
     }
 
     /// `RLTimer #id "name" fire=… interval=… tolerance=…`.
