@@ -141,20 +141,9 @@ public struct CTFEventFormatter {
         }
     }
 
+    /// A string in babeltrace2's text form (control characters as `\xNN`).
     func quote(_ s: String) -> String {
-        var r = "\""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\"": r += "\\\""
-            case "\\": r += "\\\\"
-            case "\n": r += "\\n"
-            case "\t": r += "\\t"
-            case "\r": r += "\\r"
-            default:
-                if c.value < 0x20 { r += "\\x" + (c.value < 16 ? "0" : "") + String(c.value, radix: 16) } else { r.unicodeScalars.append(c) }
-            }
-        }
-        return r + "\""
+        escaped(s) { v in "\\x" + (v < 16 ? "0" : "") + String(v, radix: 16) }
     }
 
     private func formatJSON(_ s: CTFStream, into out: inout String) {
@@ -182,7 +171,17 @@ public struct CTFEventFormatter {
         }
     }
 
+    /// A JSON string literal (control characters as `\u00NN`).
     func jsonString(_ s: String) -> String {
+        escaped(s) { v in
+            let h = String(v, radix: 16)
+            return "\\u" + String(repeating: "0", count: 4 - h.count) + h
+        }
+    }
+
+    /// `s` in double quotes with `"`, `\`, newline, tab and return escaped, and other control
+    /// characters written by `control`.
+    private func escaped(_ s: String, control: (UInt32) -> String) -> String {
         var r = "\""
         for c in s.unicodeScalars {
             switch c {
@@ -192,10 +191,7 @@ public struct CTFEventFormatter {
             case "\t": r += "\\t"
             case "\r": r += "\\r"
             default:
-                if c.value < 0x20 {
-                    let h = String(c.value, radix: 16)
-                    r += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-                } else { r.unicodeScalars.append(c) }
+                if c.value < 0x20 { r += control(c.value) } else { r.unicodeScalars.append(c) }
             }
         }
         return r + "\""

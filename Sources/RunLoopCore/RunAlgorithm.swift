@@ -135,10 +135,11 @@ extension RLRunLoop {
                              sleptNs: poll ? 0 : now &- sleepStart)
                 if !poll { doObservers(m, .afterWaiting) }
             } else {
+                // Step 8 for the peek path (the sleep path set it under the lock after waking).
+                locked { perRun[perRun.count - 1].ignoreWakeUps = true }
                 reason = .mainQueue
                 RLTrace.wake(loop: id, iteration: it, reason: reason, fd: mainQueueFD, sleptNs: 0)
             }
-            locked { perRun[perRun.count - 1].ignoreWakeUps = true }
 
             // Step 9: handle what woke it — one thing per iteration.
             if let ready {
