@@ -265,7 +265,7 @@ class Loop:
 
 def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
     loops = {}
-    sources = {}                    # (pid, item) -> pending signals [(ts, tid, name)]
+    sources = {}                    # (pid, item) -> pending signals [(ts, tid, signal_seq)]; a perform by any loop ends them
     trace = {"paths": [os.path.abspath(p) for p in paths], "beginNs": 0, "endNs": 0,
              "events": 0, "runloopEvents": 0, "discardedEvents": 0, "lostPackets": 0,
              "losses": []}
@@ -313,7 +313,12 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
 
         if name == "runloop:source0_signalled":
             item = field(payload, "item_id")
-            sources.setdefault((pid, item), []).append((ts, field(payload, "caller_tid"), field(payload, "name")))
+            # One event per loop the source is in, sharing signal_seq (absent in older traces).
+            seq = field(payload, "signal_seq") or 0
+            pend = sources.setdefault((pid, item), [])
+            if seq and pend and pend[-1][2] == seq:
+                continue
+            pend.append((ts, field(payload, "caller_tid"), seq))
             continue
 
         loop_id = field(payload, "loop_id")
@@ -339,14 +344,13 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
                     tl = lp.timer_lateness.setdefault(item, {"name": item_name, "values": []})
                     tl["values"].append(ts - field(payload, "scheduled_ns"))
                 elif kind == "source0":
-                    pend = sources.get((pid, item))
+                    pend = sources.pop((pid, item), [])
                     if pend:
                         # Every signal since the last perform ends at this one (signals coalesce).
                         sl = lp.signal_latency.setdefault(item, {"name": item_name, "values": [], "tids": set()})
                         for sig_ts, tid, _ in pend:
                             sl["values"].append(ts - sig_ts)
                             sl["tids"].add(tid)
-                        pend.clear()
             else:
                 lp.callout_exit(ts, kind, item)
         elif name == "runloop:iteration_begin":

@@ -8,6 +8,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Provider, tracepoint definitions and all their users live in one linked image. */
+#define LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION
+#define LTTNG_UST_TRACEPOINT_PROVIDER_HIDDEN_DEFINITION
 #include "runloop_tp.h"
 #include "CRunLoopTracepoints.h"
 
@@ -96,21 +99,24 @@ void rl_tp_sleep_begin(uint64_t loop_id, uint64_t iteration, int64_t timeout_ns,
 void rl_tp_wake(uint64_t loop_id, uint64_t iteration, uint8_t reason, int32_t fd, uint64_t slept_ns) {
     RL_EMIT(wake, loop_id, iteration, reason, fd, slept_ns);
 }
-void rl_tp_wakeup_requested(uint64_t loop_id, bool accepted) {
-    RL_EMIT(wakeup_requested, loop_id, (uint8_t)accepted, rl_tp_current_tid());
+void rl_tp_wakeup_requested(uint64_t loop_id, uint64_t iteration, bool accepted) {
+    RL_EMIT(wakeup_requested, loop_id, iteration, (uint8_t)accepted, rl_tp_current_tid());
 }
-void rl_tp_source0_signalled(uint64_t item_id, const char *name) {
-    RL_EMIT(source0_signalled, item_id, rl_name(name), rl_tp_current_tid());
+void rl_tp_source0_signalled(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
+                             uint64_t signal_seq) {
+    RL_EMIT(source0_signalled, loop_id, iteration, item_id, rl_name(name), signal_seq, rl_tp_current_tid());
 }
-void rl_tp_timer_armed(uint64_t loop_id, uint64_t item_id, const char *name, uint64_t fire_ns,
+void rl_tp_timer_armed(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t fire_ns,
                        uint64_t interval_ns, uint64_t missed_fires) {
-    RL_EMIT(timer_armed, loop_id, item_id, rl_name(name), fire_ns, interval_ns, missed_fires);
+    RL_EMIT(timer_armed, loop_id, iteration, item_id, rl_name(name), fire_ns, interval_ns, missed_fires);
 }
-void rl_tp_item_added(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode) {
-    RL_EMIT(item_added, loop_id, kind, item_id, rl_name(name), rl_name(mode));
+void rl_tp_item_added(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
+                      const char *mode) {
+    RL_EMIT(item_added, loop_id, iteration, kind, item_id, rl_name(name), rl_name(mode));
 }
-void rl_tp_item_removed(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode) {
-    RL_EMIT(item_removed, loop_id, kind, item_id, rl_name(name), rl_name(mode));
+void rl_tp_item_removed(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
+                        const char *mode) {
+    RL_EMIT(item_removed, loop_id, iteration, kind, item_id, rl_name(name), rl_name(mode));
 }
 #else
 typedef int rl_tp_emit_disabled_translation_unit;

@@ -6,6 +6,9 @@
 #ifndef RLTRACE_DISABLED
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
 #define LTTNG_UST_TRACEPOINT_DEFINE
+/* Provider, tracepoint definitions and all their users live in one linked image. */
+#define LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION
+#define LTTNG_UST_TRACEPOINT_PROVIDER_HIDDEN_DEFINITION
 #include "runloop_tp.h"
 #else
 typedef int rl_tp_disabled_translation_unit;

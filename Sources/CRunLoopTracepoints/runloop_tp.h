@@ -266,21 +266,35 @@ LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, wake, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG
 
 /* ---- cross-thread requests (DEBUG, emitted on the requesting thread) ---------------------- */
 
+/*
+ * `iteration` in these events is the target loop's iteration counter when the request was made,
+ * read on the requesting thread: the loop performs the request in that iteration (if it was
+ * already past its source0 step or asleep, the next one).
+ */
 LTTNG_UST_TRACEPOINT_EVENT(runloop, wakeup_requested,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, accepted, int32_t, caller_tid),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint8_t, accepted, int32_t, caller_tid),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint8_t, accepted, accepted)
         lttng_ust_field_integer(int32_t, caller_tid, caller_tid)
     )
 )
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, wakeup_requested, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
+/*
+ * One event per loop the source is in (loop_id 0, iteration 0: in no loop); the events of one
+ * signal share `signal_seq`.
+ */
 LTTNG_UST_TRACEPOINT_EVENT(runloop, source0_signalled,
-    LTTNG_UST_TP_ARGS(uint64_t, item_id, const char *, name, int32_t, caller_tid),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
+                      uint64_t, signal_seq, int32_t, caller_tid),
     LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
         lttng_ust_field_string(name, name)
+        lttng_ust_field_integer(uint64_t, signal_seq, signal_seq)
         lttng_ust_field_integer(int32_t, caller_tid, caller_tid)
     )
 )
@@ -289,10 +303,11 @@ LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, source0_signalled, LTTNG_UST_TRACEPOINT_L
 /* ---- timers and registrations (DEBUG_PROCESS) --------------------------------------------- */
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, timer_armed,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id, const char *, name,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
                       uint64_t, fire_ns, uint64_t, interval_ns, uint64_t, missed_fires),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
         lttng_ust_field_string(name, name)
         lttng_ust_field_integer(uint64_t, fire_ns, fire_ns)
@@ -303,10 +318,11 @@ LTTNG_UST_TRACEPOINT_EVENT(runloop, timer_armed,
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, timer_armed, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_PROCESS)
 
 LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, item_registration,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, kind, uint64_t, item_id, const char *, name,
-                      const char *, mode),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint8_t, kind, uint64_t, item_id,
+                      const char *, name, const char *, mode),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_enum(runloop, callout_kind, uint8_t, kind, kind)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
         lttng_ust_field_string(name, name)
@@ -314,8 +330,8 @@ LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, item_registration,
     )
 )
 #define RL_TP_REGISTRATION_ARGS \
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, kind, uint64_t, item_id, const char *, name, \
-                      const char *, mode)
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint8_t, kind, uint64_t, item_id, \
+                      const char *, name, const char *, mode)
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_registration, runloop, item_added, RL_TP_REGISTRATION_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, item_added, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_PROCESS)
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_registration, runloop, item_removed, RL_TP_REGISTRATION_ARGS)

@@ -114,7 +114,8 @@ func stallMonitorScenario() {
 }
 
 /// Known latencies, measured by the program itself (ground truth for rltrace's tests): a 50 ms
-/// callout, a 300 ms hang, a timer held 20 ms past its date, a spin of 150 iterations. Prints
+/// callout, a 300 ms hang, a timer held 20 ms past its date, a spin of 150 iterations, the
+/// signal-to-perform latency of a source signalled from another thread. Prints
 /// `name value` lines (ns, or a count).
 func truthScenario() {
     let loop = RLRunLoop.main
@@ -142,11 +143,33 @@ func truthScenario() {
     spinner = RLSource0(name: "spin-150") { spins += 1; if spins < 150 { spinner.signal() } }
     loop.add(spinner, forMode: .default)
     loop.add(RLTimer(fireAt: start + .milliseconds(800), name: "start-spin") { _ in spinner.signal() }, forMode: .default)
+    // A source in two loops (this one, and a worker's mode that never runs), signalled once by the
+    // worker thread, which then wakes this loop: the trace has two source0_signalled events of one
+    // signal (one per loop) and one perform; the signal-to-perform latency is measured here.
+    let worker = RLWorkerThread(name: "signaller")
+    let signalledAt = Stamp()
+    let shared = RLSource0(name: "shared-signal") {
+        truth.append(("shared-signal", now() - signalledAt.value.load(ordering: .acquiring)))
+    }
+    loop.add(shared, forMode: .default)
+    worker.runLoop.add(shared, forMode: RLMode("never-run"))
+    loop.add(RLTimer(fireAt: start + .milliseconds(900), name: "ask-signal") { _ in
+        worker.perform(name: "signal-shared") {
+            signalledAt.value.store(now(), ordering: .releasing)
+            shared.signal()
+            loop.wakeUp()
+        }
+    }, forMode: .default)
     loop.add(RLTimer(fireAt: start + .milliseconds(1000), name: "stop") { _ in loop.stop() }, forMode: .default)
     loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+    worker.cancel()
+    worker.join()
     truth.append(("spin-150", Int64(spins)))
     for (n, v) in truth { log.add("\(n) \(v)") }
 }
+
+/// A time stamp shared between threads.
+final class Stamp: Sendable { let value = Atomic<Int64>(0) }
 
 /// A tiny joinable thread.
 final class Thread: @unchecked Sendable {

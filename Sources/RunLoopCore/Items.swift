@@ -80,7 +80,19 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
         state.withLock { s in
             if !s.signalled { s.signalled = true; s.signalSeq = seq }
         }
-        RLTrace.source0Signalled(item: id, name: self.name ?? "")
+        if RLTrace.isEnabled(.source0Signalled) { traceSignalled(seq) }
+    }
+
+    /// `source0_signalled`, once per loop the source is in (each with that loop's iteration), or
+    /// once with loop 0 when it is in none; all with this signal's sequence number. Out of line:
+    /// the disabled path is one check.
+    @inline(never)
+    private func traceSignalled(_ seq: UInt64) {
+        let loops = state.withLock { s in s.loops.compactMap(\.loop) }
+        if loops.isEmpty { RLTrace.source0Signalled(loop: 0, iteration: 0, item: id, name: name ?? "", signalSeq: seq) }
+        for l in loops {
+            RLTrace.source0Signalled(loop: l.id, iteration: l.iteration, item: id, name: name ?? "", signalSeq: seq)
+        }
     }
 
     /// Signals the source and wakes `loop` (the usual pairing).

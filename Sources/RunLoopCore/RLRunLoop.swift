@@ -100,8 +100,14 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
     var mainQueueSuspended: [ModeState] = []
 
+    // MARK: Written only on the loop's thread
+    /// The iteration counter (per loop, across runs). Only the loop's thread writes it; other
+    /// threads read it (relaxed) to stamp their cross-thread events: signal, wakeUp, registration.
+    let iterationCounter = Atomic<UInt64>(0)
+    /// The current value of ``iterationCounter``.
+    var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
+
     // MARK: Touched only on the loop's thread
-    var iteration: UInt64 = 0
     var calloutCount: UInt32 = 0
     var depth: UInt32 = 0
     var inMainQueueCallout = false
@@ -197,6 +203,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 for t in m.timers.liveTimers() { t.state.withLock { $0.memberships.removeAll() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
+            for (s, _) in cancels { s.state.withLock { $0.loops.removeAll { $0.loop === self || $0.loop == nil } } }
             commonSources0.removeAll(); commonSources1.removeAll(); commonObservers.removeAll(); commonTimers.removeAll()
             source1ByID.removeAll()
             blocks.removeAll()
@@ -294,14 +301,15 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 commonSources0.append(source)
             }
             for m in targetModesLocked(mode) where addSource0Locked(source, m) { joined.append(m.name) }
-        }
-        if !joined.isEmpty {
-            source.state.withLock { s in
-                if !s.loops.contains(where: { $0.loop === self }) { s.loops.append(WeakLoop(loop: self)) }
+            // The source's loop list is kept exact under this loop's lock (order: loop, then source).
+            if !joined.isEmpty {
+                source.state.withLock { s in
+                    if !s.loops.contains(where: { $0.loop === self }) { s.loops.append(WeakLoop(loop: self)) }
+                }
             }
         }
         for m in joined {
-            RLTrace.itemAdded(loop: id, kind: .source0, item: source.id, name: source.name ?? "", mode: m.rawValue)
+            RLTrace.itemAdded(loop: id, iteration: iteration, kind: .source0, item: source.id, name: source.name ?? "", mode: m.rawValue)
             source.schedule?(self, m)
         }
     }
@@ -329,9 +337,13 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in targets {
                 if let i = m.sources0.firstIndex(where: { $0 === source }) { m.sources0.remove(at: i); left.append(m.name) }
             }
+            if !left.isEmpty && !commonSources0.contains(where: { $0 === source })
+                && !modes.values.contains(where: { $0.sources0.contains { $0 === source } }) {
+                source.state.withLock { s in s.loops.removeAll { $0.loop === self || $0.loop == nil } }
+            }
         }
         for m in left {
-            RLTrace.itemRemoved(loop: id, kind: .source0, item: source.id, name: source.name ?? "", mode: m.rawValue)
+            RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .source0, item: source.id, name: source.name ?? "", mode: m.rawValue)
             source.cancel?(self, m)
         }
     }
@@ -387,7 +399,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         }
         if let failure { throw failure }
         for m in joined {
-            RLTrace.itemAdded(loop: id, kind: .source1, item: source.id, name: source.name ?? "", mode: m.rawValue)
+            RLTrace.itemAdded(loop: id, iteration: iteration, kind: .source1, item: source.id, name: source.name ?? "", mode: m.rawValue)
         }
     }
 
@@ -422,7 +434,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 left.append(m.name)
             }
         }
-        for m in left { RLTrace.itemRemoved(loop: id, kind: .source1, item: source.id, name: source.name ?? "", mode: m.rawValue) }
+        for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .source1, item: source.id, name: source.name ?? "", mode: m.rawValue) }
     }
 
     /// Whether `mode` holds `source`.
@@ -453,7 +465,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             }
             for m in targetModesLocked(mode) where addObserverLocked(observer, m) { joined.append(m.name) }
         }
-        for m in joined { RLTrace.itemAdded(loop: id, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
+        for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
     }
 
     private func claim(_ o: RLObserver) -> Bool {
@@ -492,7 +504,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 left.append(m.name)
             }
         }
-        for m in left { RLTrace.itemRemoved(loop: id, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
+        for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
     }
 
     /// Whether `mode` holds `observer`.
@@ -530,7 +542,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in targetModesLocked(mode) where addTimerLocked(timer, m) { joined.append(m.name) }
             rearmIfSleepingLocked()
         }
-        for m in joined { RLTrace.itemAdded(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
     }
 
     @discardableResult
@@ -567,7 +579,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in targets where removeTimerLocked(timer, m) { left.append(m.name) }
             rearmIfSleepingLocked()
         }
-        for m in left { RLTrace.itemRemoved(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
     }
 
     /// Whether `mode` holds `timer`.
@@ -592,7 +604,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             rearmIfSleepingLocked()
         }
         left.forEach { m in
-            RLTrace.itemRemoved(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.mode.name.rawValue)
+            RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.mode.name.rawValue)
         }
     }
 
@@ -613,7 +625,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             ms.forEach { $0.mode.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
             rearmIfSleepingLocked()
         }
-        RLTrace.timerArmed(loop: id, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
+        RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
     }
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
@@ -678,7 +690,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // in the eventfd and ends the next wait at once: never lost, at worst one extra pass.
         let accepted = locked { !perRun[perRun.count - 1].ignoreWakeUps }
         // Traced before the write, so the request always precedes the loop's `wake` in a trace.
-        RLTrace.wakeUpRequested(loop: id, accepted: accepted)
+        RLTrace.wakeUpRequested(loop: id, iteration: iteration, accepted: accepted)
         if accepted { waiter.wake() }
     }
 

@@ -74,8 +74,8 @@ extension RLRunLoop {
         var result: RLRunResult?
 
         repeat {
-            iteration &+= 1
-            let it = iteration
+            let it = iteration &+ 1
+            iterationCounter.store(it, ordering: .relaxed)
             let calloutsAtStart = calloutCount
             RLTrace.iterationBegin(loop: id, iteration: it)
 
@@ -112,6 +112,8 @@ extension RLRunLoop {
                     waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
                     return waiter.armedDeadline
                 }
+                // (Clock reads only for the trace: the sleep start when sleeping, the wake time when
+                // a session records `wake`.)
                 let sleepStart = poll ? 0 : rl_monotonic_ns()
                 if !poll {
                     RLTrace.sleepBegin(loop: id, iteration: it,
@@ -125,14 +127,17 @@ extension RLRunLoop {
                     ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
                 }
                 // Step 8: ignore wake-ups until the next iteration; afterWaiting.
-                let now = rl_monotonic_ns()
+                let traceWake = RLTrace.isEnabled(.wake)
+                let now = traceWake ? rl_monotonic_ns() : 0
                 reason = locked { () -> RLTraceWakeReason in
                     sleeping = false
                     perRun[perRun.count - 1].ignoreWakeUps = true
-                    return wakeReasonLocked(ready, m, now: now, deadline: deadline)
+                    return traceWake ? wakeReasonLocked(ready, m, now: now, deadline: deadline) : .none
                 }
-                RLTrace.wake(loop: id, iteration: it, reason: reason, fd: readyFD(ready),
-                             sleptNs: poll ? 0 : now &- sleepStart)
+                if traceWake {
+                    RLTrace.wake(loop: id, iteration: it, reason: reason, fd: readyFD(ready),
+                                 sleptNs: poll ? 0 : now &- sleepStart)
+                }
                 if !poll { doObservers(m, .afterWaiting) }
             } else {
                 // Step 8 for the peek path (the sleep path set it under the lock after waking).
@@ -180,7 +185,9 @@ extension RLRunLoop {
                 if isEmptyLocked(m) { return .finished }
                 return nil
             }
-            RLTrace.iterationEnd(loop: id, iteration: it, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
+            if RLTrace.isEnabled(.iterationEnd) {
+                RLTrace.iterationEnd(loop: id, iteration: it, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
+            }
         } while result == nil
         return result!
     }
@@ -357,7 +364,7 @@ extension RLRunLoop {
             ms.forEach { $0.mode.timers.insert(t, fireNs: armed!.fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
         }
         if let armed {
-            RLTrace.timerArmed(loop: id, item: t.id, name: t.name ?? "", fireNs: armed.fire,
+            RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: armed.fire,
                                intervalNs: armed.interval, missedFires: armed.missed)
         }
         return true
@@ -384,11 +391,20 @@ extension RLRunLoop {
     }
 
     // MARK: - Trampolines: every callout goes through exactly one of these
-    // (The iteration is read before the callout: a nested run inside it advances the counter.)
+    // Each is one check ("does a session record this kind's entry or exit?") and the callout; the
+    // traced path, out of line, reads the iteration before the callout (a nested run inside it
+    // advances the counter) and emits entry and exit. A session that starts during a callout sees
+    // the next one whole; one that stops during it gets no exit (each emitter re-checks).
 
     @inline(never)
     func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
         calloutCount &+= 1
+        if RLTrace.isEnabled(.observerEntry) || RLTrace.isEnabled(.observerExit) { return tracedObserver(o, activity) }
+        o.callout(o, activity)
+    }
+
+    @inline(never)
+    private func tracedObserver(_ o: RLObserver, _ activity: RLActivity) {
         let it = iteration
         RLTrace.observerEntry(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
         o.callout(o, activity)
@@ -398,6 +414,12 @@ extension RLRunLoop {
     @inline(never)
     func calloutToSource0(_ s: RLSource0) {
         calloutCount &+= 1
+        if RLTrace.isEnabled(.source0Entry) || RLTrace.isEnabled(.source0Exit) { return tracedSource0(s) }
+        s.perform()
+    }
+
+    @inline(never)
+    private func tracedSource0(_ s: RLSource0) {
         let it = iteration
         RLTrace.source0Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "")
         s.perform()
@@ -407,6 +429,12 @@ extension RLRunLoop {
     @inline(never)
     func calloutToSource1(_ s: RLSource1, events: UInt32) {
         calloutCount &+= 1
+        if RLTrace.isEnabled(.source1Entry) || RLTrace.isEnabled(.source1Exit) { return tracedSource1(s, events: events) }
+        s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
+    }
+
+    @inline(never)
+    private func tracedSource1(_ s: RLSource1, events: UInt32) {
         let it = iteration
         RLTrace.source1Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
         s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
@@ -416,6 +444,12 @@ extension RLRunLoop {
     @inline(never)
     func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
         calloutCount &+= 1
+        if RLTrace.isEnabled(.timerEntry) || RLTrace.isEnabled(.timerExit) { return tracedTimer(t, scheduled: scheduled) }
+        t.callout(t)
+    }
+
+    @inline(never)
+    private func tracedTimer(_ t: RLTimer, scheduled: UInt64) {
         let it = iteration
         RLTrace.timerEntry(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
         t.callout(t)
@@ -435,6 +469,12 @@ extension RLRunLoop {
     @inline(never)
     func calloutToBlock(id item: UInt64, name: String?, body: () -> Void) {
         calloutCount &+= 1
+        if RLTrace.isEnabled(.blockEntry) || RLTrace.isEnabled(.blockExit) { return tracedBlock(id: item, name: name, body: body) }
+        body()
+    }
+
+    @inline(never)
+    private func tracedBlock(id item: UInt64, name: String?, body: () -> Void) {
         let it = iteration
         RLTrace.blockEntry(loop: id, iteration: it, item: item, name: name ?? "")
         body()

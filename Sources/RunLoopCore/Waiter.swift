@@ -129,7 +129,7 @@ final class Waiter {
     func wait(on ep: Int32, poll: Bool) -> (token: UInt64, events: UInt32)? {
         var ev = epoll_event()
         while true {
-            let n = epoll_wait(ep, &ev, 1, poll ? 0 : -1)
+            let n = rl_epoll_wait(ep, &ev, 1, poll ? 0 : -1)   // no cancellation wrapper (CRunLoopShims.h)
             if n == 1 { return (ev.data.u64, ev.events) }
             if n == 0 { return nil }
             if errno != EINTR { return nil }
@@ -138,7 +138,6 @@ final class Waiter {
 
     /// Whether `fd` is readable right now (no waiting).
     static func isReadable(_ fd: Int32) -> Bool {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return Glibc.poll(&p, 1, 0) == 1 && (p.revents & Int16(POLLIN)) != 0
+        rl_poll_readable(fd) != 0
     }
 }

@@ -197,40 +197,48 @@ public enum RLTrace {
 
     // MARK: cross-thread requests (INFO/DEBUG, emitted on the caller's thread)
 
-    /// Someone asked `loop` to wake up (`accepted` false when the loop was ignoring wake-ups).
-    @inlinable @inline(__always) public static func wakeUpRequested(loop: UInt64, accepted: Bool) {
+    /// Someone asked `loop` to wake up (`accepted` false when the loop was ignoring wake-ups);
+    /// `iteration` is the loop's iteration counter at the request.
+    @inlinable @inline(__always) public static func wakeUpRequested(loop: UInt64, iteration: UInt64, accepted: Bool) {
         #if !RLTRACE_DISABLED
-        if rl_tp_wakeup_requested_enabled() { _wakeUpRequested(loop, accepted) }
+        if rl_tp_wakeup_requested_enabled() { _wakeUpRequested(loop, iteration, accepted) }
         #endif
     }
-    /// A source0 was signalled (on the signalling thread).
-    @inlinable @inline(__always) public static func source0Signalled(item: UInt64, name: @autoclosure () -> String) {
+    /// A source0 was signalled (on the signalling thread): one event per loop it is in, with that
+    /// loop's iteration counter at the signal (`loop` 0 and `iteration` 0 when it is in none); the
+    /// events of one signal share `signalSeq` (process-wide, increasing).
+    @inlinable @inline(__always) public static func source0Signalled(loop: UInt64, iteration: UInt64, item: UInt64,
+                                                   name: @autoclosure () -> String, signalSeq: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_signalled_enabled() { _source0Signalled(item, name) }
+        if rl_tp_source0_signalled_enabled() { _source0Signalled(loop, iteration, item, name, signalSeq) }
         #endif
     }
 
     // MARK: timers and registrations (DEBUG)
 
-    /// A timer was (re)scheduled on `loop` to `fireNs`, having skipped `missedFires` fires.
-    @inlinable @inline(__always) public static func timerArmed(loop: UInt64, item: UInt64, name: @autoclosure () -> String,
+    /// A timer was (re)scheduled on `loop` to `fireNs`, having skipped `missedFires` fires;
+    /// `iteration` is the loop's iteration counter then.
+    @inlinable @inline(__always) public static func timerArmed(loop: UInt64, iteration: UInt64, item: UInt64,
+                                             name: @autoclosure () -> String,
                                              fireNs: UInt64, intervalNs: UInt64, missedFires: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_armed_enabled() { _timerArmed(loop, item, name, fireNs, intervalNs, missedFires) }
+        if rl_tp_timer_armed_enabled() { _timerArmed(loop, iteration, item, name, fireNs, intervalNs, missedFires) }
         #endif
     }
-    /// An item was added to a mode of `loop`.
-    @inlinable @inline(__always) public static func itemAdded(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64,
-                                            name: @autoclosure () -> String, mode: @autoclosure () -> String) {
+    /// An item was added to a mode of `loop` (`iteration`: the loop's iteration counter then).
+    @inlinable @inline(__always) public static func itemAdded(loop: UInt64, iteration: UInt64, kind: RLTraceCalloutKind,
+                                            item: UInt64, name: @autoclosure () -> String,
+                                            mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_item_added_enabled() { _itemAdded(loop, kind, item, name, mode) }
+        if rl_tp_item_added_enabled() { _itemAdded(loop, iteration, kind, item, name, mode) }
         #endif
     }
-    /// An item was removed from a mode of `loop`.
-    @inlinable @inline(__always) public static func itemRemoved(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64,
-                                              name: @autoclosure () -> String, mode: @autoclosure () -> String) {
+    /// An item was removed from a mode of `loop` (`iteration`: the loop's iteration counter then).
+    @inlinable @inline(__always) public static func itemRemoved(loop: UInt64, iteration: UInt64, kind: RLTraceCalloutKind,
+                                              item: UInt64, name: @autoclosure () -> String,
+                                              mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_item_removed_enabled() { _itemRemoved(loop, kind, item, name, mode) }
+        if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind, item, name, mode) }
         #endif
     }
 }

@@ -94,29 +94,30 @@ extension RLTrace {
         rl_tp_wake(loop, iteration, reason.rawValue, fd, sleptNs)
     }
     @usableFromInline @inline(never)
-    static func _wakeUpRequested(_ loop: UInt64, _ accepted: Bool) {
-        rl_tp_wakeup_requested(loop, accepted)
+    static func _wakeUpRequested(_ loop: UInt64, _ iteration: UInt64, _ accepted: Bool) {
+        rl_tp_wakeup_requested(loop, iteration, accepted)
     }
     @usableFromInline @inline(never)
-    static func _source0Signalled(_ item: UInt64, _ name: () -> String) {
-        name().withCString { rl_tp_source0_signalled(item, $0) }
+    static func _source0Signalled(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+                                  _ signalSeq: UInt64) {
+        name().withCString { rl_tp_source0_signalled(loop, iteration, item, $0, signalSeq) }
     }
     @usableFromInline @inline(never)
-    static func _timerArmed(_ loop: UInt64, _ item: UInt64, _ name: () -> String, _ fireNs: UInt64,
+    static func _timerArmed(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String, _ fireNs: UInt64,
                             _ intervalNs: UInt64, _ missedFires: UInt64) {
-        name().withCString { rl_tp_timer_armed(loop, item, $0, fireNs, intervalNs, missedFires) }
+        name().withCString { rl_tp_timer_armed(loop, iteration, item, $0, fireNs, intervalNs, missedFires) }
     }
     @usableFromInline @inline(never)
-    static func _itemAdded(_ loop: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64, _ name: () -> String,
-                           _ mode: () -> String) {
+    static func _itemAdded(_ loop: UInt64, _ iteration: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64,
+                           _ name: () -> String, _ mode: () -> String) {
         let n = name(), m = mode()
-        n.withCString { np in m.withCString { mp in rl_tp_item_added(loop, kind.rawValue, item, np, mp) } }
+        n.withCString { np in m.withCString { mp in rl_tp_item_added(loop, iteration, kind.rawValue, item, np, mp) } }
     }
     @usableFromInline @inline(never)
-    static func _itemRemoved(_ loop: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64, _ name: () -> String,
-                             _ mode: () -> String) {
+    static func _itemRemoved(_ loop: UInt64, _ iteration: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64,
+                             _ name: () -> String, _ mode: () -> String) {
         let n = name(), m = mode()
-        n.withCString { np in m.withCString { mp in rl_tp_item_removed(loop, kind.rawValue, item, np, mp) } }
+        n.withCString { np in m.withCString { mp in rl_tp_item_removed(loop, iteration, kind.rawValue, item, np, mp) } }
     }
 }
 #endif

@@ -217,6 +217,11 @@ default:
     var sites = Double.infinity, baseSites = Double.infinity
     var loop = LoopNumbers(pingPongNs: .infinity, blockNs: .infinity)
     var baseLoop = LoopNumbers(pingPongNs: .infinity, blockNs: .infinity)
+    // The compiled-out build with one idle thread: multi-threaded like the traced build, whose
+    // liblttng-ust starts two listener threads (as any program using Dispatch or Foundation threads is).
+    var baseLoopMT = LoopNumbers(pingPongNs: .infinity, blockNs: .infinity)
+    var quietMT = quiet
+    quietMT["TRACING_BENCH_IDLE_THREAD"] = "1"
     func merge(_ a: inout LoopNumbers, _ b: LoopNumbers) {
         a.pingPongNs = min(a.pingPongNs, b.pingPongNs); a.blockNs = min(a.blockNs, b.blockNs)
     }
@@ -226,6 +231,7 @@ default:
         if let b = baseline {
             baseSites = min(baseSites, Double(try runChild(b, ["child-sites"], env: quiet))!)
             merge(&baseLoop, try JSONDecoder().decode(LoopNumbers.self, from: Data(try runChild(b, ["child-loop"], env: quiet).utf8)))
+            merge(&baseLoopMT, try JSONDecoder().decode(LoopNumbers.self, from: Data(try runChild(b, ["child-loop"], env: quietMT).utf8)))
         }
     }
 
@@ -279,11 +285,17 @@ default:
     }
     row("loop: source0 ping iteration", loop.pingPongNs, base?.loop.pingPongNs, enabled.count == 5 ? enabled[3] : nil)
     row("loop: perform-block", loop.blockNs, base?.loop.blockNs, enabled.count == 5 ? enabled[4] : nil)
+    if base != nil {
+        row("  ping, compiled out multi-threaded", loop.pingPongNs, baseLoopMT.pingPongNs, nil)
+        row("  block, compiled out multi-threaded", loop.blockNs, baseLoopMT.blockNs, nil)
+    }
     row("process start-up, no daemon (µs)", startupUs, baseStartupUs, nil)
     row("  same, ..._WITHOUT_BADDR_STATEDUMP=1", startupNoBaddrUs, baseStartupUs, nil)
     if let b = base {
         print("")
         print(String(format: "loop overhead of compiled-in, unrecorded tracing: ping %+.2f %%, block %+.2f %%",
                      (loop.pingPongNs / b.loop.pingPongNs - 1) * 100, (loop.blockNs / b.loop.blockNs - 1) * 100))
+        print(String(format: "  against a multi-threaded compiled-out process:   ping %+.2f %%, block %+.2f %%",
+                     (loop.pingPongNs / baseLoopMT.pingPongNs - 1) * 100, (loop.blockNs / baseLoopMT.blockNs - 1) * 100))
     }
 }

@@ -127,36 +127,42 @@ enum DirectScenario {
         }
         let myTid = currentThreadID()
         for accepted in [true, false] {
-            RLTrace.wakeUpRequested(loop: loop, accepted: accepted)
-            emit("wakeup_requested", ["loop_id": "\(loop)", "accepted": accepted ? "1" : "0", "caller_tid": "\(myTid)"])
+            let it = u64()
+            RLTrace.wakeUpRequested(loop: loop, iteration: it, accepted: accepted)
+            emit("wakeup_requested", ["loop_id": "\(loop)", "iteration": "\(it)", "accepted": accepted ? "1" : "0",
+                                      "caller_tid": "\(myTid)"])
         }
         do {
-            let item = u64(), n = name()
-            RLTrace.source0Signalled(item: item, name: n)
-            emit("source0_signalled", ["item_id": "\(item)", "name": n, "caller_tid": "\(myTid)"])
+            let it = u64(), item = u64(), n = name(), seq = u64()
+            RLTrace.source0Signalled(loop: loop, iteration: it, item: item, name: n, signalSeq: seq)
+            emit("source0_signalled", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n,
+                                       "signal_seq": "\(seq)", "caller_tid": "\(myTid)"])
             // From another thread: caller_tid must be that thread's.
             let box = TidBox()
             let t = Thread {
                 let tid = currentThreadID()
-                RLTrace.source0Signalled(item: item, name: n)
+                RLTrace.source0Signalled(loop: loop, iteration: it, item: item, name: n, signalSeq: seq)
                 box.set(tid)
             }
             t.start()
             while box.get() == 0 { usleep(1000) }
-            emit("source0_signalled", ["item_id": "\(item)", "name": n, "caller_tid": "\(box.get())"])
+            emit("source0_signalled", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n,
+                                       "signal_seq": "\(seq)", "caller_tid": "\(box.get())"])
         }
         do {
-            let item = u64(), n = name(), fire = u64(), interval = u64(), missed = u64()
-            RLTrace.timerArmed(loop: loop, item: item, name: n, fireNs: fire, intervalNs: interval, missedFires: missed)
-            emit("timer_armed", ["loop_id": "\(loop)", "item_id": "\(item)", "name": n, "fire_ns": "\(fire)",
-                                 "interval_ns": "\(interval)", "missed_fires": "\(missed)"])
+            let it = u64(), item = u64(), n = name(), fire = u64(), interval = u64(), missed = u64()
+            RLTrace.timerArmed(loop: loop, iteration: it, item: item, name: n, fireNs: fire, intervalNs: interval,
+                               missedFires: missed)
+            emit("timer_armed", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n,
+                                 "fire_ns": "\(fire)", "interval_ns": "\(interval)", "missed_fires": "\(missed)"])
         }
         for kind in RLTraceCalloutKind.allCases {
-            let item = u64(), n = name(), mode = name()
-            RLTrace.itemAdded(loop: loop, kind: kind, item: item, name: n, mode: mode)
-            RLTrace.itemRemoved(loop: loop, kind: kind, item: item, name: n, mode: mode)
+            let it = u64(), item = u64(), n = name(), mode = name()
+            RLTrace.itemAdded(loop: loop, iteration: it, kind: kind, item: item, name: n, mode: mode)
+            RLTrace.itemRemoved(loop: loop, iteration: it, kind: kind, item: item, name: n, mode: mode)
             for ev in ["item_added", "item_removed"] {
-                emit(ev, ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "name": n, "mode": mode],
+                emit(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "kind": "\(kind.rawValue)", "item_id": "\(item)",
+                          "name": n, "mode": mode],
                      labels: ["kind": kindLabels[kind]!])
             }
         }

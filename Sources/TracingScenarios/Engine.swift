@@ -132,6 +132,9 @@ enum WakeScenario {
             let sig = RLSource0(order: 0, name: "signalled-elsewhere") { log.add("callout source0 signalled-elsewhere") }
             loop.add(sig, forMode: .default)
             keepAlive.append(sig)
+            // Also in a second loop (a mode that loop never runs): the signal is traced once per loop.
+            let other = RLWorkerThread(name: "other-loop")
+            other.runLoop.add(sig, forMode: RLMode("never-run"))
             let box = TidBox()
             let th = Thread {
                 box.set(threadIDNow())
@@ -142,10 +145,13 @@ enum WakeScenario {
             }
             th.start()
             while box.get() == 0 { usleep(100) }
-            log.add("step wakeup wake_up -1 \(box.get()) \(sig.id)")
+            log.add("step wakeup wake_up -1 \(box.get()) \(sig.id) \(other.runLoop.id)")
             let r = loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: true)
             log.add("result \(r.rawValue)")
             loop.remove(sig, forMode: .default)
+            other.runLoop.remove(sig, forMode: RLMode("never-run"))
+            other.cancel()
+            other.join()
         }
         // 4. stop from another thread (wakes with wake_up, run returns stopped)
         do {

@@ -149,6 +149,22 @@ struct EngineTraceTests {
         }
         let armed = events.filter { $0.shortName == "timer_armed" }
         #expect(armed.contains { $0["name"] == "t-repeat" && $0["interval_ns"] == "4000000" })
+        // A repeating timer is re-armed by the iteration that fired it, and the event says which.
+        var rearms = 0
+        for entry in timerEntries where entry["name"] == "t-repeat" {
+            guard let exit = events.first(where: { $0.shortName == "timer_exit" && $0["item_id"] == entry["item_id"] && $0.cycles >= entry.cycles }),
+                  let rearm = armed.first(where: { $0["item_id"] == entry["item_id"] && $0.cycles >= exit.cycles }) else { continue }
+            #expect(rearm["iteration"] == entry["iteration"], "fired in \(entry), re-armed: \(rearm)")
+            rearms += 1
+        }
+        #expect(rearms > 0)
+        // Registrations carry the loop's iteration counter at the time: that of the last
+        // iteration_begin before them (+1 at most, for one racing with the counter's update).
+        for r in events where r.shortName == "item_added" || r.shortName == "item_removed" || r.shortName == "timer_armed" {
+            let counter = events.last { $0.shortName == "iteration_begin" && $0.cycles <= r.cycles }?.uint("iteration") ?? 0
+            let it = try #require(r.uint("iteration"))
+            #expect(it == counter || it == counter + 1, "\(r): counter \(counter)")
+        }
 
         // 7. Sleep and wake: the waits ended by timer, fd and finally the run's timeout.
         // What woke the loop is what it then handled in that iteration.
@@ -219,9 +235,13 @@ struct EngineTraceTests {
             case "fd":
                 #expect(run.contains { $0.shortName == "source1_entry" && $0["fd"] == fd && $0["name"] == "wake-pipe" })
             case "wakeup":
-                let tid = step[4], item = step[5]
-                let signalled = try #require(run.first { $0.shortName == "source0_signalled" && $0["item_id"] == item })
-                #expect(signalled["caller_tid"] == tid && signalled["name"] == "signalled-elsewhere")
+                let tid = step[4], item = step[5], otherLoop = step[6]
+                // One source0_signalled per loop the source is in: this loop and the other one.
+                let allSignals = rec.events.filter { $0.shortName == "source0_signalled" && $0["item_id"] == item }
+                #expect(allSignals.map { $0["loop_id"] ?? "?" }.sorted() == [loopID, otherLoop].sorted(), "\(allSignals)")
+                #expect(allSignals.allSatisfy { $0["caller_tid"] == tid && $0["name"] == "signalled-elsewhere" })
+                #expect(Set(allSignals.compactMap { $0["signal_seq"] }).count == 1, "one signal: \(allSignals)")
+                let signalled = try #require(run.first { $0.shortName == "source0_signalled" && $0["item_id"] == item && $0["loop_id"] == loopID })
                 // The request is emitted by RunLoopCore after it wrote the wake-up, so on a busy machine it
                 // can be recorded after the loop already woke (even after the run returned): search the whole trace.
                 let request = try #require(loopEvents.first { $0.shortName == "wakeup_requested" && $0["caller_tid"] == tid })
@@ -229,6 +249,10 @@ struct EngineTraceTests {
                 let perform = try #require(run.first { $0.shortName == "source0_entry" && $0["item_id"] == item })
                 #expect(signalled.cycles <= request.cycles && signalled.cycles <= first.cycles && first.cycles <= perform.cycles)
                 #expect(perform.cycles - signalled.cycles < 1_000_000_000, "signal-to-perform latency")
+                // The loop was asleep in iteration N when signalled and woken; it performs in N + 1.
+                let n = try #require(signalled.uint("iteration"))
+                #expect(request.uint("iteration") == n && first.uint("iteration") == n, "request \(request), wake \(first)")
+                #expect(perform.uint("iteration") == n + 1, "signalled in \(n), performed: \(perform)")
             case "stop":
                 #expect(loopEvents.contains { $0.shortName == "wakeup_requested" && $0["caller_tid"] == step[4] && $0["accepted"] == "1" })
                 #expect(exit.labels["result"] == "stopped")

@@ -81,7 +81,7 @@ struct ProviderTests {
         func name() -> String { evaluated += 1; return "n" }
         for _ in 0..<1000 {
             RLTrace.source0Entry(loop: 1, iteration: 2, item: 3, name: name())
-            RLTrace.itemAdded(loop: 1, kind: .timer, item: 3, name: name(), mode: name())
+            RLTrace.itemAdded(loop: 1, iteration: 2, kind: .timer, item: 3, name: name(), mode: name())
             RLTrace.loopCreated(loop: 1, tid: 1, threadName: name())
         }
         #expect(evaluated == 0)

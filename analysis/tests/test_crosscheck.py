@@ -66,6 +66,11 @@ class CrossCheck(unittest.TestCase):
         self.assertGreaterEqual(len(main["spins"]), 1)
         self.assertGreater(hangs, 0)
         self.assertGreater(spins, 0)
+        # tracing-scenarios wakes signals a source that is in two loops once: two source0_signalled
+        # events (one per loop, same signal_seq), one signal paired with the one perform.
+        wakes = [s for lp in self.reports["scenario-wakes"]["loops"] for s in lp["signalLatency"]
+                 if s["name"] == "signalled-elsewhere"]
+        self.assertEqual([s["count"] for s in wakes], [1], wakes)
 
     def test_bt2_report_agrees_with_babeltrace2_text(self):
         """rl_bt2_report.py against figures derived differently from babeltrace2's text output."""

@@ -7,6 +7,9 @@
 #include <sys/timerfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 /// libdispatch's (undeclared) hooks that let a run loop service the main queue on Linux.
 /// On Linux the handle is an eventfd; the callback must run on the process's main thread.
@@ -23,5 +26,24 @@ void rl_thread_name(char *_Nonnull buf, size_t len);
 void rl_set_thread_name(const char *_Nonnull name);
 /// CLOCK_MONOTONIC in nanoseconds (LTTng's clock).
 uint64_t rl_monotonic_ns(void);
+
+/*
+ * The loop's two waiting calls, made as raw system calls rather than through glibc's wrappers.
+ * In a multi-threaded process (any process linking liblttng-ust, which starts listener threads)
+ * glibc makes epoll_wait and poll cancellation points: it switches the thread to asynchronous
+ * cancellation around the call and back, two atomic updates (~90 instructions per loop pass that
+ * polls). Run-loop threads are never cancelled: pthread_cancel unwinding through Swift frames is
+ * undefined behaviour, and CF on Linux gives no cancellation guarantee either.
+ */
+/// epoll_wait(ep, ev, max, timeout) as a raw epoll_pwait with no signal mask (-1 and errno set on error).
+static inline int rl_epoll_wait(int ep, struct epoll_event *_Nonnull ev, int max, int timeout) {
+    return (int)syscall(SYS_epoll_pwait, ep, ev, max, timeout, (void *)0, (size_t)8);
+}
+/// Whether `fd` is readable right now: a raw ppoll of POLLIN with a zero timeout.
+static inline int rl_poll_readable(int fd) {
+    struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
+    struct timespec zero = { 0, 0 };
+    return (int)syscall(SYS_ppoll, &p, 1, &zero, (void *)0, (size_t)8) == 1 && (p.revents & POLLIN) != 0;
+}
 
 #endif

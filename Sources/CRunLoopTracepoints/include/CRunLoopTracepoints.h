@@ -8,6 +8,10 @@
  *   - `rl_tp_NAME(...)`: the out-of-line emitter, defined in runloop_emit.c. Call it only after
  *     the check said yes (it re-checks nothing and always goes through the probe).
  *
+ * The tracepoint structures are hidden symbols (LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION: the provider,
+ * the definitions and every caller are linked into one image), so the check compiles to a single
+ * PC-relative load of the state word, with no GOT indirection.
+ *
  * The tracepoint structures themselves (`lttng_ust_tracepoint_runloop___NAME`) are defined in
  * runloop_tp.c (LTTNG_UST_TRACEPOINT_DEFINE); liblttng-ust flips their `state` word when a
  * session enables the event. This header deliberately includes only <lttng/tracepoint-types.h>
@@ -29,7 +33,8 @@ extern "C" {
 #endif
 
 #define RL_TP_DECLARE_ENABLED(event)                                                             \
-    extern struct lttng_ust_tracepoint lttng_ust_tracepoint_runloop___##event;                   \
+    extern struct lttng_ust_tracepoint lttng_ust_tracepoint_runloop___##event                    \
+        __attribute__((visibility("hidden")));                                                   \
     static inline __attribute__((always_inline)) bool rl_tp_##event##_enabled(void) {            \
         return __builtin_expect(                                                                 \
             __atomic_load_n(&lttng_ust_tracepoint_runloop___##event.state, __ATOMIC_RELAXED) != 0, \
@@ -88,12 +93,15 @@ void rl_tp_block_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, co
 void rl_tp_sleep_begin(uint64_t loop_id, uint64_t iteration, int64_t timeout_ns, uint64_t deadline_ns);
 void rl_tp_wake(uint64_t loop_id, uint64_t iteration, uint8_t reason, int32_t fd, uint64_t slept_ns);
 /* caller_tid is filled in by the emitter (the calling thread's kernel tid). */
-void rl_tp_wakeup_requested(uint64_t loop_id, bool accepted);
-void rl_tp_source0_signalled(uint64_t item_id, const char *name);
-void rl_tp_timer_armed(uint64_t loop_id, uint64_t item_id, const char *name, uint64_t fire_ns,
+void rl_tp_wakeup_requested(uint64_t loop_id, uint64_t iteration, bool accepted);
+void rl_tp_source0_signalled(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
+                             uint64_t signal_seq);
+void rl_tp_timer_armed(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t fire_ns,
                        uint64_t interval_ns, uint64_t missed_fires);
-void rl_tp_item_added(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode);
-void rl_tp_item_removed(uint64_t loop_id, uint8_t kind, uint64_t item_id, const char *name, const char *mode);
+void rl_tp_item_added(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
+                      const char *mode);
+void rl_tp_item_removed(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
+                        const char *mode);
 
 /* The calling thread's kernel thread id (cached per thread). */
 int32_t rl_tp_current_tid(void);

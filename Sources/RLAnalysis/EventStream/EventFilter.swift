@@ -62,7 +62,8 @@ public struct EventFilter: Sendable {
     public mutating func accepts(_ e: RunLoopEvent) -> Bool {
         if origin == nil { origin = e.ts }
         if !pids.isEmpty && !pids.contains(e.pid) { return false }
-        if !loops.isEmpty && e.kind != .source0Signalled && !loops.contains(e.loop) { return false }
+        // (A signal of a source in no loop, loop 0, may still be performed by a selected loop.)
+        if !loops.isEmpty && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { return false }
         if let b = begin, e.ts < resolve(b, origin!) { return false }
         if let x = end, e.ts > resolve(x, origin!) { return false }
         return true

@@ -161,6 +161,12 @@ public final class RunLoopEventSource {
         guard let v = s.payloadField(f)?.int64 else { throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(f)`") }
         return v
     }
+    /// An integer field added to the schema later (`iteration` of the cross-thread and registration
+    /// events, `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace predates it.
+    @inline(__always)
+    private func opt(_ s: CTFStream, _ f: String) -> UInt64 {
+        s.payloadField(f)?.int64.map { UInt64(bitPattern: $0) } ?? 0
+    }
     private func str(_ s: CTFStream, _ f: String) -> String {
         if case .string(let v)? = s.payloadField(f) { return v }
         return ""
@@ -170,11 +176,13 @@ public final class RunLoopEventSource {
         if let p = s.contextField("vpid")?.int64 { e.pid = p }
         if let t = s.contextField("vtid")?.int64 { e.vtid = t }
         e.calloutKind = callout
-        if kind != .source0Signalled {
-            e.loop = try u(s, "loop_id")
+        // Every event names its loop; `source0_signalled` of a source in no loop names loop 0 (and
+        // traces of the schema before loop ids on it have none: read as 0 too).
+        do {
+            e.loop = kind == .source0Signalled ? opt(s, "loop_id") : try u(s, "loop_id")
             // The procname context of each loop's first event that has one (docs/report-json.md).
             let pk = ProcKey(pid: e.pid, loop: e.loop)
-            if !procnamed.contains(pk), case .string(let p)? = s.contextField("procname") {
+            if kind != .source0Signalled, !procnamed.contains(pk), case .string(let p)? = s.contextField("procname") {
                 e.procname = p
                 procnamed.insert(pk)
             }
@@ -212,15 +220,16 @@ public final class RunLoopEventSource {
         case .wake:
             e.iteration = try u(s, "iteration"); e.b = try i(s, "reason"); e.a = try i(s, "fd"); e.c = try i(s, "slept_ns")
         case .wakeUpRequested:
-            e.b = try i(s, "accepted"); e.a = try i(s, "caller_tid")
+            e.iteration = opt(s, "iteration"); e.b = try i(s, "accepted"); e.a = try i(s, "caller_tid")
         case .source0Signalled:
-            e.item = try u(s, "item_id"); e.a = try i(s, "caller_tid")
+            e.iteration = opt(s, "iteration"); e.item = try u(s, "item_id"); e.a = try i(s, "caller_tid")
+            e.c = Int64(bitPattern: opt(s, "signal_seq"))
             let key = ItemKey(pid: e.pid, item: e.item, kind: CalloutKind.source0.rawValue)
             if !namedItems.contains(key) { namedItems.insert(key); e.text = str(s, "name") }
         case .timerArmed:
-            e.item = try u(s, "item_id"); e.a = try i(s, "fire_ns"); e.c = try i(s, "interval_ns"); e.b = try i(s, "missed_fires")
+            e.iteration = opt(s, "iteration"); e.item = try u(s, "item_id"); e.a = try i(s, "fire_ns"); e.c = try i(s, "interval_ns"); e.b = try i(s, "missed_fires")
         case .itemAdded, .itemRemoved:
-            e.item = try u(s, "item_id"); e.text = str(s, "name")
+            e.iteration = opt(s, "iteration"); e.item = try u(s, "item_id"); e.text = str(s, "name")
             if let k = s.payloadField("kind")?.int64, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: k)) { e.calloutKind = ck }
         }
     }

@@ -87,7 +87,7 @@ public struct RunLoopEvent: Sendable {
     public var pid: Int64 = 0
     /// `vtid` context (-1 when not recorded).
     public var vtid: Int64 = -1
-    /// `loop_id` (0 for `source0_signalled`).
+    /// `loop_id` (0 for a `source0_signalled` of a source in no loop).
     public var loop: UInt64 = 0
     /// `iteration`.
     public var iteration: UInt64 = 0
@@ -103,7 +103,7 @@ public struct RunLoopEvent: Sendable {
     /// accepted (wakeup_requested), handled_source (iteration_end), missed_fires (timer_armed).
     public var b: Int64 = 0
     /// Third integer: callouts (iteration_end), slept_ns (wake), interval_ns (timer_armed),
-    /// return_after_source_handled (run_enter).
+    /// return_after_source_handled (run_enter), signal_seq (source0_signalled).
     public var c: Int64 = 0
     /// `name`, `thread_name` or `mode`, decoded only when the analysis asked for it (nil otherwise).
     public var text: String?

@@ -142,8 +142,10 @@ public final class LoopModel {
     }
     private var states: [LoopKey: State] = [:]
     private var names: [NameKey: String] = [:]
-    private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64)]] = [:]
+    private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64, seq: Int64)]] = [:]
     private struct NameKey: Hashable { var pid: Int64; var kind: CalloutKind; var item: UInt64 }
+    /// A signal is performed once, by whichever loop gets to it first: pending signals are kept per
+    /// source, and a perform by any loop ends them all.
     private struct SignalKey: Hashable { var pid: Int64; var item: UInt64 }
     private let sink: LoopModelSink
 
@@ -169,7 +171,11 @@ public final class LoopModel {
     public func consume(_ e: RunLoopEvent) {
         if e.kind == .source0Signalled {
             if let t = e.text { names[NameKey(pid: e.pid, kind: .source0, item: e.item)] = t }
-            pendingSignals[SignalKey(pid: e.pid, item: e.item), default: []].append((e.ts, e.a))
+            // A source in several loops is signalled once per loop, the events sharing signal_seq
+            // (0 in traces that predate it: one event per signal there).
+            let key = SignalKey(pid: e.pid, item: e.item)
+            if e.c != 0, pendingSignals[key]?.last?.seq == e.c { return }
+            pendingSignals[key, default: []].append((e.ts, e.a, e.c))
             return
         }
         let key = LoopKey(pid: e.pid, loop: e.loop)
