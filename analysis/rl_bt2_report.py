@@ -139,7 +139,7 @@ class Loop:
         self.callout_stack = []          # open callouts: (kind, item, name, entry ts, frame it belongs to)
         self.unmatched = 0
         self.kind_durations = {}         # kind -> [durations]
-        self.items = {}                  # (kind, item) -> {"name":..., "durations": [...]}
+        self.items = {}                  # (kind, item, None), blocks (kind, 0, name) -> {"name":..., "durations": [...]}
 
         self.last_wake = None            # (ts, frame) of the last sleep's wake awaiting its first callout
         self.wake_to_first = []
@@ -254,7 +254,9 @@ class Loop:
         _, _, name, entry_ts, frame = entry
         d = ts - entry_ts
         self.kind_durations.setdefault(kind, []).append(d)
-        it = self.items.setdefault((kind, item), {"name": name, "durations": []})
+        # Every perform-block is its own item: blocks are one item per name (item 0).
+        key = (kind, 0, name) if kind == "block" else (kind, item, None)
+        it = self.items.setdefault(key, {"name": name, "durations": []})
         it["durations"].append(d)
         if frame is not None:
             frame.callouts.append((kind, item, name, d))
@@ -416,10 +418,10 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
             kinds[kind] = stats(lp.kind_durations[kind], (50, 90, 99, 99.9))
 
     items = []
-    for (kind, item), it in lp.items.items():
+    for (kind, item, _), it in lp.items.items():
         s = stats(it["durations"])
         items.append(dict({"kind": kind, "item": item, "name": it["name"]}, **s))
-    items.sort(key=lambda r: (-r["totalNs"], KIND_ORDER[r["kind"]], r["item"]))
+    items.sort(key=lambda r: (-r["totalNs"], KIND_ORDER[r["kind"]], r["item"], r["name"]))
 
     hangs = []
     slow = 0

@@ -160,8 +160,14 @@ func truthScenario() {
             loop.wakeUp()
         }
     }, forMode: .default)
+    // 25 perform-blocks of one name, 5 of another: each block has its own id in the trace.
+    var blocksRun = 0
+    loop.add(RLTimer(fireAt: start + .milliseconds(950), name: "enqueue-blocks") { _ in
+        for i in 0..<30 { loop.perform(inModes: [.default], name: i < 25 ? "tick-block" : "tock-block") { blocksRun += 1 } }
+    }, forMode: .default)
     loop.add(RLTimer(fireAt: start + .milliseconds(1000), name: "stop") { _ in loop.stop() }, forMode: .default)
     loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+    truth.append(("blocks", Int64(blocksRun)))
     worker.cancel()
     worker.join()
     truth.append(("spin-150", Int64(spins)))

@@ -136,9 +136,11 @@ struct HistogramCommand: ParsableCommand {
             return "loop \(k.loop)\(l.map { $0.threadName.isEmpty ? "" : " \"\($0.threadName)\"" } ?? "")"
         }
         func add(_ g: String, _ v: Int64) { if v >= lo && v <= hi { groups[g, default: []].append(v) } }
-        func nameOK(_ kind: CalloutKind, _ item: UInt64, _ pid: Int64) -> Bool {
-            item == 0 && kind == .mainQueue ? (itemGlob.map { globMatch($0, "main-queue") } ?? true)
-                : (itemGlob.map { globMatch($0, c.name(kind, item, pid: pid)) } ?? true)
+        func itemName(_ kind: CalloutKind, _ item: UInt64, _ pid: Int64, blockName: String? = nil) -> String {
+            kind == .mainQueue ? "main-queue" : kind == .block ? (blockName ?? "") : c.name(kind, item, pid: pid)
+        }
+        func nameOK(_ kind: CalloutKind, _ item: UInt64, _ pid: Int64, blockName: String? = nil) -> Bool {
+            itemGlob.map { globMatch($0, itemName(kind, item, pid, blockName: blockName)) } ?? true
         }
         switch of {
         case .sleep:
@@ -146,11 +148,11 @@ struct HistogramCommand: ParsableCommand {
         case .iteration:
             for row in c.rows where row.record.depth == 0 { add(by == .loop ? loopName(row.record.key) : "iteration busy", row.record.busyNs) }
         case .callout:
-            for x in c.callouts where (kinds.isEmpty || kinds.contains(x.kind)) && nameOK(x.kind, x.item, x.key.pid) {
+            for x in c.callouts where (kinds.isEmpty || kinds.contains(x.kind)) && nameOK(x.kind, x.item, x.key.pid, blockName: x.blockName) {
                 let g: String
                 switch by {
                 case .kind: g = x.kind.label
-                case .item: g = "\(x.kind.label) \"\(x.kind == .mainQueue ? "main-queue" : c.name(x.kind, x.item, pid: x.key.pid))\""
+                case .item: g = "\(x.kind.label) \"\(itemName(x.kind, x.item, x.key.pid, blockName: x.blockName))\""
                 case .loop: g = loopName(x.key)
                 default: g = "callout"
                 }

@@ -86,7 +86,8 @@ struct RLTraceTruthTests {
 
     @Test func programMeasuredItsOwnLatencies() throws {
         let r = try rec()
-        #expect(Set(r.truth.keys) == ["slow-50ms", "hang-300ms", "late-20ms", "spin-150", "shared-signal"])
+        #expect(Set(r.truth.keys) == ["slow-50ms", "hang-300ms", "late-20ms", "spin-150", "shared-signal", "blocks"])
+        #expect(r.truth["blocks"] == 30)
         #expect(r.truth["spin-150"] == 150)
     }
 
@@ -151,6 +152,16 @@ struct RLTraceTruthTests {
         }
         #expect(Set(lines.compactMap { field($0, "loop_id") }).count == 2)
         #expect(Set(lines.compactMap { field($0, "signal_seq") }).count == 1)
+    }
+
+    /// Every perform-block has its own id; the per-item figures list blocks once per name (item 0).
+    @Test func blocksAreOneItemPerName() throws {
+        let r = try rec()
+        let blocks = (try theLoop(r)["items"] as! [[String: Any]]).filter { $0["kind"] as? String == "block" }
+        let byName = Dictionary(uniqueKeysWithValues: blocks.map { ($0["name"] as! String, $0) })
+        #expect(byName.count == blocks.count, "one entry per name: \(blocks)")
+        #expect(byName["tick-block"]?["count"] as? Int == 25 && byName["tock-block"]?["count"] as? Int == 5, "\(blocks)")
+        #expect(blocks.allSatisfy { $0["item"] as? Int == 0 })
     }
 
     @Test func textReportNamesEveryProblem() throws {

@@ -11,7 +11,8 @@ algorithms than analysis/rl_bt2_report.py:
   (instead of the innermost open iteration);
 * callouts are paired per (kind, item) with one stack per key, and their total is also checked as
   Σ exit timestamps − Σ entry timestamps;
-* wake reasons use babeltrace2's own enumeration labels (not our value → label table).
+* wake reasons use babeltrace2's own enumeration labels (not our value → label table);
+* blocks, one item per name in the report, are paired per block id and summed per name at the end.
 
 It assumes a well-formed trace (no lost events), which is what the tests record.
 """
@@ -25,6 +26,7 @@ INT_FIELD = {name: re.compile(r'\b%s = (-?\d+)' % name)
              for name in ("vpid", "loop_id", "iteration", "item_id")}
 REASON = re.compile(r'\breason = \( "(\w+)" : container = \d+ \)')
 CALLOUT = re.compile(r'^(observer|source0|source1|timer|main_queue|block)_(entry|exit)$')
+NAME = re.compile(r'\bname = "((?:[^"\\]|\\.)*)"')
 
 
 def bucket(d):
@@ -57,13 +59,15 @@ def figures(trace):
         "begins": {}, "intervals": [],
         "pending_sleep": None, "sleeps": [], "polls": [], "wakeReasons": defaultdict(int),
         "open": defaultdict(list), "callouts": defaultdict(list),
-        "sum_entry": defaultdict(int), "sum_exit": defaultdict(int),
+        "sum_entry": defaultdict(int), "sum_exit": defaultdict(int), "block_names": {},
     })
     for ts, provider, name, rest in events(trace):
         n_events += 1
         if provider != "runloop":
             continue
         n_runloop += 1
+        if name == "source0_signalled":
+            continue                              # emitted for the loops that may perform it: not a loop's own event
         loop_id = intval("loop_id", rest)
         if loop_id is None:
             continue
@@ -91,6 +95,8 @@ def figures(trace):
                 kind = m.group(1)
                 key = (kind, 0 if kind == "main_queue" else intval("item_id", rest))
                 if m.group(2) == "entry":
+                    if kind == "block":
+                        L["block_names"][key[1]] = NAME.search(rest).group(1)
                     L["open"][key].append(ts)
                     L["sum_entry"][key] += ts
                 else:
@@ -145,14 +151,24 @@ def figures(trace):
         kinds = defaultdict(lambda: {"count": 0, "totalNs": 0, "maxNs": 0})
         items = {}
         sums = {}
+        unsummable = set()
         for (kind, item), ds in L["callouts"].items():
             k = kinds[kind]
             k["count"] += len(ds)
             k["totalNs"] += sum(ds)
             k["maxNs"] = max(k["maxNs"], max(ds))
-            items[(kind, item)] = {"count": len(ds), "totalNs": sum(ds), "maxNs": max(ds)}
-            if not L["open"][(kind, item)]:       # every entry of this item has its exit
-                sums[(kind, item)] = L["sum_exit"][(kind, item)] - L["sum_entry"][(kind, item)]
+            # report items: (kind, item, None); blocks (block, 0, name)
+            ik = ("block", 0, L["block_names"][item]) if kind == "block" else (kind, item, None)
+            it = items.setdefault(ik, {"count": 0, "totalNs": 0, "maxNs": 0})
+            it["count"] += len(ds)
+            it["totalNs"] += sum(ds)
+            it["maxNs"] = max(it["maxNs"], max(ds))
+            if L["open"][(kind, item)]:
+                unsummable.add(ik)                # an entry without its exit
+            else:
+                sums[ik] = sums.get(ik, 0) + L["sum_exit"][(kind, item)] - L["sum_entry"][(kind, item)]
+        for ik in unsummable:
+            sums.pop(ik, None)
         loops[key] = {
             "iterations": len(intervals),
             "topLevelIterations": len(top),

@@ -125,8 +125,9 @@ def comparable(doc):
         figs["iterationHistogram"] = {b: n for b, n in lp["iterationHistogram"].items() if n}
         figs["calloutKinds"] = {k: {"count": v["count"], "totalNs": v["totalNs"], "maxNs": v["maxNs"]}
                                 for k, v in lp["calloutKinds"].items()}
-        figs["items"] = {"%s/%d" % (it["kind"], it["item"]): {"count": it["count"], "totalNs": it["totalNs"],
-                                                             "maxNs": it["maxNs"]}
+        # Blocks are one item per name (item 0), the other kinds one per item id.
+        figs["items"] = {("%s/%d" % (it["kind"], it["item"])) + ("/" + it["name"] if it["kind"] == "block" else ""):
+                         {"count": it["count"], "totalNs": it["totalNs"], "maxNs": it["maxNs"]}
                          for it in lp["items"]}
         out[key] = figs
     return out

@@ -25,8 +25,8 @@ def bt2_figures(doc):
     for lp in doc["loops"]:
         c = common.comparable({"trace": doc["trace"], "loops": [lp]})
         figs = c["loop pid=%d id=%d" % (lp["pid"], lp["loop"])]
-        figs["items"] = {(it["kind"], it["item"]): {"count": it["count"], "totalNs": it["totalNs"],
-                                                    "maxNs": it["maxNs"]} for it in lp["items"]}
+        figs["items"] = {(it["kind"], it["item"], it["name"] if it["kind"] == "block" else None):
+                         {"count": it["count"], "totalNs": it["totalNs"], "maxNs": it["maxNs"]} for it in lp["items"]}
         out["loops"][(lp["pid"], lp["loop"])] = figs
     return out
 

@@ -77,7 +77,15 @@ class Rules(unittest.TestCase):
         lp.callout_exit(31, "observer", 3)
         self.assertEqual(lp.unmatched, 2)
         self.assertEqual(lp.kind_durations, {"timer": [20], "observer": [1]})
-        self.assertEqual(set(lp.items), {("timer", 1), ("observer", 3)})
+        self.assertEqual(set(lp.items), {("timer", 1, None), ("observer", 3, None)})
+
+    def test_blocks_are_one_item_per_name(self):
+        lp = r.Loop(0, 1)
+        for i, (name, d) in enumerate([("job", 3), ("job", 5), ("other", 7), ("job", 2)]):
+            lp.callout_entry(100 * i, "block", 1000 + i, name)
+            lp.callout_exit(100 * i + d, "block", 1000 + i)
+        self.assertEqual({k: v["durations"] for k, v in lp.items.items()},
+                         {("block", 0, "job"): [3, 5, 2], ("block", 0, "other"): [7]})
 
     def test_same_item_nested_matches_innermost(self):
         lp = r.Loop(0, 1)
@@ -85,7 +93,7 @@ class Rules(unittest.TestCase):
         lp.callout_entry(10, "source0", 4, "s")
         lp.callout_exit(15, "source0", 4)
         lp.callout_exit(40, "source0", 4)
-        self.assertEqual(sorted(lp.items[("source0", 4)]["durations"]), [5, 40])
+        self.assertEqual(sorted(lp.items[("source0", 4, None)]["durations"]), [5, 40])
         self.assertEqual(lp.unmatched, 0)
 
 

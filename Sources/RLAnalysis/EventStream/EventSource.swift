@@ -211,7 +211,11 @@ public final class RunLoopEventSource {
             case .timer: e.a = try i(s, "scheduled_ns")
             default: break
             }
-            if kind == .calloutEntry && callout != .mainQueue {
+            if kind == .calloutEntry && callout == .block {
+                // Every perform-block is its own item, seen once: its name is read every time (and
+                // no per-block entry is kept, which would grow with the trace).
+                e.text = str(s, "name")
+            } else if kind == .calloutEntry && callout != .mainQueue {
                 let key = ItemKey(pid: e.pid, item: e.item, kind: callout.rawValue)
                 if !namedItems.contains(key) { namedItems.insert(key); e.text = str(s, "name") }
             }

@@ -24,6 +24,9 @@ public struct CalloutRecord: Sendable {
     public var depth: Int
     /// Activity (observer), fd (source1), scheduled time (timer), else 0.
     public var detail: Int64
+    /// A block's name (nil for other kinds). Every perform-block is its own item, so its name
+    /// travels with its record instead of a per-item table; see ``LoopModel/name(of:pid:)``.
+    public var blockName: String? = nil
     /// The duration.
     public var duration: Int64 { end - begin }
 }
@@ -155,9 +158,14 @@ public final class LoopModel {
     /// Every loop seen, sorted.
     public var loops: [LoopInfo] { states.values.map(\.info).sorted { $0.key < $1.key } }
 
-    /// The name of an item (empty if never seen).
+    /// The name of an item (empty if never seen; blocks are named by their records).
     public func name(of kind: CalloutKind, item: UInt64, pid: Int64) -> String {
         kind == .mainQueue ? "main-queue" : (names[NameKey(pid: pid, kind: kind, item: item)] ?? "")
+    }
+
+    /// The name of a callout's item (a block's own name for blocks).
+    public func name(of c: CalloutRecord, pid: Int64) -> String {
+        c.kind == .block ? (c.blockName ?? "") : name(of: c.kind, item: c.item, pid: pid)
     }
 
     private func state(_ key: LoopKey) -> State {
@@ -218,8 +226,8 @@ public final class LoopModel {
             }
             sink.iteration(it, of: s.info)
         case .calloutEntry:
-            if let t = e.text { names[NameKey(pid: e.pid, kind: e.calloutKind, item: e.item)] = t }
-            let rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
+            var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
+            if e.calloutKind == .block { rec.blockName = e.text } else if let t = e.text { names[NameKey(pid: e.pid, kind: e.calloutKind, item: e.item)] = t }
             s.callouts.append((rec, s.iterations.count - 1))
             if e.calloutKind == .timer { sink.timerLateness(e.ts - e.a, item: e.item, of: key) }
             if e.calloutKind == .source0, let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)) {
@@ -238,7 +246,7 @@ public final class LoopModel {
             s.callouts.removeSubrange(idx...)
             rec.end = e.ts
             if iterIdx >= 0 && iterIdx < s.iterations.count { s.iterations[iterIdx].callouts.append(rec) }
-            sink.callout(rec, of: key, name: name(of: rec.kind, item: rec.item, pid: key.pid))
+            sink.callout(rec, of: key, name: name(of: rec, pid: key.pid))
         case .sleepBegin:
             s.pendingSleep = (e.iteration, e.ts)
         case .wake:

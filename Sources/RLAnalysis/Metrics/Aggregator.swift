@@ -26,7 +26,15 @@ public final class Aggregator: LoopModelSink {
         var spinKey: LoopKey?
         var slowest: [(busy: Int64, it: IterationRecord)] = []
     }
-    struct ItemKey: Hashable { var kind: CalloutKind; var item: UInt64 }
+    /// An item of the per-item figures: (kind, item id), except blocks, which are one item per name
+    /// (item 0): every perform-block has its own id, and one entry each would grow with the trace.
+    struct ItemKey: Hashable {
+        var kind: CalloutKind; var item: UInt64; var blockName: String?
+        init(_ c: CalloutRecord) {
+            kind = c.kind
+            if c.kind == .block { item = 0; blockName = c.blockName ?? "" } else { item = c.item; blockName = nil }
+        }
+    }
 
     /// Thresholds.
     public let options: ReportOptions
@@ -85,7 +93,7 @@ public final class Aggregator: LoopModelSink {
                 l.spinKey = info.key
             }
             for c in it.callouts where c.kind != .observer {
-                let k = ItemKey(kind: c.kind, item: c.item)
+                let k = ItemKey(c)
                 let v = l.spinItems[k] ?? (0, 0)
                 l.spinItems[k] = (v.count + 1, v.total + c.duration)
             }
@@ -100,9 +108,12 @@ public final class Aggregator: LoopModelSink {
 
     private func closeSpin(_ l: Loop) {
         if let s = l.currentSpin, s.count >= options.spinMinIterations, let key = l.spinKey {
-            let top = l.spinItems.max { $0.value.count != $1.value.count ? $0.value.count < $1.value.count : $0.key.item > $1.key.item }
+            let top = l.spinItems.max {
+                $0.value.count != $1.value.count ? $0.value.count < $1.value.count
+                    : ($0.key.item, $0.key.blockName ?? "") > ($1.key.item, $1.key.blockName ?? "")
+            }
             let culprit = top.map { CalloutRef(kind: $0.key.kind.label, item: $0.key.item,
-                                               name: model?.name(of: $0.key.kind, item: $0.key.item, pid: key.pid) ?? "",
+                                               name: $0.key.blockName ?? model?.name(of: $0.key.kind, item: $0.key.item, pid: key.pid) ?? "",
                                                durationNs: $0.value.total) }
             l.spins.append(SpinReport(firstIteration: s.first, iterations: s.count, beginNs: s.begin, endNs: s.end, culprit: culprit))
         }
@@ -111,7 +122,7 @@ public final class Aggregator: LoopModelSink {
     }
 
     private func ref(_ c: CalloutRecord, _ key: LoopKey) -> CalloutRef {
-        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c.kind, item: c.item, pid: key.pid) ?? "", durationNs: c.duration)
+        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c, pid: key.pid) ?? (c.blockName ?? ""), durationNs: c.duration)
     }
 
     public func callout(_ c: CalloutRecord, of key: LoopKey, name: String) {
@@ -120,7 +131,7 @@ public final class Aggregator: LoopModelSink {
         let l = loop(key)
         l.callouts += 1
         l.kinds[c.kind, default: DurationAccumulator()].add(c.duration)
-        l.items[ItemKey(kind: c.kind, item: c.item), default: DurationAccumulator()].add(c.duration)
+        l.items[ItemKey(c), default: DurationAccumulator()].add(c.duration)
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) {
@@ -196,9 +207,9 @@ public final class Aggregator: LoopModelSink {
             let span = info.last >= info.first ? info.last - info.first : 0
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
             let items = l.items.map { k, a in
-                ItemReport(kind: k.kind.label, item: k.item, name: name(k.kind, k.item), count: a.count, totalNs: a.total,
+                ItemReport(kind: k.kind.label, item: k.item, name: k.blockName ?? name(k.kind, k.item), count: a.count, totalNs: a.total,
                            maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99))
-            }.sorted { ($0.totalNs, $1.kind, $1.item) > ($1.totalNs, $0.kind, $0.item) }
+            }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
             func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
                 d.map { item, a in
                     ItemLatency(item: item, name: name(kind, item), count: a.count, totalNs: a.total, maxNs: a.max,

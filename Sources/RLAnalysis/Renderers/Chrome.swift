@@ -42,7 +42,7 @@ public enum ChromeTraceRenderer {
                            "ts": us(s.begin), "dur": Double(s.duration) / 1000, "args": ["reason": s.reason.label, "fd": s.fd]])
             }
             for cl in it.callouts {
-                let name = cl.kind == .mainQueue ? "main-queue" : c.name(cl.kind, cl.item, pid: it.key.pid)
+                let name = cl.kind == .mainQueue ? "main-queue" : c.name(cl, pid: it.key.pid)
                 ev.append(["name": "\(cl.kind.label) \(name.isEmpty ? "#\(cl.item)" : name)", "cat": cl.kind.label, "ph": "X",
                            "pid": it.key.pid, "tid": tid, "ts": us(cl.begin), "dur": Double(cl.duration) / 1000,
                            "args": ["item": cl.item, "detail": cl.detail]])

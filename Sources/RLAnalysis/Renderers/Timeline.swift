@@ -14,7 +14,8 @@ public final class IterationCollector: LoopModelSink, NameResolving {
     /// Runs entered/exited, for the Chrome export.
     public private(set) var runs: [(key: LoopKey, enter: Bool, mode: String, depth: Int, result: Int64, ts: Int64)] = []
     /// Every callout duration and key, for histograms.
-    public private(set) var callouts: [(key: LoopKey, kind: CalloutKind, item: UInt64, duration: Int64)] = []
+    /// Every matched callout (`blockName`: a block's name, nil for other kinds).
+    public private(set) var callouts: [(key: LoopKey, kind: CalloutKind, item: UInt64, duration: Int64, blockName: String?)] = []
     /// Sleeps with their reasons.
     public private(set) var sleeps: [(key: LoopKey, reason: WakeReason, duration: Int64)] = []
     /// Timer lateness, signal and wakeUp latencies.
@@ -38,11 +39,15 @@ public final class IterationCollector: LoopModelSink, NameResolving {
     public func name(_ kind: CalloutKind, _ item: UInt64, pid: Int64) -> String {
         resolver?.name(of: kind, item: item, pid: pid) ?? ""
     }
+    /// The name of a callout's item (a block's own name for blocks).
+    public func name(_ c: CalloutRecord, pid: Int64) -> String {
+        resolver?.name(of: c, pid: pid) ?? (c.blockName ?? "")
+    }
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         if limit == 0 || rows.count < limit { rows.append(Row(record: it, loop: loop)) }
     }
-    public func callout(_ c: CalloutRecord, of key: LoopKey, name: String) { callouts.append((key, c.kind, c.item, c.duration)) }
+    public func callout(_ c: CalloutRecord, of key: LoopKey, name: String) { callouts.append((key, c.kind, c.item, c.duration, c.blockName)) }
     public func sleep(_ s: SleepRecord, of key: LoopKey) { sleeps.append((key, s.reason, s.duration)) }
     public func wake(_ reason: WakeReason, of key: LoopKey) {}
     public func unmatchedCallout(of key: LoopKey) {}
@@ -120,7 +125,7 @@ public struct TimelineRenderer {
             let sleep = it.ownSleepNs
             let wake = it.sleeps.first.map { $0.reason.label } ?? (it.polls > 0 ? "poll" : "-")
             let calls = it.callouts.filter { $0.kind != .observer || $0.duration >= 1_000_000 }.map { cl -> String in
-                let n = cl.kind == .mainQueue ? "main-queue" : c.name(cl.kind, cl.item, pid: it.key.pid)
+                let n = cl.kind == .mainQueue ? "main-queue" : c.name(cl, pid: it.key.pid)
                 return "\(String(repeating: "›", count: cl.depth))\(cl.kind.label)(\(n.isEmpty ? "#\(cl.item)" : n)) \(formatDuration(cl.duration))"
             }
             let observers = it.callouts.filter { $0.kind == .observer }.count
@@ -141,7 +146,7 @@ public struct TimelineRenderer {
         if it.busyNs < selection.minBusyNs { return false }
         if let m = selection.mode, it.mode != m && !(m == "default" && it.mode == "kCFRunLoopDefaultMode") { return false }
         if !selection.kinds.isEmpty && !it.callouts.contains(where: { selection.kinds.contains($0.kind) }) { return false }
-        if let g = selection.itemGlob, !it.callouts.contains(where: { globMatch(g, c.name($0.kind, $0.item, pid: it.key.pid)) }) { return false }
+        if let g = selection.itemGlob, !it.callouts.contains(where: { globMatch(g, c.name($0, pid: it.key.pid)) }) { return false }
         return true
     }
 
