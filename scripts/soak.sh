@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Long soak with tracing at full rate in LTTng's discard mode (issue 7).
 #   bash scripts/soak.sh [SECONDS]     (default 180: half untraced, half traced; the trace grows ~16 MB/s
-#   and `rltrace report` needs ~2x its size in memory: 1.6 GB → 3.2 GB RSS, 52 s — see docs/reliability.md)
+#   and `rltrace report` needs ~1.4x its size in memory: 170 MB → 236 MB RSS — see docs/reliability.md)
 # Runs the ReliabilityTests stress (3 loops, 4 producer threads, every item kind, all its checks)
 # for SECONDS/2 untraced, then SECONDS/2 under `rltrace record` (every runloop tracepoint enabled,
 # default discard-mode channel), and compares the operation rates. Passes when both runs pass their
