@@ -9,22 +9,26 @@ import Synchronization
 import Tracing
 
 /// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
+///
+/// Every stored `var` is `@exclusivity(unchecked)`: the loop's lock (or, for `epfd`'s unlocked
+/// read while waiting, the loop's thread, its only writer) already serialises them, and the dynamic
+/// checks (`swift_beginAccess`) were about 30% of a loop pass's instructions.
 final class ModeState: @unchecked Sendable {
     let name: RLMode
     /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd). Replaced
     /// by ``RLRunLoop/rebuildModeSetLocked(_:)`` when it holds a registration that cannot be removed.
-    var epfd: Int32
-    var sources0: [RLSource0] = []
+    @exclusivity(unchecked) var epfd: Int32
+    @exclusivity(unchecked) var sources0: [RLSource0] = []
     /// Keyed by the source's id (the epoll token): O(1) membership for every wake.
-    var sources1: [UInt64: RLSource1] = [:]
+    @exclusivity(unchecked) var sources1: [UInt64: RLSource1] = [:]
     /// Sorted by order; ties in insertion order.
-    var observers: [RLObserver] = []
-    var observerMask: UInt32 = 0
-    var timers: TimerQueue
-    var stopped = false
-    var mainQueueRegistered = false
+    @exclusivity(unchecked) var observers: [RLObserver] = []
+    @exclusivity(unchecked) var observerMask: UInt32 = 0
+    @exclusivity(unchecked) var timers: TimerQueue
+    @exclusivity(unchecked) var stopped = false
+    @exclusivity(unchecked) var mainQueueRegistered = false
     /// Whether the mode is one of the loop's common modes (cached: checked every pass).
-    var isCommon = false
+    @exclusivity(unchecked) var isCommon = false
 
     init(name: RLMode, epfd: Int32) {
         self.name = name
@@ -83,31 +87,33 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     let lock = Mutex<Void>(())
 
     // MARK: Guarded by `lock`
-    var modes: [RLMode: ModeState] = [:]
-    var commonModeNames: Set<RLMode> = [.default]
-    var commonSources0: [RLSource0] = []
-    var commonSources1: [RLSource1] = []
-    var commonObservers: [RLObserver] = []
+    // (`@exclusivity(unchecked)` here and below: the lock, or the loop's thread, already serialises
+    // every access, so the dynamic exclusivity checks were pure cost on the hot path.)
+    @exclusivity(unchecked) var modes: [RLMode: ModeState] = [:]
+    @exclusivity(unchecked) var commonModeNames: Set<RLMode> = [.default]
+    @exclusivity(unchecked) var commonSources0: [RLSource0] = []
+    @exclusivity(unchecked) var commonSources1: [RLSource1] = []
+    @exclusivity(unchecked) var commonObservers: [RLObserver] = []
     /// Common timers by identity (O(1) add/remove even with many).
-    var commonTimers: [ObjectIdentifier: RLTimer] = [:]
-    var currentModeState: ModeState?
-    var perRun: [PerRun]
-    var blocks = Deque<BlockItem>()
-    var sleeping = false
-    var deallocating = false
-    var nextStamp: UInt64 = 0
-    var source1ByID: [UInt64: RLSource1] = [:]
+    @exclusivity(unchecked) var commonTimers: [ObjectIdentifier: RLTimer] = [:]
+    @exclusivity(unchecked) var currentModeState: ModeState?
+    @exclusivity(unchecked) var perRun: [PerRun]
+    @exclusivity(unchecked) var blocks = Deque<BlockItem>()
+    @exclusivity(unchecked) var sleeping = false
+    @exclusivity(unchecked) var deallocating = false
+    @exclusivity(unchecked) var nextStamp: UInt64 = 0
+    @exclusivity(unchecked) var source1ByID: [UInt64: RLSource1] = [:]
     /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
-    var mainQueueSuspended: [ModeState] = []
+    @exclusivity(unchecked) var mainQueueSuspended: [ModeState] = []
 
     // MARK: Touched only on the loop's thread
     var iteration: UInt64 = 0
     var calloutCount: UInt32 = 0
-    var depth: UInt32 = 0
-    var inMainQueueCallout = false
-    var observerScratch: [[RLObserver]] = []
-    var source0Scratch: [[RLSource0]] = []
-    var timerScratch: [[RLTimer]] = []
+    @exclusivity(unchecked) var depth: UInt32 = 0
+    @exclusivity(unchecked) var inMainQueueCallout = false
+    @exclusivity(unchecked) var observerScratch: [[RLObserver]] = []
+    @exclusivity(unchecked) var source0Scratch: [[RLSource0]] = []
+    @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()

@@ -24,8 +24,9 @@ final class Waiter {
     let timerFD: Int32
     /// The absolute CLOCK_MONOTONIC time the timerfd is armed for; `.max` when disarmed.
     /// `expired` is set when the timerfd was seen readable, so the next `arm` must reset it.
-    private(set) var armedDeadline: UInt64 = .max
-    private var expired = false
+    /// Both are only touched under the loop's lock (no dynamic exclusivity checks needed).
+    @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
+    @exclusivity(unchecked) private var expired = false
 
     /// Creates the loop's wake-up and timer fds. Throws when the process is out of descriptors.
     init() throws(RLError) {
