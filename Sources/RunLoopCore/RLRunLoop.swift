@@ -41,19 +41,26 @@ final class ModeState: @unchecked Sendable {
 
 /// A queued perform-block.
 struct BlockItem {
-    enum Modes {
-        case one(RLMode)
+    /// The modes the block may run in.
+    enum Target {
+        /// One mode of the loop, by identity (modes are never removed, and a mode's state is unique
+        /// to its name, so this is "the mode named so" without comparing names on every pass).
+        case mode(ObjectIdentifier)
+        /// Any common mode (``RLMode/commonModes``).
+        case common
+        /// Any of several modes, by name (``RLMode/commonModes`` among them means any common mode).
         case many(Set<RLMode>)
     }
-    let modes: Modes
+    let target: Target
     let id: UInt64
     let name: String?
     let body: () -> Void
 
-    func matches(_ mode: RLMode, isCommon: Bool) -> Bool {
-        switch modes {
-        case .one(let m): m == mode || (isCommon && m == .commonModes)
-        case .many(let s): s.contains(mode) || (isCommon && s.contains(.commonModes))
+    func matches(_ m: ModeState, isCommon: Bool) -> Bool {
+        switch target {
+        case .mode(let id): id == ObjectIdentifier(m)
+        case .common: isCommon
+        case .many(let s): s.contains(m.name) || (isCommon && s.contains(.commonModes))
         }
     }
 }
@@ -105,6 +112,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var source1ByID: [UInt64: RLSource1] = [:]
     /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
     @exclusivity(unchecked) var mainQueueSuspended: [ModeState] = []
+    /// The mode ``modeLocked(_:create:)`` found last: almost every lookup (a run, a perform-block,
+    /// a timer added) names the same mode as the one before, and a name equal to it in storage is
+    /// recognised without hashing. Modes are never removed, so it never goes stale.
+    @exclusivity(unchecked) var lastMode: ModeState?
 
     // MARK: Touched only on the loop's thread
     var iteration: UInt64 = 0
@@ -114,6 +125,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var observerScratch: [[RLObserver]] = []
     @exclusivity(unchecked) var source0Scratch: [[RLSource0]] = []
     @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
+    /// Empty block queues that kept their capacity: ``doBlocks(_:)`` swaps one in for the queue it
+    /// takes (a stack, as a block may run a nested activation that takes the queue again).
+    @exclusivity(unchecked) var blockScratch: [Deque<BlockItem>] = []
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()
@@ -219,13 +233,15 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Finds (or creates) a mode. Called with the lock held.
     func modeLocked(_ name: RLMode, create: Bool) -> ModeState? {
-        if let m = modes[name] { return m }
+        if let m = lastMode, m.name == name { return m }
+        if let m = modes[name] { lastMode = m; return m }
         guard create, name != .commonModes else { return nil }
         let ep: Int32
         do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
         let m = ModeState(name: name, epfd: ep)
         m.isCommon = commonModeNames.contains(name)
         modes[name] = m
+        lastMode = m
         if isMainLoop && commonModeNames.contains(name) { registerMainQueueLocked(m) }
         return m
     }
@@ -633,21 +649,21 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Queues `block` to run when the loop next runs `mode` (CF's `CFRunLoopPerformBlock`). Does
     /// **not** wake the loop. ``RLMode/commonModes`` means any common mode.
     public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: @escaping () -> Void) {
-        enqueue(BlockItem(modes: .one(mode), id: RLIDs.make(), name: name, body: block))
+        let id = RLIDs.make()
+        locked {
+            // `modeLocked` finds or creates any mode but the common pseudo-mode (nil).
+            let target: BlockItem.Target = modeLocked(mode, create: true).map { .mode(ObjectIdentifier($0)) } ?? .common
+            blocks.append(BlockItem(target: target, id: id, name: name, body: block))
+        }
     }
 
     /// Queues `block` for any of `modes` (CF's `CFRunLoopPerformBlock` with a set). Does not wake.
     public func performBlock(forModes modes: Set<RLMode>, name: String? = nil, _ block: @escaping () -> Void) {
-        enqueue(BlockItem(modes: modes.count == 1 ? .one(modes.first!) : .many(modes), id: RLIDs.make(), name: name, body: block))
-    }
-
-    private func enqueue(_ item: BlockItem) {
+        if modes.count == 1 { return performBlock(forMode: modes.first!, name: name, block) }
+        let id = RLIDs.make()
         locked {
-            switch item.modes {
-            case .one(let m): _ = modeLocked(m, create: true)
-            case .many(let s): for m in s { _ = modeLocked(m, create: true) }
-            }
-            blocks.append(item)
+            for m in modes { _ = modeLocked(m, create: true) }
+            blocks.append(BlockItem(target: .many(modes), id: id, name: name, body: block))
         }
     }
 

@@ -56,7 +56,7 @@ extension RLRunLoop {
         if isMainLoop && !inMainQueueCallout && m.isCommon { return false }
         if !m.sources0.isEmpty || !m.sources1.isEmpty || !m.timers.isEmpty { return false }
         if blocks.isEmpty { return true }
-        return !blocks.contains { $0.matches(m.name, isCommon: m.isCommon) }
+        return !blocks.contains { $0.matches(m, isCommon: m.isCommon) }
     }
 
     /// CF's `__CFRunLoopRun`: the iterations of one activation.
@@ -251,22 +251,31 @@ extension RLRunLoop {
     /// their order, ahead of blocks queued meanwhile.
     @discardableResult
     func doBlocks(_ m: ModeState) -> Bool {
-        guard let (taken, isCommon) = locked({ () -> (Deque<BlockItem>, Bool)? in
+        // Swap the queue for an empty one that kept its capacity from an earlier pass (no
+        // allocation for the blocks queued meanwhile), then consume it: each block is moved out,
+        // not copied (no retain/release of its closure).
+        var taken = blockScratch.popLast() ?? Deque()
+        let isCommon: Bool? = locked {
             if blocks.isEmpty { return nil }
-            let t = blocks
-            blocks = Deque()
-            return (t, m.isCommon)
-        }) else { return false }
+            swap(&blocks, &taken)
+            return m.isCommon
+        }
+        guard let isCommon else {
+            blockScratch.append(taken)
+            return false
+        }
+        let keepCapacity = taken.count <= 4096   // a huge batch's buffer is not kept around
         var kept = Deque<BlockItem>()
         var did = false
-        for b in taken {
-            if b.matches(m.name, isCommon: isCommon) {
+        while let b = taken.popFirst() {
+            if b.matches(m, isCommon: isCommon) {
                 calloutToBlock(id: b.id, name: b.name, body: b.body)
                 did = true
             } else {
                 kept.append(b)
             }
         }
+        if keepCapacity { blockScratch.append(taken) }
         if !kept.isEmpty {
             locked {
                 kept.append(contentsOf: blocks)
