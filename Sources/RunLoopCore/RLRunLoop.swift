@@ -23,7 +23,13 @@ final class ModeState: @unchecked Sendable {
     @exclusivity(unchecked) var sources1: [UInt64: RLSource1] = [:]
     /// Sorted by order; ties in insertion order.
     @exclusivity(unchecked) var observers: [RLObserver] = []
-    @exclusivity(unchecked) var observerMask: UInt32 = 0
+    /// The union of the observers' activities. Atomic: written under the lock, read without it by
+    /// every ``RLRunLoop/doObservers(_:_:)`` (most activities of most modes have no observer).
+    let observerMask = Atomic<UInt32>(0)
+    /// Whether `sources0` is non-empty. Atomic for the same reason: step 3 of a pass skips the lock
+    /// when the mode has no source0. Sequentially consistent on both sides, like the loop's
+    /// `ignoresWakeUps`, so a source added, signalled and woken for from another thread is seen.
+    let hasSources0 = Atomic<Bool>(false)
     @exclusivity(unchecked) var timers: TimerQueue
     @exclusivity(unchecked) var stopped = false
     @exclusivity(unchecked) var mainQueueRegistered = false
@@ -66,9 +72,11 @@ struct BlockItem {
 }
 
 /// Flags of one run activation (CF's `_per_run_data`), pushed per run so nested runs have their own.
+/// The innermost activation's `ignoreWakeUps` is the loop's atomic ``RLRunLoop/ignoresWakeUps``;
+/// each activation keeps the value it replaced, restored when it ends.
 struct PerRun {
     var stopped = false
-    var ignoreWakeUps = false
+    var outerIgnoresWakeUps = false
     /// The activation's absolute deadline (0 = poll, `.max` = none).
     var deadline: UInt64 = .max
 }
@@ -92,6 +100,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     let waiter: Waiter
     let mainQueueFD: Int32
     let lock = Mutex<Void>(())
+    /// CF's per-run `ignoreWakeUps` of the innermost activation (true while the loop is not running,
+    /// and from a wake to the next pass). Written only on the loop's thread; read by ``wakeUp()`` on
+    /// any thread without taking the lock.
+    let ignoresWakeUps = Atomic<Bool>(true)
 
     // MARK: Guarded by `lock`
     // (`@exclusivity(unchecked)` here and below: the lock, or the loop's thread, already serialises
@@ -136,7 +148,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         self.waiter = try Waiter()
         self.mainQueueFD = isMain ? _dispatch_get_main_queue_handle_4CF() : -1
         // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
-        self.perRun = [PerRun(stopped: false, ignoreWakeUps: true, deadline: .max)]
+        self.perRun = [PerRun(stopped: false, outerIgnoresWakeUps: true, deadline: .max)]
         self.perRun.reserveCapacity(8)
         // Like CF, every loop has its default mode from birth (so the main loop can run it empty);
         // made here with the error thrown (out of descriptors), not trapped.
@@ -213,7 +225,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in modes.values {
                 for s in m.sources0 { cancels.append((s, m.name)) }
                 for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
-                m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll(); m.observerMask = 0
+                m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll()
+                m.hasSources0.store(false, ordering: .sequentiallyConsistent)
+                m.observerMask.store(0, ordering: .sequentiallyConsistent)
                 for t in m.timers.liveTimers() { t.state.withLock { $0.memberships.removeAll() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
@@ -332,6 +346,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     func addSource0Locked(_ s: RLSource0, _ m: ModeState) -> Bool {
         if m.sources0.contains(where: { $0 === s }) { return false }
         m.sources0.append(s)
+        m.hasSources0.store(true, ordering: .sequentiallyConsistent)
         return true
     }
 
@@ -349,7 +364,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 targets = [m]
             }
             for m in targets {
-                if let i = m.sources0.firstIndex(where: { $0 === source }) { m.sources0.remove(at: i); left.append(m.name) }
+                if let i = m.sources0.firstIndex(where: { $0 === source }) {
+                    m.sources0.remove(at: i)
+                    m.hasSources0.store(!m.sources0.isEmpty, ordering: .sequentiallyConsistent)
+                    left.append(m.name)
+                }
             }
         }
         for m in left {
@@ -493,7 +512,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // After every observer of lower or equal order: ties keep insertion order.
         let i = m.observers.firstIndex(where: { $0.order > o.order }) ?? m.observers.count
         m.observers.insert(o, at: i)
-        m.observerMask |= o.activities.rawValue
+        m.observerMask.bitwiseOr(o.activities.rawValue, ordering: .sequentiallyConsistent)
         return true
     }
 
@@ -510,7 +529,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in targets {
                 guard let i = m.observers.firstIndex(where: { $0 === observer }) else { continue }
                 m.observers.remove(at: i)
-                m.observerMask = m.observers.reduce(0) { $0 | $1.activities.rawValue }
+                m.observerMask.store(m.observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .sequentiallyConsistent)
                 left.append(m.name)
             }
         }
@@ -695,10 +714,12 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Wakes the loop if it is waiting (or makes its next wait return at once). Dropped while the
     /// loop is ignoring wake-ups (between a wake and its next iteration, or when not running).
     public func wakeUp() {
-        // The flag is read under the lock; the eventfd is written after it, so the woken loop never
-        // finds its lock held by the waker. A wake-up racing with the loop's own wake stays pending
-        // in the eventfd and ends the next wait at once: never lost, at worst one extra pass.
-        let accepted = locked { !perRun[perRun.count - 1].ignoreWakeUps }
+        // The flag is an atomic read without the lock (the waker never holds the lock the woken
+        // loop is about to take); sequentially consistent with the loop's store at the top of each
+        // pass, so either the loop's checks see the caller's work or this read sees "accepting".
+        // A wake-up racing with the loop's own wake stays pending in the eventfd and ends the next
+        // wait at once: never lost, at worst one extra pass.
+        let accepted = !ignoresWakeUps.load(ordering: .sequentiallyConsistent)
         // Traced before the write, so the request always precedes the loop's `wake` in a trace.
         RLTrace.wakeUpRequested(loop: id, accepted: accepted)
         if accepted { waiter.wake() }

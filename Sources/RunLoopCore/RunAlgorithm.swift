@@ -18,22 +18,22 @@ extension RLRunLoop {
 
     /// CFRunLoopRunSpecific.
     func runSpecific(mode: RLMode, seconds: Double, stopAfterHandle: Bool) -> RLRunResult {
-        // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit).
-        if mode == .commonModes { return .finished }
-        let m: ModeState? = locked {
-            guard !deallocating, let m = modes[mode], !isEmptyLocked(m) else { return nil }
-            // Step 2: push per-run flags; save and set the current mode.
+        // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit). The
+        // common pseudo-mode is never a mode of the loop (`modeLocked` does not create it), so it is
+        // "missing" here without a string comparison on every run.
+        let found: (m: ModeState, previous: ModeState?)? = locked {
+            guard !deallocating, let m = modeLocked(mode, create: false), !isEmptyLocked(m) else { return nil }
+            // Step 2 (same lock section): push per-run flags, a new activation accepting wake-ups;
+            // save and set the current mode.
             let deadline: UInt64 = seconds <= 0 ? 0
                 : (seconds <= runTimeoutLimit ? rl_monotonic_ns() &+ UInt64(seconds * 1e9) : .max)
-            perRun.append(PerRun(stopped: false, ignoreWakeUps: false, deadline: deadline))
-            return m
-        }
-        guard let m else { return .finished }
-        let previous = locked { () -> ModeState? in
+            perRun.append(PerRun(stopped: false, outerIgnoresWakeUps: ignoresWakeUps.load(ordering: .relaxed), deadline: deadline))
+            ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
             let p = currentModeState
             currentModeState = m
-            return p
+            return (m, p)
         }
+        guard let (m, previous) = found else { return .finished }
         depth += 1
         RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
                          timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
@@ -44,7 +44,9 @@ extension RLRunLoop {
         RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
         depth -= 1
         locked {
-            perRun.removeLast()
+            // Pop the per-run flags: the enclosing activation (or the idle loop) ignores wake-ups
+            // again if it did when this one began.
+            ignoresWakeUps.store(perRun.removeLast().outerIgnoresWakeUps, ordering: .sequentiallyConsistent)
             currentModeState = previous
         }
         return result
@@ -79,8 +81,10 @@ extension RLRunLoop {
             let calloutsAtStart = calloutCount
             RLTrace.iterationBegin(loop: id, iteration: it)
 
-            // Step 1: accept wake-ups again; beforeTimers, beforeSources.
-            locked { perRun[perRun.count - 1].ignoreWakeUps = false }
+            // Step 1: accept wake-ups again (an atomic flag: ``wakeUp()`` reads it without the lock;
+            // sequentially consistent, so a waker that still saw "ignoring" queued its work before
+            // the checks below, which then see it); beforeTimers, beforeSources.
+            ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
             doObservers(m, .beforeTimers)
             doObservers(m, .beforeSources)
             // Step 2: blocks for this mode.
@@ -119,24 +123,28 @@ extension RLRunLoop {
                                        deadlineNs: armed == .max ? 0 : armed)
                 }
                 ready = waiter.wait(on: m.epfd, poll: poll)
-                // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
-                // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
-                if ready == nil && poll && locked({ m.timers.earliestFire() }) <= rl_monotonic_ns() {
-                    ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
-                }
-                // Step 8: ignore wake-ups until the next iteration; afterWaiting.
-                let now = rl_monotonic_ns()
+                // Step 8: ignore wake-ups until the next iteration; afterWaiting. (A pure poll reads
+                // no clock here: `wakeReasonLocked` names the same reason with 0 when deadline is 0.)
+                let now = deadline == 0 ? 0 : rl_monotonic_ns()
                 reason = locked { () -> RLTraceWakeReason in
                     sleeping = false
-                    perRun[perRun.count - 1].ignoreWakeUps = true
+                    ignoresWakeUps.store(true, ordering: .sequentiallyConsistent)
+                    // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
+                    // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
+                    if ready == nil && poll {
+                        let fire = m.timers.earliestFire()
+                        if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) {
+                            ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
+                        }
+                    }
                     return wakeReasonLocked(ready, m, now: now, deadline: deadline)
                 }
                 RLTrace.wake(loop: id, iteration: it, reason: reason, fd: readyFD(ready),
                              sleptNs: poll ? 0 : now &- sleepStart)
                 if !poll { doObservers(m, .afterWaiting) }
             } else {
-                // Step 8 for the peek path (the sleep path set it under the lock after waking).
-                locked { perRun[perRun.count - 1].ignoreWakeUps = true }
+                // Step 8 for the peek path (the sleep path sets it in its lock section after waking).
+                ignoresWakeUps.store(true, ordering: .sequentiallyConsistent)
                 reason = .mainQueue
                 RLTrace.wake(loop: id, iteration: it, reason: reason, fd: mainQueueFD, sleptNs: 0)
             }
@@ -174,7 +182,8 @@ extension RLRunLoop {
             result = locked { () -> RLRunResult? in
                 let top = perRun.count - 1
                 if handled && stopAfterHandle { return .handledSource }
-                if deadline != .max && deadline < rl_monotonic_ns() { return .timedOut }
+                // (A poll's deadline, 0, is always past: no clock read for it.)
+                if deadline == 0 || (deadline != .max && deadline < rl_monotonic_ns()) { return .timedOut }
                 if perRun[top].stopped { perRun[top].stopped = false; return .stopped }
                 if m.stopped { m.stopped = false; return .stopped }
                 if isEmptyLocked(m) { return .finished }
@@ -222,16 +231,14 @@ extension RLRunLoop {
 
     /// CF's `__CFRunLoopDoObservers`: snapshot the matching observers, then call each still valid.
     func doObservers(_ m: ModeState, _ activity: RLActivity) {
-        var list: [RLObserver] = []
-        let any = locked { () -> Bool in
-            guard m.observerMask & activity.rawValue != 0 else { return false }
-            list = observerScratch.popLast() ?? []
+        // The mask is atomic: a mode nobody observes for `activity` costs one load, no lock.
+        guard m.observerMask.load(ordering: .sequentiallyConsistent) & activity.rawValue != 0 else { return }
+        var list = observerScratch.popLast() ?? []
+        locked {
             for o in m.observers where o.activities.rawValue & activity.rawValue != 0 {
                 if o.state.withLock({ $0.valid && !$0.firing }) { list.append(o) }
             }
-            return true
         }
-        guard any else { return }
         for o in list {
             let fire = o.state.withLock { s -> Bool in
                 guard s.valid else { return false }
@@ -288,6 +295,8 @@ extension RLRunLoop {
     /// CF's `__CFRunLoopDoSources0`: the signalled sources, by order then signal time, each
     /// unsignalled before its perform. Like CF, the result is that of the last source tried.
     func doSources0(_ m: ModeState, stopAfterHandle: Bool) -> Bool {
+        // A mode without source0s costs one atomic load, no lock (see ``ModeState/hasSources0``).
+        guard m.hasSources0.load(ordering: .sequentiallyConsistent) else { return false }
         var list = source0Scratch.popLast() ?? []
         locked {
             for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) { list.append(s) }
