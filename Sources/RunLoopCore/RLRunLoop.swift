@@ -71,6 +71,29 @@ struct BlockItem {
     }
 }
 
+/// The modes an item joined or left in one call, iterated after the lock (for the trace): the first
+/// is inline, so the usual single mode costs no allocation, and modes are held unretained (they live
+/// as long as their loop, which is running the call), their names read only when iterated.
+struct ModeNames: Sequence {
+    private var first: Unmanaged<ModeState>?
+    private var rest: [Unmanaged<ModeState>] = []
+
+    mutating func append(_ m: ModeState) {
+        if first == nil { first = .passUnretained(m) } else { rest.append(.passUnretained(m)) }
+    }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate var names: ModeNames
+        fileprivate var index = -1
+        mutating func next() -> RLMode? {
+            defer { index += 1 }
+            let m = index < 0 ? names.first : (index < names.rest.count ? names.rest[index] : nil)
+            return m?._withUnsafeGuaranteedRef { $0.name }
+        }
+    }
+    func makeIterator() -> Iterator { Iterator(names: self) }
+}
+
 /// Flags of one run activation (CF's `_per_run_data`), pushed per run so nested runs have their own.
 /// The innermost activation's `ignoreWakeUps` is the loop's atomic ``RLRunLoop/ignoresWakeUps``;
 /// each activation keeps the value it replaced, restored when it ends.
@@ -100,6 +123,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     let waiter: Waiter
     let mainQueueFD: Int32
     let lock = Mutex<Void>(())
+    /// What items bound to this loop hold (see ``LoopHandle``).
+    let handle = LoopHandle()
     /// CF's per-run `ignoreWakeUps` of the innermost activation (true while the loop is not running,
     /// and from a wake to the next pass). Written only on the loop's thread; read by ``wakeUp()`` on
     /// any thread without taking the lock.
@@ -126,8 +151,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var mainQueueSuspended: [ModeState] = []
     /// The mode ``modeLocked(_:create:)`` found last: almost every lookup (a run, a perform-block,
     /// a timer added) names the same mode as the one before, and a name equal to it in storage is
-    /// recognised without hashing. Modes are never removed, so it never goes stale.
-    @exclusivity(unchecked) var lastMode: ModeState?
+    /// recognised without hashing. Modes are never removed, so it never goes stale; it is held
+    /// unretained (`modes` owns it), so using it costs no retain/release either.
+    @exclusivity(unchecked) var lastMode: Unmanaged<ModeState>?
 
     // MARK: Touched only on the loop's thread
     var iteration: UInt64 = 0
@@ -150,6 +176,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
         self.perRun = [PerRun(stopped: false, outerIgnoresWakeUps: true, deadline: .max)]
         self.perRun.reserveCapacity(8)
+        handle.loop = self
         // Like CF, every loop has its default mode from birth (so the main loop can run it empty);
         // made here with the error thrown (out of descriptors), not trapped.
         let ep = try waiter.makeModeSet()
@@ -247,17 +274,26 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Finds (or creates) a mode. Called with the lock held.
     func modeLocked(_ name: RLMode, create: Bool) -> ModeState? {
-        if let m = lastMode, m.name == name { return m }
-        if let m = modes[name] { lastMode = m; return m }
+        if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u.takeUnretainedValue() }
+        if let m = modes[name] { lastMode = .passUnretained(m); return m }
         guard create, name != .commonModes else { return nil }
         let ep: Int32
         do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
         let m = ModeState(name: name, epfd: ep)
         m.isCommon = commonModeNames.contains(name)
         modes[name] = m
-        lastMode = m
+        lastMode = .passUnretained(m)
         if isMainLoop && commonModeNames.contains(name) { registerMainQueueLocked(m) }
         return m
+    }
+
+    /// Calls `body` with the mode named `name` (found or created as ``modeLocked(_:create:)`` does);
+    /// nil when there is none. The hot paths use it: when the name is the last one looked up, the
+    /// mode is lent to `body` without a retain/release pair. Called with the lock held.
+    @inline(__always)
+    func withModeLocked<R>(_ name: RLMode, create: Bool, _ body: (ModeState) -> R) -> R? {
+        if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u._withUnsafeGuaranteedRef(body) }
+        return modeLocked(name, create: create).map(body)
     }
 
     /// Replaces a mode's epoll set by a fresh one holding exactly what the mode has: the only way to
@@ -400,7 +436,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public func add(_ source: RLSource1, forMode mode: RLMode) throws(RLError) {
         guard source.isValid else { return }
         let owner: RLRunLoop?? = source.state.withLock { s in
-            if let w = s.loop { return .some(w.loop) }
+            if s.loop.bound { return .some(s.loop.loop) }
             s.loop = WeakLoop(loop: self)
             return .none
         }
@@ -500,9 +536,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     private func claim(_ o: RLObserver) -> Bool {
         o.state.withLock { s in
             guard s.valid else { return false }
-            if let w = s.loop { return w.loop === self }
-            s.loop = WeakLoop(loop: self)
-            return true
+            return s.loop.claim(self)
         }
     }
 
@@ -555,31 +589,41 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Adds a timer to `mode` (or every common mode). A timer belongs to one loop: adding it to
     /// another, or adding an invalidated one, does nothing (CF). O(log n).
     public func add(_ timer: RLTimer, forMode mode: RLMode) {
-        let ok = timer.state.withLock { s -> Bool in
-            guard s.valid else { return false }
-            if let w = s.loop { return w.loop === self }
-            s.loop = WeakLoop(loop: self)
-            return true
-        }
-        guard ok else { return }
-        var joined: [RLMode] = []
+        var joined = ModeNames()
         locked {
-            if mode == .commonModes {
+            // The usual case, a mode the loop has: the timer is claimed for this loop and joins the
+            // mode in one section of its lock (`addTimerLocked`).
+            let added = withModeLocked(mode, create: false) { m in
+                if addTimerLocked(timer, m) { joined.append(m) }
+            }
+            if added != nil {
+                rearmIfSleepingLocked()
+                return
+            }
+            // Otherwise claim it first: an invalidated timer, or another loop's, creates no mode.
+            guard timer.state.withLock({ $0.valid && $0.loop.claim(self) }) else { return }
+            if let m = modeLocked(mode, create: true) {
+                if addTimerLocked(timer, m) { joined.append(m) }
+            } else {
+                // The common pseudo-mode (the one name `modeLocked` never creates): every common mode.
                 if commonTimers[ObjectIdentifier(timer)] != nil { return }
                 commonTimers[ObjectIdentifier(timer)] = timer
+                for m in targetModesLocked(.commonModes) where addTimerLocked(timer, m) { joined.append(m) }
             }
-            for m in targetModesLocked(mode) where addTimerLocked(timer, m) { joined.append(m.name) }
             rearmIfSleepingLocked()
         }
         for m in joined { RLTrace.itemAdded(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
     }
 
+    /// Adds a timer to one mode: claims it for this loop (a timer belongs to one loop; invalidated
+    /// ones are refused) and records the membership in one section of its lock, then queues it.
     @discardableResult
     func addTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
         nextStamp &+= 1
         let stamp = nextStamp
         let mid = ObjectIdentifier(m)
         let joined: (UInt64, UInt64)? = t.state.withLock { s in
+            guard s.valid, s.loop.claim(self) else { return nil }
             if s.memberships.stamp(in: mid) != nil { return nil }
             s.memberships.append(TimerMemberships.Membership(mode: m, stamp: stamp))
             return (s.fireNs, s.toleranceNs)
@@ -671,7 +715,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         let id = RLIDs.make()
         locked {
             // `modeLocked` finds or creates any mode but the common pseudo-mode (nil).
-            let target: BlockItem.Target = modeLocked(mode, create: true).map { .mode(ObjectIdentifier($0)) } ?? .common
+            let target: BlockItem.Target = withModeLocked(mode, create: true) { .mode(ObjectIdentifier($0)) } ?? .common
             blocks.append(BlockItem(target: target, id: id, name: name, body: block))
         }
     }

@@ -342,7 +342,7 @@ extension RLRunLoop {
     private func doTimer(_ m: ModeState, _ t: RLTimer) -> Bool {
         let now = rl_monotonic_ns()
         let go: (old: UInt64, oneShot: Bool)? = t.state.withLock { s in
-            guard s.valid, s.fireNs <= now, !s.firing, s.loop?.loop === self else { return nil }
+            guard s.valid, s.fireNs <= now, !s.firing, s.loop.isBound(to: self) else { return nil }
             s.firing = true
             return (s.fireNs, s.intervalNs == 0)
         }
