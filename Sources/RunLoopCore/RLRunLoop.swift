@@ -4,7 +4,6 @@ import Glibc
 import Musl
 #endif
 import CRunLoopShims
-import DequeModule
 import Synchronization
 import Tracing
 
@@ -68,6 +67,77 @@ struct BlockItem {
         case .common: isCommon
         case .many(let s): s.contains(m.name) || (isCommon && s.contains(.commonModes))
         }
+    }
+}
+
+/// The loop's FIFO of perform-blocks: a ring buffer (power-of-two capacity) in a class. Blocks are
+/// moved in and out (the queue owns the one reference to each closure: no retain/release pair per
+/// block), a queue is handed over by swapping references, and a drained queue keeps its buffer for
+/// the next pass. Guarded by the loop's lock, or owned by the loop's thread while it drains it.
+final class BlockQueue {
+    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<BlockItem>
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private(set) var count = 0
+
+    /// The capacity a queue starts with and shrinks back to once drained.
+    static let initialCapacity = 16
+
+    init() {
+        capacity = BlockQueue.initialCapacity
+        buffer = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        removeAll()
+        buffer.deallocate()
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    func append(_ item: consuming BlockItem) {
+        if count == capacity { reallocate(capacity * 2) }
+        (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
+        count += 1
+    }
+
+    func popFirst() -> BlockItem? {
+        guard count > 0 else { return nil }
+        let item = (buffer + head).move()
+        head = (head + 1) & (capacity - 1)
+        count -= 1
+        return item
+    }
+
+    func contains(where predicate: (BlockItem) -> Bool) -> Bool {
+        for i in 0..<count where predicate(buffer[(head + i) & (capacity - 1)]) { return true }
+        return false
+    }
+
+    /// Moves every block of `other`, in order, to the end of this queue (`other` ends empty).
+    func append(movingFrom other: BlockQueue) {
+        while let b = other.popFirst() { append(b) }
+    }
+
+    func removeAll() {
+        while popFirst() != nil {}
+        head = 0
+    }
+
+    /// Gives a drained queue that grew large (a burst of blocks) its initial buffer back.
+    func shrinkIfDrained() {
+        if count == 0 && capacity > 4096 { reallocate(BlockQueue.initialCapacity) }
+    }
+
+    private func reallocate(_ newCapacity: Int) {
+        let new = UnsafeMutablePointer<BlockItem>.allocate(capacity: newCapacity)
+        let firstPart = min(count, capacity - head)
+        new.moveInitialize(from: buffer + head, count: firstPart)
+        (new + firstPart).moveInitialize(from: buffer, count: count - firstPart)
+        buffer.deallocate()
+        buffer = new
+        capacity = newCapacity
+        head = 0
     }
 }
 
@@ -142,7 +212,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var commonTimers: [ObjectIdentifier: RLTimer] = [:]
     @exclusivity(unchecked) var currentModeState: ModeState?
     @exclusivity(unchecked) var perRun: [PerRun]
-    @exclusivity(unchecked) var blocks = Deque<BlockItem>()
+    @exclusivity(unchecked) var blocks = BlockQueue()
     @exclusivity(unchecked) var sleeping = false
     @exclusivity(unchecked) var deallocating = false
     @exclusivity(unchecked) var nextStamp: UInt64 = 0
@@ -163,9 +233,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var observerScratch: [[RLObserver]] = []
     @exclusivity(unchecked) var source0Scratch: [[RLSource0]] = []
     @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
-    /// Empty block queues that kept their capacity: ``doBlocks(_:)`` swaps one in for the queue it
-    /// takes (a stack, as a block may run a nested activation that takes the queue again).
-    @exclusivity(unchecked) var blockScratch: [Deque<BlockItem>] = []
+    /// An empty block queue that kept its buffer: ``doBlocks(_:)`` swaps it in for the queue it
+    /// takes (nil while a drain has it: a nested activation's drain then makes its own).
+    @exclusivity(unchecked) var blockSpare: BlockQueue? = BlockQueue()
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()

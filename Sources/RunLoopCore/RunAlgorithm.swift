@@ -5,7 +5,6 @@ import Musl
 #endif
 import CRunLoopShims
 import Tracing
-import DequeModule
 
 /// CF's TIMER_INTERVAL_LIMIT in seconds: a run timeout longer than this means "no timeout".
 let runTimeoutLimit = 504_911_232.0
@@ -258,35 +257,34 @@ extension RLRunLoop {
     /// their order, ahead of blocks queued meanwhile.
     @discardableResult
     func doBlocks(_ m: ModeState) -> Bool {
-        // Swap the queue for an empty one that kept its capacity from an earlier pass (no
-        // allocation for the blocks queued meanwhile), then consume it: each block is moved out,
-        // not copied (no retain/release of its closure).
-        var taken = blockScratch.popLast() ?? Deque()
+        // Swap the queue for the spare, an empty one that kept its buffer from an earlier pass (no
+        // allocation for the blocks queued meanwhile), then drain it: each block is moved out.
+        var taken = blockSpare.take() ?? BlockQueue()
         let isCommon: Bool? = locked {
             if blocks.isEmpty { return nil }
             swap(&blocks, &taken)
             return m.isCommon
         }
-        guard let isCommon else {
-            blockScratch.append(taken)
-            return false
+        defer {
+            taken.shrinkIfDrained()
+            blockSpare = taken
         }
-        let keepCapacity = taken.count <= 4096   // a huge batch's buffer is not kept around
-        var kept = Deque<BlockItem>()
+        guard let isCommon else { return false }
+        var kept: BlockQueue?
         var did = false
         while let b = taken.popFirst() {
             if b.matches(m, isCommon: isCommon) {
                 calloutToBlock(id: b.id, name: b.name, body: b.body)
                 did = true
             } else {
-                kept.append(b)
+                if kept == nil { kept = BlockQueue() }
+                kept!.append(b)
             }
         }
-        if keepCapacity { blockScratch.append(taken) }
-        if !kept.isEmpty {
+        if var kept {
             locked {
-                kept.append(contentsOf: blocks)
-                blocks = kept
+                kept.append(movingFrom: blocks)
+                swap(&blocks, &kept)
             }
         }
         return did

@@ -320,6 +320,41 @@ struct RunLoopCoreTests {
         #expect(weakLoop() == nil)
     }
 
+    /// The perform-block queue (a ring buffer swapped with a spare each pass): FIFO order through
+    /// growth and wrap-around, blocks of another mode kept in order ahead of blocks queued meanwhile,
+    /// and a nested run draining blocks while the outer drain is in progress.
+    @Test func performBlocksKeepFIFOOrderThroughGrowthWrapAroundAndNesting() {
+        let (ran, nested) = onFreshThread { () -> ([String], [String]) in
+            let loop = RLRunLoop.current
+            let other = RLMode("other")
+            var ran: [String] = []
+            var nested: [String] = []
+            // Wrap-around: a few blocks drained, then more than the initial capacity queued.
+            for i in 0..<5 { loop.performBlock(forMode: .default) { ran.append("a\(i)") } }
+            loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            for i in 0..<100 {
+                loop.performBlock(forMode: i % 3 == 0 ? other : .default) { ran.append("b\(i)") }
+            }
+            // A block that queues more (they run in the same run, after the others) and runs a
+            // nested activation of `other`, which takes the queue while the outer drain has its own.
+            loop.performBlock(forMode: .default) {
+                loop.performBlock(forMode: .default) { ran.append("c0") }
+                loop.performBlock(forMode: other) { nested.append("n0") }
+                loop.run(mode: other, seconds: 0, returnAfterSourceHandled: false)
+            }
+            loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            // The blocks of `other` queued before (b0, b3, ...) were held by the outer drain, so the
+            // nested run saw only n0 (as in CF); they are back in the queue, in order, for a run of
+            // `other`.
+            loop.run(mode: other, seconds: 0, returnAfterSourceHandled: false)
+            return (ran, nested)
+        }
+        let b = (0..<100).filter { $0 % 3 != 0 }.map { "b\($0)" }
+        let kept = (0..<100).filter { $0 % 3 == 0 }.map { "b\($0)" }
+        #expect(ran == (0..<5).map { "a\($0)" } + b + ["c0"] + kept)
+        #expect(nested == ["n0"])
+    }
+
     @Test func manyTimersInsertRemoveAndFireInOrder() {
         let fired = onFreshThread { () -> [Int] in
             let loop = RLRunLoop.current
