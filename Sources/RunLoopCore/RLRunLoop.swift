@@ -72,8 +72,9 @@ struct BlockItem {
 
 /// The loop's FIFO of perform-blocks: a ring buffer (power-of-two capacity) in a class. Blocks are
 /// moved in and out (the queue owns the one reference to each closure: no retain/release pair per
-/// block), a queue is handed over by swapping references, and a drained queue keeps its buffer for
-/// the next pass. Guarded by the loop's lock, or owned by the loop's thread while it drains it.
+/// block), a queue is handed over by swapping contents (the loop's queue is a `let`, so using it
+/// costs no retain of the queue object), and a drained queue keeps its buffer for the next pass.
+/// Guarded by the loop's lock, or owned by the loop's thread while it drains it.
 final class BlockQueue {
     @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<BlockItem>
     @exclusivity(unchecked) private var capacity: Int
@@ -112,6 +113,14 @@ final class BlockQueue {
     func contains(where predicate: (BlockItem) -> Bool) -> Bool {
         for i in 0..<count where predicate(buffer[(head + i) & (capacity - 1)]) { return true }
         return false
+    }
+
+    /// Exchanges the blocks (and buffers) of two queues: O(1).
+    func swapContents(with other: BlockQueue) {
+        swap(&buffer, &other.buffer)
+        swap(&capacity, &other.capacity)
+        swap(&head, &other.head)
+        swap(&count, &other.count)
     }
 
     /// Moves every block of `other`, in order, to the end of this queue (`other` ends empty).
@@ -210,9 +219,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var commonObservers: [RLObserver] = []
     /// Common timers by identity (O(1) add/remove even with many).
     @exclusivity(unchecked) var commonTimers: [ObjectIdentifier: RLTimer] = [:]
-    @exclusivity(unchecked) var currentModeState: ModeState?
+    /// Held unretained (`modes` owns every mode): setting and restoring it costs no refcounting.
+    @exclusivity(unchecked) var currentModeState: Unmanaged<ModeState>?
     @exclusivity(unchecked) var perRun: [PerRun]
-    @exclusivity(unchecked) var blocks = BlockQueue()
+    let blocks = BlockQueue()
     @exclusivity(unchecked) var sleeping = false
     @exclusivity(unchecked) var deallocating = false
     @exclusivity(unchecked) var nextStamp: UInt64 = 0
@@ -390,7 +400,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The mode the loop is running in, or nil when it is not running.
-    public var currentMode: RLMode? { locked { currentModeState?.name } }
+    public var currentMode: RLMode? { locked { currentModeState?.takeUnretainedValue().name } }
 
     /// Every mode the loop has (created by adding items or blocks to them).
     public var allModes: [RLMode] { locked { Array(modes.keys) } }
@@ -773,7 +783,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
     func rearmIfSleepingLocked() {
-        guard sleeping, let m = currentModeState else { return }
+        guard sleeping, let m = currentModeState?.takeUnretainedValue() else { return }
         waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
     }
 

@@ -20,7 +20,7 @@ extension RLRunLoop {
         // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit). The
         // common pseudo-mode is never a mode of the loop (`modeLocked` does not create it), so it is
         // "missing" here without a string comparison on every run.
-        let found: (m: ModeState, previous: ModeState?)? = locked {
+        let found: (m: ModeState, previous: Unmanaged<ModeState>?)? = locked {
             guard !deallocating, let m = modeLocked(mode, create: false), !isEmptyLocked(m) else { return nil }
             // Step 2 (same lock section): push per-run flags, a new activation accepting wake-ups;
             // save and set the current mode.
@@ -29,7 +29,7 @@ extension RLRunLoop {
             perRun.append(PerRun(stopped: false, outerIgnoresWakeUps: ignoresWakeUps.load(ordering: .relaxed), deadline: deadline))
             ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
             let p = currentModeState
-            currentModeState = m
+            currentModeState = .passUnretained(m)
             return (m, p)
         }
         guard let (m, previous) = found else { return .finished }
@@ -127,7 +127,8 @@ extension RLRunLoop {
                 let now = deadline == 0 ? 0 : rl_monotonic_ns()
                 reason = locked { () -> RLTraceWakeReason in
                     sleeping = false
-                    ignoresWakeUps.store(true, ordering: .sequentiallyConsistent)
+                    // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
+                    ignoresWakeUps.store(true, ordering: .releasing)
                     // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
                     // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
                     if ready == nil && poll {
@@ -143,7 +144,7 @@ extension RLRunLoop {
                 if !poll { doObservers(m, .afterWaiting) }
             } else {
                 // Step 8 for the peek path (the sleep path sets it in its lock section after waking).
-                ignoresWakeUps.store(true, ordering: .sequentiallyConsistent)
+                ignoresWakeUps.store(true, ordering: .releasing)
                 reason = .mainQueue
                 RLTrace.wake(loop: id, iteration: it, reason: reason, fd: mainQueueFD, sleptNs: 0)
             }
@@ -259,10 +260,10 @@ extension RLRunLoop {
     func doBlocks(_ m: ModeState) -> Bool {
         // Swap the queue for the spare, an empty one that kept its buffer from an earlier pass (no
         // allocation for the blocks queued meanwhile), then drain it: each block is moved out.
-        var taken = blockSpare.take() ?? BlockQueue()
+        let taken = blockSpare.take() ?? BlockQueue()
         let isCommon: Bool? = locked {
             if blocks.isEmpty { return nil }
-            swap(&blocks, &taken)
+            blocks.swapContents(with: taken)
             return m.isCommon
         }
         defer {
@@ -281,10 +282,10 @@ extension RLRunLoop {
                 kept!.append(b)
             }
         }
-        if var kept {
+        if let kept {
             locked {
                 kept.append(movingFrom: blocks)
-                swap(&blocks, &kept)
+                blocks.swapContents(with: kept)
             }
         }
         return did
@@ -295,10 +296,22 @@ extension RLRunLoop {
     func doSources0(_ m: ModeState, stopAfterHandle: Bool) -> Bool {
         // A mode without source0s costs one atomic load, no lock (see ``ModeState/hasSources0``).
         guard m.hasSources0.load(ordering: .sequentiallyConsistent) else { return false }
-        var list = source0Scratch.popLast() ?? []
+        // Snapshot the signalled sources. A single one (the usual case) needs no list; several go
+        // into a reused scratch list.
+        var one: RLSource0?
+        var list: [RLSource0] = []
         locked {
-            for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) { list.append(s) }
+            for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) {
+                if let first = one {
+                    list = source0Scratch.popLast() ?? []
+                    list.append(first)
+                    one = nil
+                }
+                if list.isEmpty { one = s } else { list.append(s) }
+            }
         }
+        if let one { return doSource0(one) }
+        if list.isEmpty { return false }
         var handled = false
         if list.count > 1 {
             let keyed = list.map { s in (s, s.state.withLock { $0.signalSeq }) }

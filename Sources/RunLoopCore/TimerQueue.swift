@@ -66,12 +66,14 @@ struct TimerQueue {
 
     /// The wake-up deadline for this mode: the earliest fire + tolerance (`.max` when none).
     mutating func hardDeadline() -> UInt64 {
-        min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolHard, mode: mode))
+        if count == 0 { return .max }   // only stale entries, if any (dropped on a later call)
+        return min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolHard, mode: mode))
     }
 
     /// The earliest fire date (`.max` when none).
     mutating func earliestFire() -> UInt64 {
-        min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolFire, mode: mode))
+        if count == 0 { return .max }
+        return min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolFire, mode: mode))
     }
 
     /// Appends to `out`, in fire order, every live timer whose fire time is ≤ `now`. The timers stay
