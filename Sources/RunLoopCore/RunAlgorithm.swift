@@ -178,12 +178,13 @@ extension RLRunLoop {
             // Step 10: blocks again.
             doBlocks(m)
 
-            // Step 11: decide.
-            result = locked { () -> RLRunResult? in
+            // Step 11: decide. (The first two checks need no lock, and a poll's deadline, 0, is
+            // always past: a poll pass decides without the lock or the clock.)
+            result = handled && stopAfterHandle ? .handledSource
+                : deadline == 0 ? .timedOut
+                : locked { () -> RLRunResult? in
                 let top = perRun.count - 1
-                if handled && stopAfterHandle { return .handledSource }
-                // (A poll's deadline, 0, is always past: no clock read for it.)
-                if deadline == 0 || (deadline != .max && deadline < rl_monotonic_ns()) { return .timedOut }
+                if deadline != .max && deadline < rl_monotonic_ns() { return .timedOut }
                 if perRun[top].stopped { perRun[top].stopped = false; return .stopped }
                 if m.stopped { m.stopped = false; return .stopped }
                 if isEmptyLocked(m) { return .finished }
