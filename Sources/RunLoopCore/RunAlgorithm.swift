@@ -108,11 +108,13 @@ extension RLRunLoop {
                 // Step 6: beforeWaiting (no user callout from here to the wake).
                 if !poll { doObservers(m, .beforeWaiting) }
                 // Step 7: sleep on the mode's epoll set (wake-up fd, timer fd, source1s, main queue).
+                var ownFDsOnly = false
                 let armed: UInt64 = locked {
                     sleeping = true
                     // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
                     // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
                     waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+                    ownFDsOnly = m.sources1.isEmpty && !m.mainQueueRegistered
                     return waiter.armedDeadline
                 }
                 let sleepStart = poll ? 0 : rl_monotonic_ns()
@@ -121,7 +123,10 @@ extension RLRunLoop {
                                        timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- sleepStart),
                                        deadlineNs: armed == .max ? 0 : armed)
                 }
-                ready = waiter.wait(on: m.epfd, poll: poll)
+                // A pure poll (deadline 0) of a set holding only the loop's own fds makes no system
+                // call: the waiter knows whether a wake-up is pending, and a due timer is found in
+                // the queue just below, as for any poll (the timerfd was just armed for it).
+                ready = deadline == 0 && ownFDsOnly ? waiter.pendingWake() : waiter.wait(on: m.epfd, poll: poll)
                 // Step 8: ignore wake-ups until the next iteration; afterWaiting. (A pure poll reads
                 // no clock here: `wakeReasonLocked` names the same reason with 0 when deadline is 0.)
                 let now = deadline == 0 ? 0 : rl_monotonic_ns()

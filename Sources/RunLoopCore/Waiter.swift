@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import CRunLoopShims
+import Synchronization
 
 /// Everything Linux-specific about how a run loop sleeps, in one small type (the role NIOPosix's
 /// `SelectorEpoll` plays for SwiftNIO): one wake-up `eventfd` and one `timerfd` (CLOCK_MONOTONIC,
@@ -27,6 +28,11 @@ final class Waiter {
     /// Both are only touched under the loop's lock (no dynamic exclusivity checks needed).
     @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
     @exclusivity(unchecked) private var expired = false
+    /// Set before each write to the wake-up fd, cleared before each read of it: lets a pure poll
+    /// see a pending wake-up without `epoll_wait` (``pendingWake()``). A hint that may be stale in
+    /// a race, in the harmless direction: at worst one extra pass, or a wake-up noticed one poll
+    /// later (a poll never sleeps, and the next wait ends at once on the still-readable fd).
+    private let wakePending = Atomic<Bool>(false)
 
     /// Creates the loop's wake-up and timer fds. Throws when the process is out of descriptors.
     init() throws(RLError) {
@@ -89,12 +95,14 @@ final class Waiter {
 
     /// Makes the wake-up fd readable (one system call; repeated wake-ups coalesce in the counter).
     func wake() {
+        wakePending.store(true, ordering: .releasing)
         var one: UInt64 = 1
         while write(wakeFD, &one, 8) < 0 && errno == EINTR {}
     }
 
     /// Resets the wake-up fd after the loop was woken by it.
     func drainWake() {
+        wakePending.store(false, ordering: .relaxed)
         var v: UInt64 = 0
         while read(wakeFD, &v, 8) < 0 && errno == EINTR {}
     }
@@ -135,6 +143,11 @@ final class Waiter {
             if n == 0 { return nil }
             if errno != EINTR { return nil }
         }
+    }
+
+    /// A poll of the wake-up fd alone, without a system call (see `wakePending`).
+    func pendingWake() -> (token: UInt64, events: UInt32)? {
+        wakePending.load(ordering: .acquiring) ? (Waiter.wakeToken, UInt32(EPOLLIN.rawValue)) : nil
     }
 
     /// Whether `fd` is readable right now (no waiting).
