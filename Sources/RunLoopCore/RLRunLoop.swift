@@ -86,18 +86,26 @@ final class BlockQueue {
 
     init() {
         capacity = BlockQueue.initialCapacity
-        buffer = .allocate(capacity: capacity)
+        buffer = BlockQueue.allocate(capacity)
     }
 
     deinit {
         removeAll()
-        buffer.deallocate()
+        free(buffer)
+    }
+
+    /// The buffer lives in `malloc` memory, so growing it is a `realloc`: a large buffer grows in
+    /// place or by remapping its pages (no copy, no fault on the pages already touched). BlockItem
+    /// holds only strong references and plain values, so it may be moved bitwise.
+    private static func allocate(_ capacity: Int) -> UnsafeMutablePointer<BlockItem> {
+        guard let p = malloc(capacity * MemoryLayout<BlockItem>.stride) else { fatalError("RunLoopCore: out of memory") }
+        return p.bindMemory(to: BlockItem.self, capacity: capacity)
     }
 
     var isEmpty: Bool { count == 0 }
 
     func append(_ item: consuming BlockItem) {
-        if count == capacity { reallocate(capacity * 2) }
+        if count == capacity { grow() }
         (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
         count += 1
     }
@@ -135,18 +143,23 @@ final class BlockQueue {
 
     /// Gives a drained queue that grew large (a burst of blocks) its initial buffer back.
     func shrinkIfDrained() {
-        if count == 0 && capacity > 4096 { reallocate(BlockQueue.initialCapacity) }
+        guard count == 0 && capacity > 4096 else { return }
+        free(buffer)
+        capacity = BlockQueue.initialCapacity
+        buffer = BlockQueue.allocate(capacity)
+        head = 0
     }
 
-    private func reallocate(_ newCapacity: Int) {
-        let new = UnsafeMutablePointer<BlockItem>.allocate(capacity: newCapacity)
-        let firstPart = min(count, capacity - head)
-        new.moveInitialize(from: buffer + head, count: firstPart)
-        (new + firstPart).moveInitialize(from: buffer, count: count - firstPart)
-        buffer.deallocate()
-        buffer = new
+    /// Doubles the capacity of a full queue. The blocks before the wrap point, `[head, capacity)`,
+    /// stay where they are; those after it, `[0, head)`, move to just after them.
+    private func grow() {
+        let newCapacity = capacity * 2
+        guard let p = realloc(buffer, newCapacity * MemoryLayout<BlockItem>.stride) else {
+            fatalError("RunLoopCore: out of memory")
+        }
+        buffer = p.bindMemory(to: BlockItem.self, capacity: newCapacity)
+        (buffer + capacity).moveInitialize(from: buffer, count: head)   // the wrapped part (full: count == capacity)
         capacity = newCapacity
-        head = 0
     }
 }
 

@@ -329,8 +329,12 @@ struct RunLoopCoreTests {
             let other = RLMode("other")
             var ran: [String] = []
             var nested: [String] = []
-            // Wrap-around: a few blocks drained, then more than the initial capacity queued.
+            // Wrap-around: a few blocks drained (the drained queue becomes the loop's queue on the
+            // next pass, its start moved), then more than the initial capacity queued, so the
+            // queue grows while wrapped.
             for i in 0..<5 { loop.performBlock(forMode: .default) { ran.append("a\(i)") } }
+            loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            loop.performBlock(forMode: .default) { ran.append("a5") }
             loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
             for i in 0..<100 {
                 loop.performBlock(forMode: i % 3 == 0 ? other : .default) { ran.append("b\(i)") }
@@ -351,7 +355,7 @@ struct RunLoopCoreTests {
         }
         let b = (0..<100).filter { $0 % 3 != 0 }.map { "b\($0)" }
         let kept = (0..<100).filter { $0 % 3 == 0 }.map { "b\($0)" }
-        #expect(ran == (0..<5).map { "a\($0)" } + b + ["c0"] + kept)
+        #expect(ran == (0...5).map { "a\($0)" } + b + ["c0"] + kept)
         #expect(nested == ["n0"])
     }
 
