@@ -735,14 +735,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Removes a timer from `mode` (or every common mode). If it was the next to fire, the wake-up
     /// timer is re-armed at once (no spurious wake, unlike CF on Linux).
     public func remove(_ timer: RLTimer, forMode mode: RLMode) {
-        var left: [RLMode] = []
+        var left = ModeNames()
         locked {
-            var targets: [ModeState] = []
-            if mode == .commonModes {
+            // A mode the loop has (no array, no name comparison), or else the common pseudo-mode.
+            let found = withModeLocked(mode, create: false) { m in
+                if removeTimerLocked(timer, m) { left.append(m) }
+            }
+            if found == nil && mode == .commonModes {
                 guard commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil else { return }
-                targets = commonModeNames.compactMap { modes[$0] }
-            } else if let m = modes[mode] { targets = [m] }
-            for m in targets where removeTimerLocked(timer, m) { left.append(m.name) }
+                for m in commonModeNames.compactMap({ modes[$0] }) where removeTimerLocked(timer, m) { left.append(m) }
+            }
             rearmIfSleepingLocked()
         }
         for m in left { RLTrace.itemRemoved(loop: id, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }

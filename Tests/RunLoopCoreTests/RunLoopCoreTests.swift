@@ -378,6 +378,33 @@ struct RunLoopCoreTests {
         #expect(fired == stride(from: 0, to: 100_000, by: 1000).map { $0 })
     }
 
+    /// The timer heaps drop stale entries by compaction when they outnumber the live ones (here on
+    /// the first add after mass removal), with and without tolerance; the live timers still fire
+    /// in fire-date order.
+    @Test func timerHeapsCompactAndKeepFireOrder() {
+        let (fired, expected) = onFreshThread { () -> ([Int], [Int]) in
+            let loop = RLRunLoop.current
+            var fired: [Int] = []
+            var expected: [Int] = []
+            let base = RLInstant.now + .milliseconds(30)
+            var timers: [Int: RLTimer] = [:]
+            func add(_ k: Int) {
+                // Every third timer has a tolerance (its own pair of heaps); fire dates are distinct.
+                let t = RLTimer(fireAt: base + .microseconds(k * 10), tolerance: k % 3 == 0 ? .microseconds(5) : .zero) { _ in fired.append(k) }
+                loop.add(t, forMode: .default)
+                timers[k] = t
+            }
+            for i in 0..<3000 { add((i * 7919) % 3000) }                       // scattered
+            for k in 0..<3000 where k % 10 != 0 { loop.remove(timers[k]!, forMode: .default) }   // 90% stale
+            for i in 0..<300 { add(3000 + (i * 13) % 300) }                     // compaction on the first
+            expected = (0..<3000).filter { $0 % 10 == 0 } + Array(3000..<3300)
+            loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+            return (fired, expected.sorted())
+        }
+        #expect(fired.count == expected.count)
+        #expect(fired == expected)
+    }
+
     @Test func removingTheNextTimerDoesNotCauseASpuriousWake() {
         let wakes = onFreshThread { () -> Int in
             let loop = RLRunLoop.current
