@@ -123,10 +123,10 @@ extension RLRunLoop {
                                        timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- sleepStart),
                                        deadlineNs: armed == .max ? 0 : armed)
                 }
-                // A pure poll (deadline 0) of a set holding only the loop's own fds makes no system
-                // call: the waiter knows whether a wake-up is pending, and a due timer is found in
-                // the queue just below, as for any poll (the timerfd was just armed for it).
-                ready = deadline == 0 && ownFDsOnly ? waiter.pendingWake() : waiter.wait(on: m.epfd, poll: poll)
+                // A poll of a set holding only the loop's own fds makes no system call: the waiter
+                // knows whether a wake-up is pending, and whether the deadline the timerfd was just
+                // armed for has passed (see `Waiter.pollOwnFDs`).
+                ready = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed) : waiter.wait(on: m.epfd, poll: poll)
                 // Step 8: ignore wake-ups until the next iteration; afterWaiting. (A pure poll reads
                 // no clock here: `wakeReasonLocked` names the same reason with 0 when deadline is 0.)
                 let now = deadline == 0 ? 0 : rl_monotonic_ns()

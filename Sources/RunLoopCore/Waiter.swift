@@ -28,8 +28,8 @@ final class Waiter {
     /// Both are only touched under the loop's lock (no dynamic exclusivity checks needed).
     @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
     @exclusivity(unchecked) private var expired = false
-    /// Set before each write to the wake-up fd, cleared before each read of it: lets a pure poll
-    /// see a pending wake-up without `epoll_wait` (``pendingWake()``). A hint that may be stale in
+    /// Set before each write to the wake-up fd, cleared before each read of it: lets a poll see a
+    /// pending wake-up without `epoll_wait` (``pollOwnFDs(armed:)``). A hint that may be stale in
     /// a race, in the harmless direction: at worst one extra pass, or a wake-up noticed one poll
     /// later (a poll never sleeps, and the next wait ends at once on the still-readable fd).
     private let wakePending = Atomic<Bool>(false)
@@ -145,9 +145,15 @@ final class Waiter {
         }
     }
 
-    /// A poll of the wake-up fd alone, without a system call (see `wakePending`).
-    func pendingWake() -> (token: UInt64, events: UInt32)? {
-        wakePending.load(ordering: .acquiring) ? (Waiter.wakeToken, UInt32(EPOLLIN.rawValue)) : nil
+    /// What `epoll_wait` with a zero timeout reports for a set holding only the wake-up fd and the
+    /// timerfd, without the system call: a pending wake-up (see `wakePending`), else the timerfd if
+    /// `armed`, the deadline it was just armed for (an `arm` resets an expired timerfd), has passed.
+    /// When both are ready the wake-up comes first (epoll reports whichever became ready first; the
+    /// other is seen on the next pass either way).
+    func pollOwnFDs(armed: UInt64) -> (token: UInt64, events: UInt32)? {
+        if wakePending.load(ordering: .acquiring) { return (Waiter.wakeToken, UInt32(EPOLLIN.rawValue)) }
+        if armed != .max && armed <= rl_monotonic_ns() { return (Waiter.timerToken, UInt32(EPOLLIN.rawValue)) }
+        return nil
     }
 
     /// Whether `fd` is readable right now (no waiting).
