@@ -27,7 +27,8 @@ let package = Package(
             name: "RunLoopCore",
             dependencies: [
                 "CRunLoopShims", "Tracing",
-                .product(name: "HeapModule", package: "swift-collections"),
+                // (Timer heaps and the perform-block queue are RunLoopCore's own, grown with realloc:
+                // measured in rl-bench, see docs/benchmarks.md. Deque serves RLMessagePort.)
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: tracingDefines

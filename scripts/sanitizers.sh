@@ -21,7 +21,8 @@ pthread_mutex_copy() {   # $1 = destination; prints the package path to build
     local dst=$1
     rm -rf "$dst"; mkdir -p "$dst"
     tar --exclude='./.build*' --exclude='./.git' -cf - . | tar -xf - -C "$dst"
-    sed -i -E 's/\bMutex(<|\()/TSanPThreadMutex\1/g' "$dst"/Sources/RunLoopCore/*.swift
+    sed -i -E -e 's/\bMutex(<|\()/TSanPThreadMutex\1/g' -e 's/\bextension Mutex\b/extension TSanPThreadMutex/g' \
+        "$dst"/Sources/RunLoopCore/*.swift
     cat > "$dst/Sources/RunLoopCore/TSanPThreadMutex.swift" <<'SWIFT'
 #if canImport(Glibc)
 import Glibc

@@ -16,8 +16,8 @@ extension RLRunLoop {
     public var description: String {
         locked {
             var out = "<RLRunLoop #\(id) tid \(threadID)\(isMainLoop ? " main" : "")> {wakeup fd = \(waiter.wakeFD), timer fd = \(waiter.timerFD), "
-            out += "stopped = \(perRun[perRun.count - 1].stopped), ignoreWakeUps = \(perRun[perRun.count - 1].ignoreWakeUps), "
-            out += "sleeping = \(sleeping), current mode = \(currentModeState?.name.rawValue ?? "(none)"),\n"
+            out += "stopped = \(perRun[perRun.count - 1].stopped), ignoreWakeUps = \(ignoresWakeUps.load(ordering: .relaxed)), "
+            out += "sleeping = \(sleeping), current mode = \(currentModeState?.takeUnretainedValue().name.rawValue ?? "(none)"),\n"
             out += "common modes = {\(commonModeNames.map(\.rawValue).sorted().joined(separator: ", "))},\n"
             out += "common mode items = {\n"
             for s in commonSources0 { out += "\t\(s)\n" }

@@ -7,15 +7,44 @@ import Synchronization
 import CRunLoopShims
 import Tracing
 
-/// A weak reference to a loop, for items that must find the loops they are in.
-struct WeakLoop {
+/// A loop's identity for the items bound to it: one per loop, made with it, referring to it weakly.
+/// Items hold it strongly, so binding an item is one plain retain (a weak reference of their own
+/// to the loop cost a side-table update, the most expensive step of adding a timer), and "is this
+/// item bound to that loop" is a pointer comparison (a handle outlives no loop it could be confused
+/// with: a dead loop's handle stays allocated while an item refers to it).
+final class LoopHandle: @unchecked Sendable {
+    /// The loop (nil once it is gone). Set once, right after the loop is made.
     weak var loop: RLRunLoop?
+}
+
+/// The loop an item is bound to, if any. `bound` tells a never-bound item from one whose loop is
+/// gone (which is not free for another loop).
+struct WeakLoop {
+    private var handle: LoopHandle?
+    /// An unbound reference.
+    init() {}
+    /// A reference bound to `loop`.
+    init(loop: RLRunLoop) { handle = loop.handle }
+    /// Whether it was ever bound to a loop.
+    var bound: Bool { handle != nil }
+    /// The loop, if bound and still alive.
+    var loop: RLRunLoop? { handle?.loop }
+    /// Whether it is bound to `l` (no weak load).
+    func isBound(to l: RLRunLoop) -> Bool { handle === l.handle }
+    /// Binds an unbound reference to `l`; returns whether it is (now) bound to `l`.
+    mutating func claim(_ l: RLRunLoop) -> Bool {
+        if handle == nil {
+            handle = l.handle
+            return true
+        }
+        return handle === l.handle
+    }
 }
 
 /// The state of an item that belongs to one loop (source1, observer, timer).
 protocol LoopBoundState {
     var valid: Bool { get set }
-    var loop: WeakLoop? { get }
+    var loop: WeakLoop { get }
 }
 
 extension Mutex where Value: LoopBoundState {
@@ -24,7 +53,7 @@ extension Mutex where Value: LoopBoundState {
         withLock { s in
             guard s.valid else { return nil }
             s.valid = false
-            return s.loop?.loop
+            return s.loop.loop
         }
     }
 }
@@ -185,7 +214,7 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
 
     struct State: LoopBoundState {
         var valid = true
-        var loop: WeakLoop? = nil
+        var loop = WeakLoop()
     }
     let state = Mutex(State())
 
@@ -251,7 +280,7 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
     struct State: LoopBoundState {
         var valid = true
         var firing = false
-        var loop: WeakLoop? = nil
+        var loop = WeakLoop()
     }
     let state = Mutex(State())
 
@@ -305,7 +334,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         var toleranceNs: UInt64
         var valid = true
         var firing = false
-        var loop: WeakLoop? = nil
+        var loop = WeakLoop()
         var memberships = TimerMemberships()
     }
     let state: Mutex<State>
@@ -360,7 +389,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     public var tolerance: Duration {
         get { .nanoseconds(Int64(state.withLock { $0.toleranceNs })) }
         set {
-            let loop = state.withLock { $0.loop?.loop }
+            let loop = state.withLock { $0.loop.loop }
             let apply = { (s: inout State) in
                 s.toleranceNs = RLTimer.clampTolerance(RLInstant.nanoseconds(of: newValue), interval: s.intervalNs)
             }
@@ -371,7 +400,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// Moves the next fire date (any thread). Inside the timer's own callout, a date later than the
     /// one being fired replaces the computed next fire (CF semantics).
     public func setNextFireDate(_ date: RLInstant) {
-        let loop = state.withLock { $0.loop?.loop }
+        let loop = state.withLock { $0.loop.loop }
         if let loop {
             loop.reschedule(self) { $0.fireNs = date.nanoseconds }
         } else {

@@ -4,27 +4,36 @@ import Glibc
 import Musl
 #endif
 import CRunLoopShims
-import DequeModule
 import Synchronization
 import Tracing
 
 /// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
+///
+/// Every stored `var` is `@exclusivity(unchecked)`: the loop's lock (or, for `epfd`'s unlocked
+/// read while waiting, the loop's thread, its only writer) already serialises them, and the dynamic
+/// checks (`swift_beginAccess`) were about 30% of a loop pass's instructions.
 final class ModeState: @unchecked Sendable {
     let name: RLMode
     /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd). Replaced
     /// by ``RLRunLoop/rebuildModeSetLocked(_:)`` when it holds a registration that cannot be removed.
-    var epfd: Int32
-    var sources0: [RLSource0] = []
+    @exclusivity(unchecked) var epfd: Int32
+    @exclusivity(unchecked) var sources0: [RLSource0] = []
     /// Keyed by the source's id (the epoll token): O(1) membership for every wake.
-    var sources1: [UInt64: RLSource1] = [:]
+    @exclusivity(unchecked) var sources1: [UInt64: RLSource1] = [:]
     /// Sorted by order; ties in insertion order.
-    var observers: [RLObserver] = []
-    var observerMask: UInt32 = 0
-    var timers: TimerQueue
-    var stopped = false
-    var mainQueueRegistered = false
+    @exclusivity(unchecked) var observers: [RLObserver] = []
+    /// The union of the observers' activities. Atomic: written under the lock, read without it by
+    /// every ``RLRunLoop/doObservers(_:_:)`` (most activities of most modes have no observer).
+    let observerMask = Atomic<UInt32>(0)
+    /// Whether `sources0` is non-empty. Atomic for the same reason: step 3 of a pass skips the lock
+    /// when the mode has no source0. Sequentially consistent on both sides, like the loop's
+    /// `ignoresWakeUps`, so a source added, signalled and woken for from another thread is seen.
+    let hasSources0 = Atomic<Bool>(false)
+    @exclusivity(unchecked) var timers: TimerQueue
+    @exclusivity(unchecked) var stopped = false
+    @exclusivity(unchecked) var mainQueueRegistered = false
     /// Whether the mode is one of the loop's common modes (cached: checked every pass).
-    var isCommon = false
+    @exclusivity(unchecked) var isCommon = false
 
     init(name: RLMode, epfd: Int32) {
         self.name = name
@@ -37,27 +46,152 @@ final class ModeState: @unchecked Sendable {
 
 /// A queued perform-block.
 struct BlockItem {
-    enum Modes {
-        case one(RLMode)
+    /// The modes the block may run in.
+    enum Target {
+        /// One mode of the loop, by identity (modes are never removed, and a mode's state is unique
+        /// to its name, so this is "the mode named so" without comparing names on every pass).
+        case mode(ObjectIdentifier)
+        /// Any common mode (``RLMode/commonModes``).
+        case common
+        /// Any of several modes, by name (``RLMode/commonModes`` among them means any common mode).
         case many(Set<RLMode>)
     }
-    let modes: Modes
+    let target: Target
     let id: UInt64
     let name: String?
     let body: () -> Void
 
-    func matches(_ mode: RLMode, isCommon: Bool) -> Bool {
-        switch modes {
-        case .one(let m): m == mode || (isCommon && m == .commonModes)
-        case .many(let s): s.contains(mode) || (isCommon && s.contains(.commonModes))
+    func matches(_ m: ModeState, isCommon: Bool) -> Bool {
+        switch target {
+        case .mode(let id): id == ObjectIdentifier(m)
+        case .common: isCommon
+        case .many(let s): s.contains(m.name) || (isCommon && s.contains(.commonModes))
         }
     }
 }
 
+/// The loop's FIFO of perform-blocks: a ring buffer (power-of-two capacity) in a class. Blocks are
+/// moved in and out (the queue owns the one reference to each closure: no retain/release pair per
+/// block), a queue is handed over by swapping contents (the loop's queue is a `let`, so using it
+/// costs no retain of the queue object), and a drained queue keeps its buffer for the next pass.
+/// Guarded by the loop's lock, or owned by the loop's thread while it drains it.
+final class BlockQueue {
+    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<BlockItem>
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private(set) var count = 0
+
+    /// The capacity a queue starts with and shrinks back to once drained.
+    static let initialCapacity = 16
+
+    init() {
+        capacity = BlockQueue.initialCapacity
+        buffer = BlockQueue.allocate(capacity)
+    }
+
+    deinit {
+        removeAll()
+        free(buffer)
+    }
+
+    /// The buffer lives in `malloc` memory, so growing it is a `realloc`: a large buffer grows in
+    /// place or by remapping its pages (no copy, no fault on the pages already touched). BlockItem
+    /// holds only strong references and plain values, so it may be moved bitwise.
+    private static func allocate(_ capacity: Int) -> UnsafeMutablePointer<BlockItem> {
+        guard let p = malloc(capacity * MemoryLayout<BlockItem>.stride) else { fatalError("RunLoopCore: out of memory") }
+        return p.bindMemory(to: BlockItem.self, capacity: capacity)
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    func append(_ item: consuming BlockItem) {
+        if count == capacity { grow() }
+        (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
+        count += 1
+    }
+
+    func popFirst() -> BlockItem? {
+        guard count > 0 else { return nil }
+        let item = (buffer + head).move()
+        head = (head + 1) & (capacity - 1)
+        count -= 1
+        return item
+    }
+
+    func contains(where predicate: (BlockItem) -> Bool) -> Bool {
+        for i in 0..<count where predicate(buffer[(head + i) & (capacity - 1)]) { return true }
+        return false
+    }
+
+    /// Exchanges the blocks (and buffers) of two queues: O(1).
+    func swapContents(with other: BlockQueue) {
+        swap(&buffer, &other.buffer)
+        swap(&capacity, &other.capacity)
+        swap(&head, &other.head)
+        swap(&count, &other.count)
+    }
+
+    /// Moves every block of `other`, in order, to the end of this queue (`other` ends empty).
+    func append(movingFrom other: BlockQueue) {
+        while let b = other.popFirst() { append(b) }
+    }
+
+    func removeAll() {
+        while popFirst() != nil {}
+        head = 0
+    }
+
+    /// Gives a drained queue that grew large (a burst of blocks) its initial buffer back.
+    func shrinkIfDrained() {
+        guard count == 0 && capacity > 4096 else { return }
+        free(buffer)
+        capacity = BlockQueue.initialCapacity
+        buffer = BlockQueue.allocate(capacity)
+        head = 0
+    }
+
+    /// Doubles the capacity of a full queue. The blocks before the wrap point, `[head, capacity)`,
+    /// stay where they are; those after it, `[0, head)`, move to just after them.
+    private func grow() {
+        let newCapacity = capacity * 2
+        guard let p = realloc(buffer, newCapacity * MemoryLayout<BlockItem>.stride) else {
+            fatalError("RunLoopCore: out of memory")
+        }
+        buffer = p.bindMemory(to: BlockItem.self, capacity: newCapacity)
+        (buffer + capacity).moveInitialize(from: buffer, count: head)   // the wrapped part (full: count == capacity)
+        capacity = newCapacity
+    }
+}
+
+/// The modes an item joined or left in one call, iterated after the lock (for the trace): the first
+/// is inline, so the usual single mode costs no allocation, and modes are held unretained (they live
+/// as long as their loop, which is running the call), their names read only when iterated.
+struct ModeNames: Sequence {
+    private var first: Unmanaged<ModeState>?
+    private var rest: [Unmanaged<ModeState>] = []
+
+    mutating func append(_ m: ModeState) {
+        if first == nil { first = .passUnretained(m) } else { rest.append(.passUnretained(m)) }
+    }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate var names: ModeNames
+        fileprivate var index = -1
+        mutating func next() -> RLMode? {
+            defer { index += 1 }
+            let m = index < 0 ? names.first : (index < names.rest.count ? names.rest[index] : nil)
+            return m?._withUnsafeGuaranteedRef { $0.name }
+        }
+    }
+    func makeIterator() -> Iterator { Iterator(names: self) }
+}
+
 /// Flags of one run activation (CF's `_per_run_data`), pushed per run so nested runs have their own.
+/// The innermost activation's `ignoreWakeUps` is the loop's atomic ``RLRunLoop/ignoresWakeUps``;
+/// each activation keeps the value it replaced, restored when it ends.
 struct PerRun {
     var stopped = false
-    var ignoreWakeUps = false
+    var outerIgnoresWakeUps = false
     /// The activation's absolute deadline (0 = poll, `.max` = none).
     var deadline: UInt64 = .max
 }
@@ -81,24 +215,38 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     let waiter: Waiter
     let mainQueueFD: Int32
     let lock = Mutex<Void>(())
+    /// What items bound to this loop hold (see ``LoopHandle``).
+    let handle = LoopHandle()
+    /// CF's per-run `ignoreWakeUps` of the innermost activation (true while the loop is not running,
+    /// and from a wake to the next pass). Written only on the loop's thread; read by ``wakeUp()`` on
+    /// any thread without taking the lock.
+    let ignoresWakeUps = Atomic<Bool>(true)
 
     // MARK: Guarded by `lock`
-    var modes: [RLMode: ModeState] = [:]
-    var commonModeNames: Set<RLMode> = [.default]
-    var commonSources0: [RLSource0] = []
-    var commonSources1: [RLSource1] = []
-    var commonObservers: [RLObserver] = []
+    // (`@exclusivity(unchecked)` here and below: the lock, or the loop's thread, already serialises
+    // every access, so the dynamic exclusivity checks were pure cost on the hot path.)
+    @exclusivity(unchecked) var modes: [RLMode: ModeState] = [:]
+    @exclusivity(unchecked) var commonModeNames: Set<RLMode> = [.default]
+    @exclusivity(unchecked) var commonSources0: [RLSource0] = []
+    @exclusivity(unchecked) var commonSources1: [RLSource1] = []
+    @exclusivity(unchecked) var commonObservers: [RLObserver] = []
     /// Common timers by identity (O(1) add/remove even with many).
-    var commonTimers: [ObjectIdentifier: RLTimer] = [:]
-    var currentModeState: ModeState?
-    var perRun: [PerRun]
-    var blocks = Deque<BlockItem>()
-    var sleeping = false
-    var deallocating = false
-    var nextStamp: UInt64 = 0
-    var source1ByID: [UInt64: RLSource1] = [:]
+    @exclusivity(unchecked) var commonTimers: [ObjectIdentifier: RLTimer] = [:]
+    /// Held unretained (`modes` owns every mode): setting and restoring it costs no refcounting.
+    @exclusivity(unchecked) var currentModeState: Unmanaged<ModeState>?
+    @exclusivity(unchecked) var perRun: [PerRun]
+    let blocks = BlockQueue()
+    @exclusivity(unchecked) var sleeping = false
+    @exclusivity(unchecked) var deallocating = false
+    @exclusivity(unchecked) var nextStamp: UInt64 = 0
+    @exclusivity(unchecked) var source1ByID: [UInt64: RLSource1] = [:]
     /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
-    var mainQueueSuspended: [ModeState] = []
+    @exclusivity(unchecked) var mainQueueSuspended: [ModeState] = []
+    /// The mode ``modeLocked(_:create:)`` found last: almost every lookup (a run, a perform-block,
+    /// a timer added) names the same mode as the one before, and a name equal to it in storage is
+    /// recognised without hashing. Modes are never removed, so it never goes stale; it is held
+    /// unretained (`modes` owns it), so using it costs no retain/release either.
+    @exclusivity(unchecked) var lastMode: Unmanaged<ModeState>?
 
     // MARK: Written only on the loop's thread
     /// The iteration counter (per loop, across runs). Only the loop's thread writes it; other
@@ -108,12 +256,15 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
 
     // MARK: Touched only on the loop's thread
-    var calloutCount: UInt32 = 0
-    var depth: UInt32 = 0
-    var inMainQueueCallout = false
-    var observerScratch: [[RLObserver]] = []
-    var source0Scratch: [[RLSource0]] = []
-    var timerScratch: [[RLTimer]] = []
+    @exclusivity(unchecked) var calloutCount: UInt32 = 0
+    @exclusivity(unchecked) var depth: UInt32 = 0
+    @exclusivity(unchecked) var inMainQueueCallout = false
+    @exclusivity(unchecked) var observerScratch: [[RLObserver]] = []
+    @exclusivity(unchecked) var source0Scratch: [[RLSource0]] = []
+    @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
+    /// An empty block queue that kept its buffer: ``doBlocks(_:)`` swaps it in for the queue it
+    /// takes (nil while a drain has it: a nested activation's drain then makes its own).
+    @exclusivity(unchecked) var blockSpare: BlockQueue? = BlockQueue()
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()
@@ -122,8 +273,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         self.waiter = try Waiter()
         self.mainQueueFD = isMain ? _dispatch_get_main_queue_handle_4CF() : -1
         // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
-        self.perRun = [PerRun(stopped: false, ignoreWakeUps: true, deadline: .max)]
+        self.perRun = [PerRun(stopped: false, outerIgnoresWakeUps: true, deadline: .max)]
         self.perRun.reserveCapacity(8)
+        handle.loop = self
         // Like CF, every loop has its default mode from birth (so the main loop can run it empty);
         // made here with the error thrown (out of descriptors), not trapped.
         let ep = try waiter.makeModeSet()
@@ -199,7 +351,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in modes.values {
                 for s in m.sources0 { cancels.append((s, m.name)) }
                 for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
-                m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll(); m.observerMask = 0
+                m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll()
+                m.hasSources0.store(false, ordering: .sequentiallyConsistent)
+                m.observerMask.store(0, ordering: .sequentiallyConsistent)
                 for t in m.timers.liveTimers() { t.state.withLock { $0.memberships.removeAll() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
@@ -220,15 +374,26 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Finds (or creates) a mode. Called with the lock held.
     func modeLocked(_ name: RLMode, create: Bool) -> ModeState? {
-        if let m = modes[name] { return m }
+        if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u.takeUnretainedValue() }
+        if let m = modes[name] { lastMode = .passUnretained(m); return m }
         guard create, name != .commonModes else { return nil }
         let ep: Int32
         do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
         let m = ModeState(name: name, epfd: ep)
         m.isCommon = commonModeNames.contains(name)
         modes[name] = m
+        lastMode = .passUnretained(m)
         if isMainLoop && commonModeNames.contains(name) { registerMainQueueLocked(m) }
         return m
+    }
+
+    /// Calls `body` with the mode named `name` (found or created as ``modeLocked(_:create:)`` does);
+    /// nil when there is none. The hot paths use it: when the name is the last one looked up, the
+    /// mode is lent to `body` without a retain/release pair. Called with the lock held.
+    @inline(__always)
+    func withModeLocked<R>(_ name: RLMode, create: Bool, _ body: (ModeState) -> R) -> R? {
+        if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u._withUnsafeGuaranteedRef(body) }
+        return modeLocked(name, create: create).map(body)
     }
 
     /// Replaces a mode's epoll set by a fresh one holding exactly what the mode has: the only way to
@@ -255,7 +420,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The mode the loop is running in, or nil when it is not running.
-    public var currentMode: RLMode? { locked { currentModeState?.name } }
+    public var currentMode: RLMode? { locked { currentModeState?.takeUnretainedValue().name } }
 
     /// Every mode the loop has (created by adding items or blocks to them).
     public var allModes: [RLMode] { locked { Array(modes.keys) } }
@@ -318,6 +483,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     func addSource0Locked(_ s: RLSource0, _ m: ModeState) -> Bool {
         if m.sources0.contains(where: { $0 === s }) { return false }
         m.sources0.append(s)
+        m.hasSources0.store(true, ordering: .sequentiallyConsistent)
         return true
     }
 
@@ -335,7 +501,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 targets = [m]
             }
             for m in targets {
-                if let i = m.sources0.firstIndex(where: { $0 === source }) { m.sources0.remove(at: i); left.append(m.name) }
+                if let i = m.sources0.firstIndex(where: { $0 === source }) {
+                    m.sources0.remove(at: i)
+                    m.hasSources0.store(!m.sources0.isEmpty, ordering: .sequentiallyConsistent)
+                    left.append(m.name)
+                }
             }
             if !left.isEmpty && !commonSources0.contains(where: { $0 === source })
                 && !modes.values.contains(where: { $0.sources0.contains { $0 === source } }) {
@@ -371,7 +541,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public func add(_ source: RLSource1, forMode mode: RLMode) throws(RLError) {
         guard source.isValid else { return }
         let owner: RLRunLoop?? = source.state.withLock { s in
-            if let w = s.loop { return .some(w.loop) }
+            if s.loop.bound { return .some(s.loop.loop) }
             s.loop = WeakLoop(loop: self)
             return .none
         }
@@ -471,9 +641,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     private func claim(_ o: RLObserver) -> Bool {
         o.state.withLock { s in
             guard s.valid else { return false }
-            if let w = s.loop { return w.loop === self }
-            s.loop = WeakLoop(loop: self)
-            return true
+            return s.loop.claim(self)
         }
     }
 
@@ -483,7 +651,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // After every observer of lower or equal order: ties keep insertion order.
         let i = m.observers.firstIndex(where: { $0.order > o.order }) ?? m.observers.count
         m.observers.insert(o, at: i)
-        m.observerMask |= o.activities.rawValue
+        m.observerMask.bitwiseOr(o.activities.rawValue, ordering: .sequentiallyConsistent)
         return true
     }
 
@@ -500,7 +668,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in targets {
                 guard let i = m.observers.firstIndex(where: { $0 === observer }) else { continue }
                 m.observers.remove(at: i)
-                m.observerMask = m.observers.reduce(0) { $0 | $1.activities.rawValue }
+                m.observerMask.store(m.observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .sequentiallyConsistent)
                 left.append(m.name)
             }
         }
@@ -526,31 +694,41 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Adds a timer to `mode` (or every common mode). A timer belongs to one loop: adding it to
     /// another, or adding an invalidated one, does nothing (CF). O(log n).
     public func add(_ timer: RLTimer, forMode mode: RLMode) {
-        let ok = timer.state.withLock { s -> Bool in
-            guard s.valid else { return false }
-            if let w = s.loop { return w.loop === self }
-            s.loop = WeakLoop(loop: self)
-            return true
-        }
-        guard ok else { return }
-        var joined: [RLMode] = []
+        var joined = ModeNames()
         locked {
-            if mode == .commonModes {
+            // The usual case, a mode the loop has: the timer is claimed for this loop and joins the
+            // mode in one section of its lock (`addTimerLocked`).
+            let added = withModeLocked(mode, create: false) { m in
+                if addTimerLocked(timer, m) { joined.append(m) }
+            }
+            if added != nil {
+                rearmIfSleepingLocked()
+                return
+            }
+            // Otherwise claim it first: an invalidated timer, or another loop's, creates no mode.
+            guard timer.state.withLock({ $0.valid && $0.loop.claim(self) }) else { return }
+            if let m = modeLocked(mode, create: true) {
+                if addTimerLocked(timer, m) { joined.append(m) }
+            } else {
+                // The common pseudo-mode (the one name `modeLocked` never creates): every common mode.
                 if commonTimers[ObjectIdentifier(timer)] != nil { return }
                 commonTimers[ObjectIdentifier(timer)] = timer
+                for m in targetModesLocked(.commonModes) where addTimerLocked(timer, m) { joined.append(m) }
             }
-            for m in targetModesLocked(mode) where addTimerLocked(timer, m) { joined.append(m.name) }
             rearmIfSleepingLocked()
         }
         for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
     }
 
+    /// Adds a timer to one mode: claims it for this loop (a timer belongs to one loop; invalidated
+    /// ones are refused) and records the membership in one section of its lock, then queues it.
     @discardableResult
     func addTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
         nextStamp &+= 1
         let stamp = nextStamp
         let mid = ObjectIdentifier(m)
         let joined: (UInt64, UInt64)? = t.state.withLock { s in
+            guard s.valid, s.loop.claim(self) else { return nil }
             if s.memberships.stamp(in: mid) != nil { return nil }
             s.memberships.append(TimerMemberships.Membership(mode: m, stamp: stamp))
             return (s.fireNs, s.toleranceNs)
@@ -569,14 +747,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Removes a timer from `mode` (or every common mode). If it was the next to fire, the wake-up
     /// timer is re-armed at once (no spurious wake, unlike CF on Linux).
     public func remove(_ timer: RLTimer, forMode mode: RLMode) {
-        var left: [RLMode] = []
+        var left = ModeNames()
         locked {
-            var targets: [ModeState] = []
-            if mode == .commonModes {
+            // A mode the loop has (no array, no name comparison), or else the common pseudo-mode.
+            let found = withModeLocked(mode, create: false) { m in
+                if removeTimerLocked(timer, m) { left.append(m) }
+            }
+            if found == nil && mode == .commonModes {
                 guard commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil else { return }
-                targets = commonModeNames.compactMap { modes[$0] }
-            } else if let m = modes[mode] { targets = [m] }
-            for m in targets where removeTimerLocked(timer, m) { left.append(m.name) }
+                for m in commonModeNames.compactMap({ modes[$0] }) where removeTimerLocked(timer, m) { left.append(m) }
+            }
             rearmIfSleepingLocked()
         }
         for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
@@ -630,7 +810,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
     func rearmIfSleepingLocked() {
-        guard sleeping, let m = currentModeState else { return }
+        guard sleeping, let m = currentModeState?.takeUnretainedValue() else { return }
         waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
     }
 
@@ -639,21 +819,21 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Queues `block` to run when the loop next runs `mode` (CF's `CFRunLoopPerformBlock`). Does
     /// **not** wake the loop. ``RLMode/commonModes`` means any common mode.
     public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: @escaping () -> Void) {
-        enqueue(BlockItem(modes: .one(mode), id: RLIDs.make(), name: name, body: block))
+        let id = RLIDs.make()
+        locked {
+            // `modeLocked` finds or creates any mode but the common pseudo-mode (nil).
+            let target: BlockItem.Target = withModeLocked(mode, create: true) { .mode(ObjectIdentifier($0)) } ?? .common
+            blocks.append(BlockItem(target: target, id: id, name: name, body: block))
+        }
     }
 
     /// Queues `block` for any of `modes` (CF's `CFRunLoopPerformBlock` with a set). Does not wake.
     public func performBlock(forModes modes: Set<RLMode>, name: String? = nil, _ block: @escaping () -> Void) {
-        enqueue(BlockItem(modes: modes.count == 1 ? .one(modes.first!) : .many(modes), id: RLIDs.make(), name: name, body: block))
-    }
-
-    private func enqueue(_ item: BlockItem) {
+        if modes.count == 1 { return performBlock(forMode: modes.first!, name: name, block) }
+        let id = RLIDs.make()
         locked {
-            switch item.modes {
-            case .one(let m): _ = modeLocked(m, create: true)
-            case .many(let s): for m in s { _ = modeLocked(m, create: true) }
-            }
-            blocks.append(item)
+            for m in modes { _ = modeLocked(m, create: true) }
+            blocks.append(BlockItem(target: .many(modes), id: id, name: name, body: block))
         }
     }
 
@@ -685,10 +865,12 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Wakes the loop if it is waiting (or makes its next wait return at once). Dropped while the
     /// loop is ignoring wake-ups (between a wake and its next iteration, or when not running).
     public func wakeUp() {
-        // The flag is read under the lock; the eventfd is written after it, so the woken loop never
-        // finds its lock held by the waker. A wake-up racing with the loop's own wake stays pending
-        // in the eventfd and ends the next wait at once: never lost, at worst one extra pass.
-        let accepted = locked { !perRun[perRun.count - 1].ignoreWakeUps }
+        // The flag is an atomic read without the lock (the waker never holds the lock the woken
+        // loop is about to take); sequentially consistent with the loop's store at the top of each
+        // pass, so either the loop's checks see the caller's work or this read sees "accepting".
+        // A wake-up racing with the loop's own wake stays pending in the eventfd and ends the next
+        // wait at once: never lost, at worst one extra pass.
+        let accepted = !ignoresWakeUps.load(ordering: .sequentiallyConsistent)
         // Traced before the write, so the request always precedes the loop's `wake` in a trace.
         RLTrace.wakeUpRequested(loop: id, iteration: iteration, accepted: accepted)
         if accepted { waiter.wake() }

@@ -5,7 +5,6 @@ import Musl
 #endif
 import CRunLoopShims
 import Tracing
-import DequeModule
 
 /// CF's TIMER_INTERVAL_LIMIT in seconds: a run timeout longer than this means "no timeout".
 let runTimeoutLimit = 504_911_232.0
@@ -18,22 +17,22 @@ extension RLRunLoop {
 
     /// CFRunLoopRunSpecific.
     func runSpecific(mode: RLMode, seconds: Double, stopAfterHandle: Bool) -> RLRunResult {
-        // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit).
-        if mode == .commonModes { return .finished }
-        let m: ModeState? = locked {
-            guard !deallocating, let m = modes[mode], !isEmptyLocked(m) else { return nil }
-            // Step 2: push per-run flags; save and set the current mode.
+        // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit). The
+        // common pseudo-mode is never a mode of the loop (`modeLocked` does not create it), so it is
+        // "missing" here without a string comparison on every run.
+        let found: (m: ModeState, previous: Unmanaged<ModeState>?)? = locked {
+            guard !deallocating, let m = modeLocked(mode, create: false), !isEmptyLocked(m) else { return nil }
+            // Step 2 (same lock section): push per-run flags, a new activation accepting wake-ups;
+            // save and set the current mode.
             let deadline: UInt64 = seconds <= 0 ? 0
                 : (seconds <= runTimeoutLimit ? rl_monotonic_ns() &+ UInt64(seconds * 1e9) : .max)
-            perRun.append(PerRun(stopped: false, ignoreWakeUps: false, deadline: deadline))
-            return m
-        }
-        guard let m else { return .finished }
-        let previous = locked { () -> ModeState? in
+            perRun.append(PerRun(stopped: false, outerIgnoresWakeUps: ignoresWakeUps.load(ordering: .relaxed), deadline: deadline))
+            ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
             let p = currentModeState
-            currentModeState = m
-            return p
+            currentModeState = .passUnretained(m)
+            return (m, p)
         }
+        guard let (m, previous) = found else { return .finished }
         depth += 1
         RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
                          timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
@@ -44,7 +43,9 @@ extension RLRunLoop {
         RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
         depth -= 1
         locked {
-            perRun.removeLast()
+            // Pop the per-run flags: the enclosing activation (or the idle loop) ignores wake-ups
+            // again if it did when this one began.
+            ignoresWakeUps.store(perRun.removeLast().outerIgnoresWakeUps, ordering: .sequentiallyConsistent)
             currentModeState = previous
         }
         return result
@@ -56,7 +57,7 @@ extension RLRunLoop {
         if isMainLoop && !inMainQueueCallout && m.isCommon { return false }
         if !m.sources0.isEmpty || !m.sources1.isEmpty || !m.timers.isEmpty { return false }
         if blocks.isEmpty { return true }
-        return !blocks.contains { $0.matches(m.name, isCommon: m.isCommon) }
+        return !blocks.contains { $0.matches(m, isCommon: m.isCommon) }
     }
 
     /// CF's `__CFRunLoopRun`: the iterations of one activation.
@@ -79,8 +80,10 @@ extension RLRunLoop {
             let calloutsAtStart = calloutCount
             RLTrace.iterationBegin(loop: id, iteration: it)
 
-            // Step 1: accept wake-ups again; beforeTimers, beforeSources.
-            locked { perRun[perRun.count - 1].ignoreWakeUps = false }
+            // Step 1: accept wake-ups again (an atomic flag: ``wakeUp()`` reads it without the lock;
+            // sequentially consistent, so a waker that still saw "ignoring" queued its work before
+            // the checks below, which then see it); beforeTimers, beforeSources.
+            ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
             doObservers(m, .beforeTimers)
             doObservers(m, .beforeSources)
             // Step 2: blocks for this mode.
@@ -105,11 +108,13 @@ extension RLRunLoop {
                 // Step 6: beforeWaiting (no user callout from here to the wake).
                 if !poll { doObservers(m, .beforeWaiting) }
                 // Step 7: sleep on the mode's epoll set (wake-up fd, timer fd, source1s, main queue).
+                var ownFDsOnly = false
                 let armed: UInt64 = locked {
                     sleeping = true
                     // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
                     // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
                     waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+                    ownFDsOnly = m.sources1.isEmpty && !m.mainQueueRegistered
                     return waiter.armedDeadline
                 }
                 // (Clock reads only for the trace: the sleep start when sleeping, the wake time when
@@ -120,18 +125,26 @@ extension RLRunLoop {
                                        timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- sleepStart),
                                        deadlineNs: armed == .max ? 0 : armed)
                 }
-                ready = waiter.wait(on: m.epfd, poll: poll)
-                // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
-                // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
-                if ready == nil && poll && locked({ m.timers.earliestFire() }) <= rl_monotonic_ns() {
-                    ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
-                }
-                // Step 8: ignore wake-ups until the next iteration; afterWaiting.
+                // A poll of a set holding only the loop's own fds makes no system call: the waiter
+                // knows whether a wake-up is pending, and whether the deadline the timerfd was just
+                // armed for has passed (see `Waiter.pollOwnFDs`).
+                ready = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed) : waiter.wait(on: m.epfd, poll: poll)
+                // Step 8: ignore wake-ups until the next iteration; afterWaiting. (The wake time is
+                // read, and the reason named, only when a session records `wake`.)
                 let traceWake = RLTrace.isEnabled(.wake)
                 let now = traceWake ? rl_monotonic_ns() : 0
                 reason = locked { () -> RLTraceWakeReason in
                     sleeping = false
-                    perRun[perRun.count - 1].ignoreWakeUps = true
+                    // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
+                    ignoresWakeUps.store(true, ordering: .releasing)
+                    // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
+                    // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
+                    if ready == nil && poll {
+                        let fire = m.timers.earliestFire()
+                        if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) {
+                            ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
+                        }
+                    }
                     return traceWake ? wakeReasonLocked(ready, m, now: now, deadline: deadline) : .none
                 }
                 if traceWake {
@@ -140,8 +153,8 @@ extension RLRunLoop {
                 }
                 if !poll { doObservers(m, .afterWaiting) }
             } else {
-                // Step 8 for the peek path (the sleep path set it under the lock after waking).
-                locked { perRun[perRun.count - 1].ignoreWakeUps = true }
+                // Step 8 for the peek path (the sleep path sets it in its lock section after waking).
+                ignoresWakeUps.store(true, ordering: .releasing)
                 reason = .mainQueue
                 RLTrace.wake(loop: id, iteration: it, reason: reason, fd: mainQueueFD, sleptNs: 0)
             }
@@ -175,10 +188,12 @@ extension RLRunLoop {
             // Step 10: blocks again.
             doBlocks(m)
 
-            // Step 11: decide.
-            result = locked { () -> RLRunResult? in
+            // Step 11: decide. (The first two checks need no lock, and a poll's deadline, 0, is
+            // always past: a poll pass decides without the lock or the clock.)
+            result = handled && stopAfterHandle ? .handledSource
+                : deadline == 0 ? .timedOut
+                : locked { () -> RLRunResult? in
                 let top = perRun.count - 1
-                if handled && stopAfterHandle { return .handledSource }
                 if deadline != .max && deadline < rl_monotonic_ns() { return .timedOut }
                 if perRun[top].stopped { perRun[top].stopped = false; return .stopped }
                 if m.stopped { m.stopped = false; return .stopped }
@@ -229,16 +244,14 @@ extension RLRunLoop {
 
     /// CF's `__CFRunLoopDoObservers`: snapshot the matching observers, then call each still valid.
     func doObservers(_ m: ModeState, _ activity: RLActivity) {
-        var list: [RLObserver] = []
-        let any = locked { () -> Bool in
-            guard m.observerMask & activity.rawValue != 0 else { return false }
-            list = observerScratch.popLast() ?? []
+        // The mask is atomic: a mode nobody observes for `activity` costs one load, no lock.
+        guard m.observerMask.load(ordering: .sequentiallyConsistent) & activity.rawValue != 0 else { return }
+        var list = observerScratch.popLast() ?? []
+        locked {
             for o in m.observers where o.activities.rawValue & activity.rawValue != 0 {
                 if o.state.withLock({ $0.valid && !$0.firing }) { list.append(o) }
             }
-            return true
         }
-        guard any else { return }
         for o in list {
             let fire = o.state.withLock { s -> Bool in
                 guard s.valid else { return false }
@@ -258,26 +271,34 @@ extension RLRunLoop {
     /// their order, ahead of blocks queued meanwhile.
     @discardableResult
     func doBlocks(_ m: ModeState) -> Bool {
-        guard let (taken, isCommon) = locked({ () -> (Deque<BlockItem>, Bool)? in
+        // Swap the queue for the spare, an empty one that kept its buffer from an earlier pass (no
+        // allocation for the blocks queued meanwhile), then drain it: each block is moved out.
+        let taken = blockSpare.take() ?? BlockQueue()
+        let isCommon: Bool? = locked {
             if blocks.isEmpty { return nil }
-            let t = blocks
-            blocks = Deque()
-            return (t, m.isCommon)
-        }) else { return false }
-        var kept = Deque<BlockItem>()
+            blocks.swapContents(with: taken)
+            return m.isCommon
+        }
+        defer {
+            taken.shrinkIfDrained()
+            blockSpare = taken
+        }
+        guard let isCommon else { return false }
+        var kept: BlockQueue?
         var did = false
-        for b in taken {
-            if b.matches(m.name, isCommon: isCommon) {
+        while let b = taken.popFirst() {
+            if b.matches(m, isCommon: isCommon) {
                 calloutToBlock(id: b.id, name: b.name, body: b.body)
                 did = true
             } else {
-                kept.append(b)
+                if kept == nil { kept = BlockQueue() }
+                kept!.append(b)
             }
         }
-        if !kept.isEmpty {
+        if let kept {
             locked {
-                kept.append(contentsOf: blocks)
-                blocks = kept
+                kept.append(movingFrom: blocks)
+                blocks.swapContents(with: kept)
             }
         }
         return did
@@ -286,10 +307,24 @@ extension RLRunLoop {
     /// CF's `__CFRunLoopDoSources0`: the signalled sources, by order then signal time, each
     /// unsignalled before its perform. Like CF, the result is that of the last source tried.
     func doSources0(_ m: ModeState, stopAfterHandle: Bool) -> Bool {
-        var list = source0Scratch.popLast() ?? []
+        // A mode without source0s costs one atomic load, no lock (see ``ModeState/hasSources0``).
+        guard m.hasSources0.load(ordering: .sequentiallyConsistent) else { return false }
+        // Snapshot the signalled sources. A single one (the usual case) needs no list; several go
+        // into a reused scratch list.
+        var one: RLSource0?
+        var list: [RLSource0] = []
         locked {
-            for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) { list.append(s) }
+            for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) {
+                if let first = one {
+                    list = source0Scratch.popLast() ?? []
+                    list.append(first)
+                    one = nil
+                }
+                if list.isEmpty { one = s } else { list.append(s) }
+            }
         }
+        if let one { return doSource0(one) }
+        if list.isEmpty { return false }
         var handled = false
         if list.count > 1 {
             let keyed = list.map { s in (s, s.state.withLock { $0.signalSeq }) }
@@ -331,7 +366,7 @@ extension RLRunLoop {
     private func doTimer(_ m: ModeState, _ t: RLTimer) -> Bool {
         let now = rl_monotonic_ns()
         let go: (old: UInt64, oneShot: Bool)? = t.state.withLock { s in
-            guard s.valid, s.fireNs <= now, !s.firing, s.loop?.loop === self else { return nil }
+            guard s.valid, s.fireNs <= now, !s.firing, s.loop.isBound(to: self) else { return nil }
             s.firing = true
             return (s.fireNs, s.intervalNs == 0)
         }

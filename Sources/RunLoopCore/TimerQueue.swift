@@ -1,4 +1,8 @@
-import HeapModule
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// One mode's timers: O(log n) insertion, O(1) removal (lazy), O(log n) earliest deadline.
 ///
@@ -9,7 +13,9 @@ import HeapModule
 /// for this mode; an entry whose stamp is no longer the timer's is stale and is dropped when it
 /// reaches a heap's top. Membership lives in the timer, so no side table is needed; when stale
 /// entries outnumber live ones the heaps are rebuilt from the live entries.
-struct TimerQueue {
+///
+/// Noncopyable: its heaps own their buffers (see ``EntryHeap``).
+struct TimerQueue: ~Copyable {
     struct Entry: Comparable {
         var key: UInt64
         var stamp: UInt64
@@ -23,9 +29,9 @@ struct TimerQueue {
 
     /// The mode this queue belongs to (the key of the timers' memberships).
     let mode: ObjectIdentifier
-    private var zero = Heap<Entry>()
-    private var tolFire = Heap<Entry>()
-    private var tolHard = Heap<Entry>()
+    private var zero = EntryHeap()
+    private var tolFire = EntryHeap()
+    private var tolHard = EntryHeap()
     /// Live timers in this mode.
     private(set) var count = 0
     /// Reused by `collectDue` (which never calls out, so it is never re-entered).
@@ -54,9 +60,11 @@ struct TimerQueue {
 
     func contains(_ timer: RLTimer) -> Bool { timer.state.withLock { $0.memberships.stamp(in: mode) != nil } }
 
-    private func isLive(_ e: Entry) -> Bool { e.timer.state.withLock { $0.memberships.stamp(in: mode) == e.stamp } }
+    private static func isLive(_ e: borrowing Entry, mode: ObjectIdentifier) -> Bool {
+        e.timer.state.withLock { $0.memberships.stamp(in: mode) == e.stamp }
+    }
 
-    private static func liveTop(_ h: inout Heap<Entry>, mode: ObjectIdentifier) -> UInt64 {
+    private static func liveTop(_ h: inout EntryHeap, mode: ObjectIdentifier) -> UInt64 {
         while let top = h.min {
             if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) { return top.key }
             _ = h.removeMin()
@@ -66,12 +74,14 @@ struct TimerQueue {
 
     /// The wake-up deadline for this mode: the earliest fire + tolerance (`.max` when none).
     mutating func hardDeadline() -> UInt64 {
-        min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolHard, mode: mode))
+        if count == 0 { return .max }   // only stale entries, if any (dropped on a later call)
+        return min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolHard, mode: mode))
     }
 
     /// The earliest fire date (`.max` when none).
     mutating func earliestFire() -> UInt64 {
-        min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolFire, mode: mode))
+        if count == 0 { return .max }
+        return min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolFire, mode: mode))
     }
 
     /// Appends to `out`, in fire order, every live timer whose fire time is ≤ `now`. The timers stay
@@ -88,10 +98,10 @@ struct TimerQueue {
         dueScratch.removeAll(keepingCapacity: true)
     }
 
-    private static func drainDue(_ h: inout Heap<Entry>, now: UInt64, mode: ObjectIdentifier, into due: inout [Entry]) -> Bool {
+    private static func drainDue(_ h: inout EntryHeap, now: UInt64, mode: ObjectIdentifier, into due: inout [Entry]) -> Bool {
         var took = false
-        while let top = h.min, top.key <= now {
-            _ = h.removeMin()
+        while let key = h.minKey, key <= now {
+            let top = h.removeMin()
             if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) {
                 due.append(top)
                 took = true
@@ -102,16 +112,120 @@ struct TimerQueue {
 
     /// The live timers (for descriptions and tear-down; O(entries)).
     func liveTimers() -> [RLTimer] {
-        zero.unordered.filter(isLive).map(\.timer) + tolFire.unordered.filter(isLive).map(\.timer)
+        var out: [RLTimer] = []
+        let mode = self.mode
+        zero.forEach { if TimerQueue.isLive($0, mode: mode) { out.append($0.timer) } }
+        tolFire.forEach { if TimerQueue.isLive($0, mode: mode) { out.append($0.timer) } }
+        return out
     }
 
     /// Rebuilds the heaps when stale entries dominate, keeping memory proportional to live timers.
     private mutating func compactIfNeeded() {
         let entries = zero.count + tolFire.count + tolHard.count
         guard entries > 3 * count + 64 else { return }
-        zero = Heap(zero.unordered.filter(isLive))
-        tolFire = Heap(tolFire.unordered.filter(isLive))
-        tolHard = Heap(tolHard.unordered.filter(isLive))
+        let mode = self.mode
+        zero.compact { TimerQueue.isLive($0, mode: mode) }
+        tolFire.compact { TimerQueue.isLive($0, mode: mode) }
+        tolHard.compact { TimerQueue.isLive($0, mode: mode) }
+    }
+}
+
+/// A binary min-heap of timer entries in `malloc` memory, grown with `realloc`: a large heap is
+/// remapped by the kernel, not copied into fresh pages (adding 50k timers spent about a third of its
+/// time growing a collections `Heap`'s array). Entries hold a strong reference and plain values,
+/// so they move bitwise; elements are moved in and out (no retain/release while sifting).
+struct EntryHeap: ~Copyable {
+    typealias Entry = TimerQueue.Entry
+    private var buffer: UnsafeMutablePointer<Entry>?
+    private var capacity = 0
+    private(set) var count = 0
+
+    init() {}
+
+    deinit {
+        guard let buffer else { return }
+        buffer.deinitialize(count: count)
+        free(buffer)
+    }
+
+    /// The smallest entry's key, if any (no copy of the entry).
+    var minKey: UInt64? { count > 0 ? buffer![0].key : nil }
+
+    /// A copy of the smallest entry.
+    var min: Entry? { count > 0 ? buffer![0] : nil }
+
+    mutating func insert(_ e: consuming Entry) {
+        if count == capacity { grow() }
+        let b = buffer!
+        // Sift the hole at the end up, then place `e` in it.
+        var i = count
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard e < b[parent] else { break }
+            (b + i).moveInitialize(from: b + parent, count: 1)
+            i = parent
+        }
+        (b + i).initialize(to: e)
+        count += 1
+    }
+
+    /// Removes and returns the smallest entry. The heap must not be empty.
+    @discardableResult
+    mutating func removeMin() -> Entry {
+        let b = buffer!
+        let top = b.move()
+        count -= 1
+        if count > 0 { siftDown((b + count).move(), from: 0) }
+        return top
+    }
+
+    /// Calls `body` with every entry, in no particular order.
+    func forEach(_ body: (borrowing Entry) -> Void) {
+        for i in 0..<count { body(buffer![i]) }
+    }
+
+    /// Keeps only the entries for which `keep` is true, then restores the heap order (Floyd).
+    mutating func compact(keeping keep: (borrowing Entry) -> Bool) {
+        guard let b = buffer else { return }
+        var kept = 0
+        for i in 0..<count {
+            if keep(b[i]) {
+                if i != kept { (b + kept).moveInitialize(from: b + i, count: 1) }
+                kept += 1
+            } else {
+                (b + i).deinitialize(count: 1)
+            }
+        }
+        count = kept
+        var i = count / 2 - 1
+        while i >= 0 {
+            siftDown((b + i).move(), from: i)
+            i -= 1
+        }
+    }
+
+    /// Places `e` in the hole at `start`, sifting the hole down past smaller children.
+    private mutating func siftDown(_ e: consuming Entry, from start: Int) {
+        let b = buffer!
+        var i = start
+        while true {
+            var child = 2 * i + 1
+            if child >= count { break }
+            if child + 1 < count && b[child + 1] < b[child] { child += 1 }
+            guard b[child] < e else { break }
+            (b + i).moveInitialize(from: b + child, count: 1)
+            i = child
+        }
+        (b + i).initialize(to: e)
+    }
+
+    private mutating func grow() {
+        let newCapacity = Swift.max(16, capacity * 2)
+        guard let p = realloc(buffer, newCapacity * MemoryLayout<Entry>.stride) else {
+            fatalError("RunLoopCore: out of memory")
+        }
+        buffer = p.bindMemory(to: Entry.self, capacity: newCapacity)
+        capacity = newCapacity
     }
 }
 

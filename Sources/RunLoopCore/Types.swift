@@ -164,5 +164,5 @@ public enum RLError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Process-unique ids for loops and items (the `item`/`loop` fields of the trace events).
 enum RLIDs {
     static let next = Atomic<UInt64>(16)
-    static func make() -> UInt64 { next.add(1, ordering: .relaxed).newValue }
+    static func make() -> UInt64 { next.wrappingAdd(1, ordering: .relaxed).newValue }   // one `lock xadd` (`add` checks overflow: a CAS loop)
 }

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import CRunLoopShims
+import Synchronization
 
 /// Everything Linux-specific about how a run loop sleeps, in one small type (the role NIOPosix's
 /// `SelectorEpoll` plays for SwiftNIO): one wake-up `eventfd` and one `timerfd` (CLOCK_MONOTONIC,
@@ -24,8 +25,14 @@ final class Waiter {
     let timerFD: Int32
     /// The absolute CLOCK_MONOTONIC time the timerfd is armed for; `.max` when disarmed.
     /// `expired` is set when the timerfd was seen readable, so the next `arm` must reset it.
-    private(set) var armedDeadline: UInt64 = .max
-    private var expired = false
+    /// Both are only touched under the loop's lock (no dynamic exclusivity checks needed).
+    @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
+    @exclusivity(unchecked) private var expired = false
+    /// Set before each write to the wake-up fd, cleared before each read of it: lets a poll see a
+    /// pending wake-up without `epoll_wait` (``pollOwnFDs(armed:)``). A hint that may be stale in
+    /// a race, in the harmless direction: at worst one extra pass, or a wake-up noticed one poll
+    /// later (a poll never sleeps, and the next wait ends at once on the still-readable fd).
+    private let wakePending = Atomic<Bool>(false)
 
     /// Creates the loop's wake-up and timer fds. Throws when the process is out of descriptors.
     init() throws(RLError) {
@@ -88,12 +95,14 @@ final class Waiter {
 
     /// Makes the wake-up fd readable (one system call; repeated wake-ups coalesce in the counter).
     func wake() {
+        wakePending.store(true, ordering: .releasing)
         var one: UInt64 = 1
         while write(wakeFD, &one, 8) < 0 && errno == EINTR {}
     }
 
     /// Resets the wake-up fd after the loop was woken by it.
     func drainWake() {
+        wakePending.store(false, ordering: .relaxed)
         var v: UInt64 = 0
         while read(wakeFD, &v, 8) < 0 && errno == EINTR {}
     }
@@ -134,6 +143,17 @@ final class Waiter {
             if n == 0 { return nil }
             if errno != EINTR { return nil }
         }
+    }
+
+    /// What `epoll_wait` with a zero timeout reports for a set holding only the wake-up fd and the
+    /// timerfd, without the system call: a pending wake-up (see `wakePending`), else the timerfd if
+    /// `armed`, the deadline it was just armed for (an `arm` resets an expired timerfd), has passed.
+    /// When both are ready the wake-up comes first (epoll reports whichever became ready first; the
+    /// other is seen on the next pass either way).
+    func pollOwnFDs(armed: UInt64) -> (token: UInt64, events: UInt32)? {
+        if wakePending.load(ordering: .acquiring) { return (Waiter.wakeToken, UInt32(EPOLLIN.rawValue)) }
+        if armed != .max && armed <= rl_monotonic_ns() { return (Waiter.timerToken, UInt32(EPOLLIN.rawValue)) }
+        return nil
     }
 
     /// Whether `fd` is readable right now (no waiting).

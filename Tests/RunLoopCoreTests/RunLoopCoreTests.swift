@@ -320,6 +320,45 @@ struct RunLoopCoreTests {
         #expect(weakLoop() == nil)
     }
 
+    /// The perform-block queue (a ring buffer swapped with a spare each pass): FIFO order through
+    /// growth and wrap-around, blocks of another mode kept in order ahead of blocks queued meanwhile,
+    /// and a nested run draining blocks while the outer drain is in progress.
+    @Test func performBlocksKeepFIFOOrderThroughGrowthWrapAroundAndNesting() {
+        let (ran, nested) = onFreshThread { () -> ([String], [String]) in
+            let loop = RLRunLoop.current
+            let other = RLMode("other")
+            var ran: [String] = []
+            var nested: [String] = []
+            // Wrap-around: a few blocks drained (the drained queue becomes the loop's queue on the
+            // next pass, its start moved), then more than the initial capacity queued, so the
+            // queue grows while wrapped.
+            for i in 0..<5 { loop.performBlock(forMode: .default) { ran.append("a\(i)") } }
+            loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            loop.performBlock(forMode: .default) { ran.append("a5") }
+            loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            for i in 0..<100 {
+                loop.performBlock(forMode: i % 3 == 0 ? other : .default) { ran.append("b\(i)") }
+            }
+            // A block that queues more (they run in the same run, after the others) and runs a
+            // nested activation of `other`, which takes the queue while the outer drain has its own.
+            loop.performBlock(forMode: .default) {
+                loop.performBlock(forMode: .default) { ran.append("c0") }
+                loop.performBlock(forMode: other) { nested.append("n0") }
+                loop.run(mode: other, seconds: 0, returnAfterSourceHandled: false)
+            }
+            loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            // The blocks of `other` queued before (b0, b3, ...) were held by the outer drain, so the
+            // nested run saw only n0 (as in CF); they are back in the queue, in order, for a run of
+            // `other`.
+            loop.run(mode: other, seconds: 0, returnAfterSourceHandled: false)
+            return (ran, nested)
+        }
+        let b = (0..<100).filter { $0 % 3 != 0 }.map { "b\($0)" }
+        let kept = (0..<100).filter { $0 % 3 == 0 }.map { "b\($0)" }
+        #expect(ran == (0...5).map { "a\($0)" } + b + ["c0"] + kept)
+        #expect(nested == ["n0"])
+    }
+
     @Test func manyTimersInsertRemoveAndFireInOrder() {
         let fired = onFreshThread { () -> [Int] in
             let loop = RLRunLoop.current
@@ -337,6 +376,33 @@ struct RunLoopCoreTests {
             return fired
         }
         #expect(fired == stride(from: 0, to: 100_000, by: 1000).map { $0 })
+    }
+
+    /// The timer heaps drop stale entries by compaction when they outnumber the live ones (here on
+    /// the first add after mass removal), with and without tolerance; the live timers still fire
+    /// in fire-date order.
+    @Test func timerHeapsCompactAndKeepFireOrder() {
+        let (fired, expected) = onFreshThread { () -> ([Int], [Int]) in
+            let loop = RLRunLoop.current
+            var fired: [Int] = []
+            var expected: [Int] = []
+            let base = RLInstant.now + .milliseconds(30)
+            var timers: [Int: RLTimer] = [:]
+            func add(_ k: Int) {
+                // Every third timer has a tolerance (its own pair of heaps); fire dates are distinct.
+                let t = RLTimer(fireAt: base + .microseconds(k * 10), tolerance: k % 3 == 0 ? .microseconds(5) : .zero) { _ in fired.append(k) }
+                loop.add(t, forMode: .default)
+                timers[k] = t
+            }
+            for i in 0..<3000 { add((i * 7919) % 3000) }                       // scattered
+            for k in 0..<3000 where k % 10 != 0 { loop.remove(timers[k]!, forMode: .default) }   // 90% stale
+            for i in 0..<300 { add(3000 + (i * 13) % 300) }                     // compaction on the first
+            expected = (0..<3000).filter { $0 % 10 == 0 } + Array(3000..<3300)
+            loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+            return (fired, expected.sorted())
+        }
+        #expect(fired.count == expected.count)
+        #expect(fired == expected)
     }
 
     @Test func removingTheNextTimerDoesNotCauseASpuriousWake() {
