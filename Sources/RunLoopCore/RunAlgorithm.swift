@@ -434,7 +434,7 @@ extension RLRunLoop {
     @inline(never)
     func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
         calloutCount &+= 1
-        if RLTrace.isEnabled(.observerEntry) || RLTrace.isEnabled(.observerExit) { return tracedObserver(o, activity) }
+        if RLTrace.isCalloutTraced(.observer) { return tracedObserver(o, activity) }
         o.callout(o, activity)
     }
 
@@ -449,7 +449,7 @@ extension RLRunLoop {
     @inline(never)
     func calloutToSource0(_ s: RLSource0) {
         calloutCount &+= 1
-        if RLTrace.isEnabled(.source0Entry) || RLTrace.isEnabled(.source0Exit) { return tracedSource0(s) }
+        if RLTrace.isCalloutTraced(.source0) { return tracedSource0(s) }
         s.perform()
     }
 
@@ -464,7 +464,7 @@ extension RLRunLoop {
     @inline(never)
     func calloutToSource1(_ s: RLSource1, events: UInt32) {
         calloutCount &+= 1
-        if RLTrace.isEnabled(.source1Entry) || RLTrace.isEnabled(.source1Exit) { return tracedSource1(s, events: events) }
+        if RLTrace.isCalloutTraced(.source1) { return tracedSource1(s, events: events) }
         s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
     }
 
@@ -479,7 +479,7 @@ extension RLRunLoop {
     @inline(never)
     func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
         calloutCount &+= 1
-        if RLTrace.isEnabled(.timerEntry) || RLTrace.isEnabled(.timerExit) { return tracedTimer(t, scheduled: scheduled) }
+        if RLTrace.isCalloutTraced(.timer) { return tracedTimer(t, scheduled: scheduled) }
         t.callout(t)
     }
 
@@ -504,7 +504,7 @@ extension RLRunLoop {
     @inline(never)
     func calloutToBlock(id item: UInt64, name: String?, body: () -> Void) {
         calloutCount &+= 1
-        if RLTrace.isEnabled(.blockEntry) || RLTrace.isEnabled(.blockExit) { return tracedBlock(id: item, name: name, body: body) }
+        if RLTrace.isCalloutTraced(.block) { return tracedBlock(id: item, name: name, body: body) }
         body()
     }
 

@@ -301,6 +301,23 @@ public enum RLTraceEvent: String, Sendable, CaseIterable {
 }
 
 extension RLTrace {
+    /// Whether a session records the entry or the exit event of callout `kind` (one load of each
+    /// state word, or-ed, and one branch): what a callout trampoline checks before calling out.
+    @inlinable @inline(__always) public static func isCalloutTraced(_ kind: RLTraceCalloutKind) -> Bool {
+        #if RLTRACE_DISABLED
+        return false
+        #else
+        switch kind {
+        case .observer: return rl_tp_observer_callout_enabled()
+        case .source0: return rl_tp_source0_callout_enabled()
+        case .source1: return rl_tp_source1_callout_enabled()
+        case .timer: return rl_tp_timer_callout_enabled()
+        case .mainQueue: return rl_tp_main_queue_callout_enabled()
+        case .block: return rl_tp_block_callout_enabled()
+        }
+        #endif
+    }
+
     /// Whether a session is recording `event` right now (the same inlined check every tracepoint
     /// makes: one load and a branch; a constant `false` when built with RLTRACE_DISABLED=1). Use it
     /// to skip work done only to build a tracepoint's arguments, e.g.

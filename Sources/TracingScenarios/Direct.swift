@@ -171,6 +171,7 @@ enum DirectScenario {
 
         // How many events a session records right now (all 25 under `runloop:*`, none without a daemon).
         print("ENABLED \(RLTraceEvent.allCases.filter { RLTrace.isEnabled($0) }.count)")
+        print("CALLOUTS_TRACED \(RLTraceCalloutKind.allCases.filter { RLTrace.isCalloutTraced($0) }.count)")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for e in out {

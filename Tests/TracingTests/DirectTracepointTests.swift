@@ -20,6 +20,7 @@ struct DirectTracepointTests {
         }
         #expect(expected.count > 40)
         #expect(rec.run.stdout.contains("ENABLED \(RunloopProvider.eventNames.count)\n"), "RLTrace.isEnabled under runloop:*")
+        #expect(rec.run.stdout.contains("CALLOUTS_TRACED 6\n"), "RLTrace.isCalloutTraced under runloop:*")
         #expect(rec.events.count == expected.count, "trace has \(rec.events.count) events, program fired \(expected.count)")
         // Every event of the provider appears.
         let names = Set(rec.events.map(\.shortName))
@@ -52,5 +53,6 @@ struct DirectTracepointTests {
         #expect(run.stdout.split(separator: "\n").filter { $0.hasPrefix("EXPECT ") }.count > 40)
         #expect(run.seconds < 2.0, "a traced program without a daemon took \(run.seconds) s")
         #expect(run.stdout.contains("ENABLED 0\n"), "RLTrace.isEnabled without a daemon")
+        #expect(run.stdout.contains("CALLOUTS_TRACED 0\n"), "RLTrace.isCalloutTraced without a daemon")
     }
 }

@@ -73,6 +73,7 @@ struct ProviderTests {
         #expect(Set(RLTraceEvent.allCases.map(\.rawValue)) == Set(RunloopProvider.eventNames))
         #expect(RLTraceEvent.wake.lttngName == "runloop:wake")
         #expect(RLTraceEvent.allCases.allSatisfy { !RLTrace.isEnabled($0) })
+        #expect(RLTraceCalloutKind.allCases.allSatisfy { !RLTrace.isCalloutTraced($0) })
     }
 
     /// With no session, every tracepoint is a no-op: names are never built.

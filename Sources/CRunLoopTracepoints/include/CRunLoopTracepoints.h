@@ -41,6 +41,18 @@ extern "C" {
             0);                                                                                  \
     }
 
+/*
+ * `rl_tp_KIND_callout_enabled()`: whether a session records KIND_entry or KIND_exit, in one branch
+ * (the two state words are or-ed): what each callout trampoline checks before its callout.
+ */
+#define RL_TP_DECLARE_CALLOUT_ENABLED(kind)                                                      \
+    static inline __attribute__((always_inline)) bool rl_tp_##kind##_callout_enabled(void) {     \
+        return __builtin_expect(                                                                 \
+            (__atomic_load_n(&lttng_ust_tracepoint_runloop___##kind##_entry.state, __ATOMIC_RELAXED) | \
+             __atomic_load_n(&lttng_ust_tracepoint_runloop___##kind##_exit.state, __ATOMIC_RELAXED)) != 0, \
+            0);                                                                                  \
+    }
+
 RL_TP_DECLARE_ENABLED(loop_created)
 RL_TP_DECLARE_ENABLED(loop_destroyed)
 RL_TP_DECLARE_ENABLED(run_enter)
@@ -66,6 +78,13 @@ RL_TP_DECLARE_ENABLED(source0_signalled)
 RL_TP_DECLARE_ENABLED(timer_armed)
 RL_TP_DECLARE_ENABLED(item_added)
 RL_TP_DECLARE_ENABLED(item_removed)
+
+RL_TP_DECLARE_CALLOUT_ENABLED(observer)
+RL_TP_DECLARE_CALLOUT_ENABLED(source0)
+RL_TP_DECLARE_CALLOUT_ENABLED(source1)
+RL_TP_DECLARE_CALLOUT_ENABLED(timer)
+RL_TP_DECLARE_CALLOUT_ENABLED(main_queue)
+RL_TP_DECLARE_CALLOUT_ENABLED(block)
 
 /* ---- emitters (out of line; call only when the matching check is true) -------------------- */
 
