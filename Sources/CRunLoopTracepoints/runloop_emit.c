@@ -36,11 +36,11 @@ static inline const char *rl_name(const char *name) {
     return (name == NULL || name[0] == '\0') ? "(unnamed)" : name;
 }
 
-void rl_tp_loop_created(uint64_t loop_id, int32_t tid, const char *thread_name) {
-    RL_EMIT(loop_created, loop_id, tid, rl_name(thread_name));
+void rl_tp_loop_created(uint64_t loop_id, uint64_t iteration, int32_t tid, const char *thread_name) {
+    RL_EMIT(loop_created, loop_id, iteration, tid, rl_name(thread_name));
 }
-void rl_tp_loop_destroyed(uint64_t loop_id, int32_t tid) {
-    RL_EMIT(loop_destroyed, loop_id, tid);
+void rl_tp_loop_destroyed(uint64_t loop_id, uint64_t iteration, int32_t tid) {
+    RL_EMIT(loop_destroyed, loop_id, iteration, tid);
 }
 void rl_tp_run_enter(uint64_t loop_id, uint64_t iteration, const char *mode, int64_t timeout_ns,
                      bool return_after_source_handled, uint32_t depth) {

@@ -71,9 +71,10 @@ LTTNG_UST_TRACEPOINT_ENUM(runloop, activity,
 /* ---- loop lifecycle (INFO) ---------------------------------------------------------------- */
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, loop_created,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, int32_t, tid, const char *, thread_name),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, int32_t, tid, const char *, thread_name),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(int32_t, tid, tid)
         lttng_ust_field_string(thread_name, thread_name)
     )
@@ -81,9 +82,10 @@ LTTNG_UST_TRACEPOINT_EVENT(runloop, loop_created,
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, loop_created, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, loop_destroyed,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, int32_t, tid),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, int32_t, tid),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(int32_t, tid, tid)
     )
 )

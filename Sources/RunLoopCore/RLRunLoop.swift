@@ -283,7 +283,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         m.isCommon = true
         if isMain { registerMainQueueLocked(m) }
         modes[.default] = m
-        RLTrace.loopCreated(loop: id, tid: threadID, threadName: RLRunLoop.threadName())
+        RLTrace.loopCreated(loop: id, iteration: iteration, tid: threadID, threadName: RLRunLoop.threadName())
     }
 
     static func threadName() -> String {
@@ -363,11 +363,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             blocks.removeAll()
         }
         for (s, m) in cancels { s.cancel?(self, m) }
-        RLTrace.loopDestroyed(loop: id, tid: threadID)
+        RLTrace.loopDestroyed(loop: id, iteration: iteration, tid: threadID)
     }
 
     deinit {
-        if !deallocating { RLTrace.loopDestroyed(loop: id, tid: threadID) }
+        if !deallocating { RLTrace.loopDestroyed(loop: id, iteration: iteration, tid: threadID) }
     }
 
     // MARK: - Modes

@@ -56,16 +56,17 @@ public enum RLTraceWakeReason: UInt8, Sendable, CaseIterable {
 public enum RLTrace {
     // MARK: lifecycle (INFO)
 
-    /// A run loop was created for thread `tid` (its name, if any).
-    @inlinable @inline(__always) public static func loopCreated(loop: UInt64, tid: Int32, threadName: @autoclosure () -> String) {
+    /// A run loop was created for thread `tid` (its name, if any); `iteration` is its counter (0).
+    @inlinable @inline(__always) public static func loopCreated(loop: UInt64, iteration: UInt64, tid: Int32,
+                                              threadName: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_loop_created_enabled() { _loopCreated(loop, tid, threadName) }
+        if rl_tp_loop_created_enabled() { _loopCreated(loop, iteration, tid, threadName) }
         #endif
     }
-    /// A run loop was destroyed (its thread exited or it was released).
-    @inlinable @inline(__always) public static func loopDestroyed(loop: UInt64, tid: Int32) {
+    /// A run loop was destroyed (its thread exited or it was released) after `iteration` iterations.
+    @inlinable @inline(__always) public static func loopDestroyed(loop: UInt64, iteration: UInt64, tid: Int32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_loop_destroyed_enabled() { _loopDestroyed(loop, tid) }
+        if rl_tp_loop_destroyed_enabled() { _loopDestroyed(loop, iteration, tid) }
         #endif
     }
     /// A run activation started. `timeoutNs`: -1 = no timeout (run forever), 0 = poll.

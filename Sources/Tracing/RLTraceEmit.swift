@@ -7,12 +7,12 @@ import CRunLoopTracepoints
 
 extension RLTrace {
     @usableFromInline @inline(never)
-    static func _loopCreated(_ loop: UInt64, _ tid: Int32, _ threadName: () -> String) {
-        threadName().withCString { rl_tp_loop_created(loop, tid, $0) }
+    static func _loopCreated(_ loop: UInt64, _ iteration: UInt64, _ tid: Int32, _ threadName: () -> String) {
+        threadName().withCString { rl_tp_loop_created(loop, iteration, tid, $0) }
     }
     @usableFromInline @inline(never)
-    static func _loopDestroyed(_ loop: UInt64, _ tid: Int32) {
-        rl_tp_loop_destroyed(loop, tid)
+    static func _loopDestroyed(_ loop: UInt64, _ iteration: UInt64, _ tid: Int32) {
+        rl_tp_loop_destroyed(loop, iteration, tid)
     }
     @usableFromInline @inline(never)
     static func _runEnter(_ loop: UInt64, _ iteration: UInt64, _ mode: () -> String, _ timeoutNs: Int64,

@@ -40,8 +40,9 @@ enum DirectScenario {
 
         let loop = u64()
         let thread = name()
-        RLTrace.loopCreated(loop: loop, tid: tid, threadName: thread)
-        emit("loop_created", ["loop_id": "\(loop)", "tid": "\(tid)", "thread_name": thread])
+        let createdAt = u64()
+        RLTrace.loopCreated(loop: loop, iteration: createdAt, tid: tid, threadName: thread)
+        emit("loop_created", ["loop_id": "\(loop)", "iteration": "\(createdAt)", "tid": "\(tid)", "thread_name": thread])
 
         for (timeout, rash, depth) in [(Int64(-1), true, UInt32(1)), (Int64.random(in: 0...Int64.max, using: &rng), false, UInt32.max)] {
             let it = u64(), mode = name()
@@ -166,8 +167,9 @@ enum DirectScenario {
                      labels: ["kind": kindLabels[kind]!])
             }
         }
-        RLTrace.loopDestroyed(loop: loop, tid: tid)
-        emit("loop_destroyed", ["loop_id": "\(loop)", "tid": "\(tid)"])
+        let destroyedAt = u64()
+        RLTrace.loopDestroyed(loop: loop, iteration: destroyedAt, tid: tid)
+        emit("loop_destroyed", ["loop_id": "\(loop)", "iteration": "\(destroyedAt)", "tid": "\(tid)"])
 
         // How many events a session records right now (all 25 under `runloop:*`, none without a daemon).
         print("ENABLED \(RLTraceEvent.allCases.filter { RLTrace.isEnabled($0) }.count)")

@@ -184,7 +184,8 @@ struct EngineTraceTests {
         #expect(sleeps.count == wakes.filter { $0.int("slept_ns") ?? 0 > 0 }.count)
 
         // 8. Lifecycle and registrations, named.
-        #expect(rec.events.contains { $0.shortName == "loop_created" && $0["loop_id"] == loopID && $0["tid"] == log.loopTID })
+        #expect(rec.events.contains { $0.shortName == "loop_created" && $0["loop_id"] == loopID && $0["tid"] == log.loopTID
+                                      && $0["iteration"] == "0" })
         let added = Set(events.filter { $0.shortName == "item_added" }.map { "\($0.labels["kind"] ?? "?") \($0["name"] ?? "?")" })
         #expect(added.isSuperset(of: ["observer obs-all", "observer obs-late", "source0 s0-a", "source0 s0-b",
                                       "timer t-once", "timer t-repeat", "source1 pipe-r"]), "\(added)")
@@ -253,6 +254,11 @@ struct EngineTraceTests {
                 let n = try #require(signalled.uint("iteration"))
                 #expect(request.uint("iteration") == n && first.uint("iteration") == n, "request \(request), wake \(first)")
                 #expect(perform.uint("iteration") == n + 1, "signalled in \(n), performed: \(perform)")
+                // The other loop's thread exited: loop_destroyed says how many iterations it made.
+                let otherBegins = rec.events.filter { $0["loop_id"] == otherLoop && $0.shortName == "iteration_begin" }
+                let destroyed = try #require(rec.events.first { $0["loop_id"] == otherLoop && $0.shortName == "loop_destroyed" })
+                #expect(!otherBegins.isEmpty && destroyed.uint("iteration") == otherBegins.compactMap { $0.uint("iteration") }.max(),
+                        "\(destroyed)")
             case "stop":
                 #expect(loopEvents.contains { $0.shortName == "wakeup_requested" && $0["caller_tid"] == step[4] && $0["accepted"] == "1" })
                 #expect(exit.labels["result"] == "stopped")

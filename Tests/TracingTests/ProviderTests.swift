@@ -83,7 +83,7 @@ struct ProviderTests {
         for _ in 0..<1000 {
             RLTrace.source0Entry(loop: 1, iteration: 2, item: 3, name: name())
             RLTrace.itemAdded(loop: 1, iteration: 2, kind: .timer, item: 3, name: name(), mode: name())
-            RLTrace.loopCreated(loop: 1, tid: 1, threadName: name())
+            RLTrace.loopCreated(loop: 1, iteration: 0, tid: 1, threadName: name())
         }
         #expect(evaluated == 0)
     }

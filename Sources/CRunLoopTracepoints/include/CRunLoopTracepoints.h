@@ -88,8 +88,8 @@ RL_TP_DECLARE_CALLOUT_ENABLED(block)
 
 /* ---- emitters (out of line; call only when the matching check is true) -------------------- */
 
-void rl_tp_loop_created(uint64_t loop_id, int32_t tid, const char *thread_name);
-void rl_tp_loop_destroyed(uint64_t loop_id, int32_t tid);
+void rl_tp_loop_created(uint64_t loop_id, uint64_t iteration, int32_t tid, const char *thread_name);
+void rl_tp_loop_destroyed(uint64_t loop_id, uint64_t iteration, int32_t tid);
 void rl_tp_run_enter(uint64_t loop_id, uint64_t iteration, const char *mode, int64_t timeout_ns,
                      bool return_after_source_handled, uint32_t depth);
 void rl_tp_run_exit(uint64_t loop_id, uint64_t iteration, const char *mode, uint8_t result, uint32_t depth);

@@ -161,8 +161,9 @@ public final class RunLoopEventSource {
         guard let v = s.payloadField(f)?.int64 else { throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(f)`") }
         return v
     }
-    /// An integer field added to the schema later (`iteration` of the cross-thread and registration
-    /// events, `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace predates it.
+    /// An integer field added to the schema later (`iteration` of the lifecycle, cross-thread and
+    /// registration events, `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace
+    /// predates it.
     @inline(__always)
     private func opt(_ s: CTFStream, _ f: String) -> UInt64 {
         s.payloadField(f)?.int64.map { UInt64(bitPattern: $0) } ?? 0
@@ -189,9 +190,9 @@ public final class RunLoopEventSource {
         }
         switch kind {
         case .loopCreated:
-            e.a = try i(s, "tid"); e.text = str(s, "thread_name")
+            e.iteration = opt(s, "iteration"); e.a = try i(s, "tid"); e.text = str(s, "thread_name")
         case .loopDestroyed:
-            e.a = try i(s, "tid")
+            e.iteration = opt(s, "iteration"); e.a = try i(s, "tid")
         case .runEnter:
             e.iteration = try u(s, "iteration"); e.text = str(s, "mode")
             e.a = try i(s, "timeout_ns"); e.b = try i(s, "depth"); e.c = try i(s, "return_after_source_handled")
