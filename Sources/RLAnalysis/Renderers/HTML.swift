@@ -90,7 +90,7 @@ public enum HTMLReportRenderer {
             }
             o += "<h3>Callouts per item</h3>\n<table><tr><th class=\"l\">kind</th><th class=\"l\">name</th><th>count</th><th>total</th><th>p50</th><th>p99</th><th>max</th></tr>\n"
             for i in l.items.prefix(20) {
-                o += "<tr><td class=\"l\">\(i.kind)</td><td class=\"l\">\(esc(i.name)) #\(i.item)</td><td>\(i.count)</td><td>\(formatDuration(i.totalNs))</td><td>\(formatDuration(i.p50Ns))</td><td>\(formatDuration(i.p99Ns))</td><td>\(formatDuration(i.maxNs))</td></tr>\n"
+                o += "<tr><td class=\"l\">\(i.kind)</td><td class=\"l\">\(esc(i.name))\(i.kind == "block" ? "" : " #\(i.item)")</td><td>\(i.count)</td><td>\(formatDuration(i.totalNs))</td><td>\(formatDuration(i.p50Ns))</td><td>\(formatDuration(i.p99Ns))</td><td>\(formatDuration(i.maxNs))</td></tr>\n"
             }
             o += "</table>\n"
             for (reason, h) in l.sleepHistogram.sorted(by: { $0.key < $1.key }) {

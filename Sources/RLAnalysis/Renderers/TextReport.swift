@@ -61,7 +61,7 @@ public struct TextReportRenderer {
             if !l.items.isEmpty {
                 o += "  items by total time:\n"
                 for i in l.items.prefix(12) {
-                    o += "    " + pad(i.kind, 10) + pad("\"\(i.name)\" #\(i.item)", 30) + lpad("\(i.count)×", 8) + lpad(formatDuration(i.totalNs), 10)
+                    o += "    " + pad(i.kind, 10) + pad("\"\(i.name)\"" + (i.kind == "block" ? "" : " #\(i.item)"), 30) + lpad("\(i.count)×", 8) + lpad(formatDuration(i.totalNs), 10)
                         + "  p50 " + formatDuration(i.p50Ns) + "  p99 " + formatDuration(i.p99Ns) + "  max " + formatDuration(i.maxNs) + "\n"
                 }
                 if l.items.count > 12 { o += "    … \(l.items.count - 12) more\n" }
