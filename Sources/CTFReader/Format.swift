@@ -75,13 +75,7 @@ public struct CTFEventFormatter {
         case (.signed, .integer(let it)), (.unsigned, .integer(let it)):
             return intText(v, it)
         case (.enumeration(let labels, let value), .enumeration(let it, _)):
-            let l: String
-            switch labels.count {
-            case 0: l = "<unknown>"
-            case 1: l = quote(labels[0])
-            default: l = "{ " + labels.map(quote).joined(separator: ", ") + " }"
-            }
-            return "( \(l) : container = \(intText(value, it)) )"
+            return enumText(labels, intText(value, it))
         case (.array(let a), .array(let e, _)), (.array(let a), .sequence(let e, _)):
             if a.isEmpty { return "[ ]" }
             return "[ " + a.enumerated().map { "[\($0.offset)] = \(text($0.element, e))" }.joined(separator: ", ") + " ]"
@@ -126,19 +120,24 @@ public struct CTFEventFormatter {
         case .float(let d): return formatG(d)
         case .string(let s): return quote(s)
         case .enumeration(let labels, let value):
-            let l: String
-            switch labels.count {
-            case 0: l = "<unknown>"
-            case 1: l = quote(labels[0])
-            default: l = "{ " + labels.map(quote).joined(separator: ", ") + " }"
-            }
-            return "( \(l) : container = \(text(value)) )"
+            return enumText(labels, text(value))
         case .array(let a):
             if a.isEmpty { return "[ ]" }
             return "[ " + a.enumerated().map { "[\($0.offset)] = \(text($0.element))" }.joined(separator: ", ") + " ]"
         case .structure(let f): return textStruct(f)
         case .variant(_, let v): return "{ \(text(v)) }"
         }
+    }
+
+    /// An enumeration in babeltrace2's text form: its label(s) and its container value.
+    private func enumText(_ labels: [String], _ container: String) -> String {
+        let l: String
+        switch labels.count {
+        case 0: l = "<unknown>"
+        case 1: l = quote(labels[0])
+        default: l = "{ " + labels.map(quote).joined(separator: ", ") + " }"
+        }
+        return "( \(l) : container = \(container) )"
     }
 
     /// A string in babeltrace2's text form (control characters as `\xNN`).

@@ -95,7 +95,6 @@ extension RLRunLoop {
             let poll = handled || deadline == 0
 
             var ready: (token: UInt64, events: UInt32)?
-            var reason = RLTraceWakeReason.none
             // Step 5: main loop, common mode: peek at the main queue if not serviced last time.
             var peeked = false
             if servesMainQueue && !didDispatchLastTime && Waiter.isReadable(mainQueueFD) {
@@ -133,7 +132,7 @@ extension RLRunLoop {
                 // read, and the reason named, only when a session records `wake`.)
                 let traceWake = RLTrace.isEnabled(.wake)
                 let now = traceWake ? rl_monotonic_ns() : 0
-                reason = locked { () -> RLTraceWakeReason in
+                let reason = locked { () -> RLTraceWakeReason in
                     sleeping = false
                     // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
                     ignoresWakeUps.store(true, ordering: .releasing)
@@ -155,8 +154,7 @@ extension RLRunLoop {
             } else {
                 // Step 8 for the peek path (the sleep path sets it in its lock section after waking).
                 ignoresWakeUps.store(true, ordering: .releasing)
-                reason = .mainQueue
-                RLTrace.wake(loop: id, iteration: it, reason: reason, fd: mainQueueFD, sleptNs: 0)
+                RLTrace.wake(loop: id, iteration: it, reason: .mainQueue, fd: mainQueueFD, sleptNs: 0)
             }
 
             // Step 9: handle what woke it — one thing per iteration.
@@ -200,9 +198,7 @@ extension RLRunLoop {
                 if isEmptyLocked(m) { return .finished }
                 return nil
             }
-            if RLTrace.isEnabled(.iterationEnd) {
-                RLTrace.iterationEnd(loop: id, iteration: it, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
-            }
+            RLTrace.iterationEnd(loop: id, iteration: it, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
         } while result == nil
         return result!
     }
@@ -494,6 +490,12 @@ extension RLRunLoop {
     @inline(never)
     func calloutToMainQueue() {
         calloutCount &+= 1
+        if RLTrace.isCalloutTraced(.mainQueue) { return tracedMainQueue() }
+        _dispatch_main_queue_callback_4CF(nil)
+    }
+
+    @inline(never)
+    private func tracedMainQueue() {
         let it = iteration
         RLTrace.mainQueueEntry(loop: id, iteration: it)
         _dispatch_main_queue_callback_4CF(nil)

@@ -179,11 +179,13 @@ public final class RunLoopEventSource {
         e.calloutKind = callout
         // Every event names its loop; `source0_signalled` of a source in no loop names loop 0 (and
         // traces of the schema before loop ids on it have none: read as 0 too).
-        do {
-            e.loop = kind == .source0Signalled ? opt(s, "loop_id") : try u(s, "loop_id")
+        if kind == .source0Signalled {
+            e.loop = opt(s, "loop_id")
+        } else {
+            e.loop = try u(s, "loop_id")
             // The procname context of each loop's first event that has one (docs/report-json.md).
             let pk = ProcKey(pid: e.pid, loop: e.loop)
-            if kind != .source0Signalled, !procnamed.contains(pk), case .string(let p)? = s.contextField("procname") {
+            if !procnamed.contains(pk), case .string(let p)? = s.contextField("procname") {
                 e.procname = p
                 procnamed.insert(pk)
             }
