@@ -879,6 +879,54 @@ public final class CTFStream: @unchecked Sendable {
     /// Names of the current event class's payload fields, in the order ``payloadInteger(at:)`` indexes them.
     public var payloadFieldNames: [String] { cls.payloadLayouts[currentClass].map(\.name) }
 
+    /// Index of the current event's class among ``eventClasses`` (stable for the stream): lets an analysis
+    /// resolve field positions once per class and switch on an integer per event.
+    public var eventClassIndex: Int { @inline(__always) get { currentClass } }
+    /// The event classes of this stream's class, indexed by ``eventClassIndex``.
+    public var eventClasses: [CTFEventClass] { cls.eventClasses }
+    /// Payload field names of the event class at `classIndex`, in the order ``payloadInteger(at:)`` indexes them.
+    public func payloadFieldNames(ofClass classIndex: Int) -> [String] { cls.payloadLayouts[classIndex].map(\.name) }
+
+    /// The UTF-8 bytes (without the NUL) of the current event's payload string field at `index`,
+    /// without allocating; valid until the stream moves to another event. Nil when that field is not
+    /// a string (or a text array or sequence, read up to its first NUL).
+    public func payloadStringBytes(at index: Int) -> UnsafeRawBufferPointer? {
+        guard index >= 0 && index < payloadFieldCounts[currentClass] else { return nil }
+        return stringBytes(cls.payloadLayouts[currentClass][index])
+    }
+
+    /// The UTF-8 bytes of the stream event context string field at `index` (e.g. `procname`), without
+    /// allocating; valid until the stream moves to another event. Nil when that field is not a string.
+    public func streamContextStringBytes(at index: Int) -> UnsafeRawBufferPointer? {
+        let l = cls.streamEventContextLayout
+        guard index >= 0 && index < l.count else { return nil }
+        return stringBytes(l[index])
+    }
+
+    private func stringBytes(_ f: FieldLayout) -> UnsafeRawBufferPointer? {
+        materialize()
+        let raw = slots[f.slot]
+        let start = base.advanced(by: Int(raw) >> 3)
+        switch f.storage {
+        case .string:
+            return UnsafeRawBufferPointer(start: start, count: Int(slots[f.slot + 1]))
+        case .fixedArray, .sequence:
+            // A text array or sequence (LTTng's ctf_array_text / ctf_sequence_text): up to the first NUL.
+            switch f.type {
+            case .array(let e, _) where e.isTextElement, .sequence(let e, _) where e.isTextElement:
+                let bp = start.assumingMemoryBound(to: UInt8.self)
+                let n = Int(slots[f.slot + 1])
+                var len = 0
+                while len < n && bp[len] != 0 { len += 1 }
+                return UnsafeRawBufferPointer(start: start, count: len)
+            default:
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+
     /// The current event's payload fields, decoded.
     public func payload() -> [CTFNamedValue] { decode(cls.payloadLayouts[currentClass]) }
     /// The current event's specific context fields, decoded.

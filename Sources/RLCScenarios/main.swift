@@ -191,13 +191,27 @@ final class Thread: @unchecked Sendable {
     func join() { pthread_join(t, nil) }
 }
 
+/// A process killed (SIGKILL) inside a callout: a few quiet iterations, then a timer whose callout
+/// kills the process, so the trace ends with the main loop still in that callout (issue 19 §4).
+func killedScenario() {
+    let loop = RLRunLoop.current
+    var ticks = 0
+    loop.add(RLTimer(fireAfter: 0.01, interval: 0.01, name: "tick") { _ in ticks += 1 }, forMode: .default)
+    loop.add(RLTimer(fireAfter: 0.1, name: "killer") { _ in
+        _ = ticks
+        kill(getpid(), SIGKILL)
+    }, forMode: .default)
+    _ = loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
+}
+
 let args = CommandLine.arguments.dropFirst()
 switch args.first {
+case "killed": killedScenario()
 case "mainqueue": mainQueueScenario()
 case "stall": stallMonitorScenario()
 case "truth": truthScenario()
 default:
-    print("usage: rlc-scenarios mainqueue|stall|truth")
+    print("usage: rlc-scenarios mainqueue|stall|truth|killed")
     exit(2)
 }
 log.flush()

@@ -2,17 +2,22 @@ import ArgumentParser
 import Foundation
 import RLAnalysis
 
-/// Reads the traces once, keeping iterations for the views that need them.
-func collect(_ a: AnalysisOptions, options: ReportOptions = ReportOptions(), limit: Int = 0,
-             strips: Bool = false) throws -> (Report, IterationCollector, BusyStripCollector?) {
-    let c = IterationCollector(limit: limit)
-    let s = strips ? BusyStripCollector() : nil
-    let sink: LoopModelSink = s.map { FanOutSink([c, $0]) } ?? c
+/// Reads the traces once, streaming what the model rebuilds into `sink` (a renderer that writes as
+/// it goes) and returning the report's figures.
+func stream(_ a: AnalysisOptions, options: ReportOptions = ReportOptions(), into sink: LoopModelSink?) throws -> Report {
     let filter = try a.filter()
     let progress = Progress.start("reading")
     defer { progress.stop() }
-    let r = try runAnalysis { try analyze(paths: a.traces, options: options, filter: filter, also: sink) }
-    return (r, c, s)
+    return try runAnalysis { try analyze(paths: a.traces, options: options, filter: filter, also: sink) }
+}
+
+/// The output file of `-o`, or standard output.
+func openOutput(_ path: String?) throws -> ByteSink {
+    guard let path else { return ByteSink(fd: 1) }
+    do { return try ByteSink(creating: path) } catch {
+        warn("rltrace: \(error)")
+        throw ExitCode(1)
+    }
 }
 
 func kindSet(_ kinds: [String]) throws -> Set<CalloutKind> {
@@ -42,7 +47,7 @@ struct Timeline: ParsableCommand {
     @Option(help: "An iteration busy at least this long is flagged HANG.") var hangThreshold = "250ms"
 
     func run() throws {
-        var sel = TimelineRenderer.Selection()
+        var sel = TimelineSink.Selection()
         // The common callout filters select iterations here: those with a matching callout; and
         // --min-duration selects iterations busy at least that long.
         sel.kinds = try kindSet(analysis.kind)
@@ -51,8 +56,9 @@ struct Timeline: ParsableCommand {
         sel.mode = mode
         sel.flaggedOnly = flagged
         let opts = ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"))
-        let (r, c, _) = try collect(analysis, options: opts)
-        writeStdout(TimelineRenderer(options: opts, selection: sel).render(c, origin: r.trace.beginNs))
+        let out = ByteSink(fd: 1)
+        _ = try stream(analysis, options: opts, into: TimelineSink(out: out, options: opts, selection: sel))
+        out.flush()
     }
 }
 
@@ -105,13 +111,13 @@ struct HistogramCommand: ParsableCommand {
           rltrace histogram TRACE --of timer-lateness --by item
         """
     )
-    enum Of: String, ExpressibleByArgument, CaseIterable { case sleep, iteration, callout, wakeLatency = "wake-latency", timerLateness = "timer-lateness", signalLatency = "signal-latency" }
-    enum By: String, ExpressibleByArgument, CaseIterable { case none, reason, kind, item, loop }
-    enum Scale: String, ExpressibleByArgument, CaseIterable { case log2, linear }
+    typealias Of = HistogramSink.Quantity
+    typealias By = HistogramSink.Grouping
+    typealias Scale = HistogramSink.Scale
 
     @OptionGroup var analysis: AnalysisOptions
     @Option(help: "What to histogram: sleep, iteration (busy time), callout, wake-latency, timer-lateness, signal-latency.") var of: Of = .sleep
-    @Option(help: "Group by: none, reason (sleep), kind (callout), item, loop.") var by: By = .none
+    @Option(help: "Group by: none, reason (sleep), kind (callout), item (callout, timer-lateness, signal-latency), loop.") var by: By = .none
     @Option(help: "Bucket scale: log2 or linear.") var scale: Scale = .log2
     @Option(help: "Number of buckets (linear scale).") var buckets = 20
     @Option(help: "Ignore values below this duration.") var min: String?
@@ -120,81 +126,31 @@ struct HistogramCommand: ParsableCommand {
     func validate() throws {
         if by == .reason && of != .sleep { throw ValidationError("--by reason only applies to --of sleep") }
         if by == .kind && of != .callout { throw ValidationError("--by kind only applies to --of callout") }
+        if by == .item && ![.callout, .timerLateness, .signalLatency].contains(of) {
+            throw ValidationError("--by item applies to --of callout, timer-lateness and signal-latency")
+        }
+        if analysis.minDuration != nil && of != .callout { throw ValidationError("--min-duration applies to --of callout (use --min)") }
+        if (!analysis.kind.isEmpty) && of != .callout { throw ValidationError("--kind applies to --of callout") }
+        if analysis.item != nil && ![.callout, .timerLateness, .signalLatency].contains(of) {
+            throw ValidationError("--item applies to --of callout, timer-lateness and signal-latency")
+        }
         if buckets < 1 || buckets > 1000 { throw ValidationError("--buckets must be 1…1000") }
     }
 
     func run() throws {
-        let lo = try min.map { try parseThreshold($0, "--min") } ?? 0
+        var lo = try min.map { try parseThreshold($0, "--min") } ?? 0
         let hi = try max.map { try parseThreshold($0, "--max") } ?? Int64.max
         if lo > hi { warn("rltrace: contradictory filters: --min is above --max"); throw ExitCode(2) }
-        let kinds = try kindSet(analysis.kind)
-        let itemGlob = analysis.item
-        let (r, c, _) = try collect(analysis)
-        var groups: [String: [Int64]] = [:]
-        func loopName(_ k: LoopKey) -> String {
-            let l = r.loops.first { $0.pid == k.pid && $0.loop == k.loop }
-            return "loop \(k.loop)\(l.map { $0.threadName.isEmpty ? "" : " \"\($0.threadName)\"" } ?? "")"
-        }
-        func add(_ g: String, _ v: Int64) { if v >= lo && v <= hi { groups[g, default: []].append(v) } }
-        func itemName(_ kind: CalloutKind, _ item: UInt64, _ pid: Int64, blockName: String? = nil) -> String {
-            kind == .mainQueue ? "main-queue" : kind == .block ? (blockName ?? "") : c.name(kind, item, pid: pid)
-        }
-        func nameOK(_ kind: CalloutKind, _ item: UInt64, _ pid: Int64, blockName: String? = nil) -> Bool {
-            itemGlob.map { globMatch($0, itemName(kind, item, pid, blockName: blockName)) } ?? true
-        }
-        switch of {
-        case .sleep:
-            for s in c.sleeps { add(by == .reason ? s.reason.label : by == .loop ? loopName(s.key) : "sleep", s.duration) }
-        case .iteration:
-            for row in c.rows where row.record.depth == 0 { add(by == .loop ? loopName(row.record.key) : "iteration busy", row.record.busyNs) }
-        case .callout:
-            for x in c.callouts where (kinds.isEmpty || kinds.contains(x.kind)) && nameOK(x.kind, x.item, x.key.pid, blockName: x.blockName) {
-                let g: String
-                switch by {
-                case .kind: g = x.kind.label
-                case .item: g = "\(x.kind.label) \"\(itemName(x.kind, x.item, x.key.pid, blockName: x.blockName))\""
-                case .loop: g = loopName(x.key)
-                default: g = "callout"
-                }
-                add(g, x.duration)
-            }
-        case .wakeLatency:
-            for w in c.wakeUps { add(by == .loop ? loopName(w.key) : "wakeUp → wake", w.ns) }
-        case .timerLateness:
-            for t in c.lateness where nameOK(.timer, t.item, t.key.pid) {
-                add(by == .item ? "timer \"\(c.name(.timer, t.item, pid: t.key.pid))\"" : by == .loop ? loopName(t.key) : "timer lateness", t.ns)
-            }
-        case .signalLatency:
-            for s in c.signal where nameOK(.source0, s.item, s.key.pid) {
-                add(by == .item ? "source0 \"\(c.name(.source0, s.item, pid: s.key.pid))\"" : by == .loop ? loopName(s.key) : "signal → perform", s.ns)
-            }
-        }
-        var o = ""
-        if groups.isEmpty { o = "no values (nothing of that kind in the selected range)\n" }
-        for (g, values) in groups.sorted(by: { $0.key < $1.key }) {
-            var acc = DurationAccumulator()
-            for v in values { acc.add(v) }
-            o += "\(g): \(values.count) values · p50 \(formatDuration(acc.percentile(50))) · p90 \(formatDuration(acc.percentile(90))) · p99 \(formatDuration(acc.percentile(99))) · p99.9 \(formatDuration(acc.percentile(99.9))) · max \(formatDuration(acc.max))\n"
-            if scale == .log2 {
-                var h: [String: Int] = [:]
-                for v in values { h[String(log2Bucket(v)), default: 0] += 1 }
-                o += histogramLines(h, indent: "  ")
-            } else {
-                let vmin = values.min()!, vmax = values.max()!
-                let width = Swift.max(1, (vmax - vmin + Int64(buckets)) / Int64(buckets))
-                var counts = [Int](repeating: 0, count: buckets)
-                for v in values { counts[Swift.min(buckets - 1, Int((v - vmin) / width))] += 1 }
-                let top = counts.max() ?? 1
-                for (i, n) in counts.enumerated() {
-                    let a = vmin + Int64(i) * width
-                    o += "  " + "[\(formatDuration(a)), \(formatDuration(a + width)))".padding(toLength: 24, withPad: " ", startingAt: 0)
-                        + String(n).leftPad(8) + " " + String(repeating: "█", count: n == 0 ? 0 : Swift.max(1, n * 40 / Swift.max(1, top))) + "\n"
-                }
-            }
-        }
-        writeStdout(o)
+        if let md = analysis.minDuration { lo = Swift.max(lo, try parseThreshold(md, "--min-duration")) }
+        let sink = HistogramSink(of: of, by: by, lo: lo, hi: hi, kinds: try kindSet(analysis.kind), itemGlob: analysis.item)
+        _ = try stream(analysis, into: sink)
+        writeStdout(sink.render(scale: scale, buckets: buckets))
     }
 }
+
+extension HistogramSink.Quantity: ExpressibleByArgument {}
+extension HistogramSink.Grouping: ExpressibleByArgument {}
+extension HistogramSink.Scale: ExpressibleByArgument {}
 
 extension String {
     func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
@@ -212,7 +168,10 @@ struct Export: ParsableCommand {
     @Option(name: .shortAndLong, help: "The output file.") var output: String
 
     func run() throws {
-        let (r, c, s) = try collect(analysis, strips: true)
-        try emit(try ChromeTraceRenderer.render(c, report: r, strips: s), to: output)
+        let out = try openOutput(output)
+        let sink = ChromeTraceSink(out: out, filter: try analysis.filter())
+        _ = try stream(analysis, into: sink)      // the sink closes the document at the end of the stream
+        do { try out.finish() } catch { warn("rltrace: \(error)"); throw ExitCode(1) }
+        warn("wrote \(output)")
     }
 }

@@ -7,9 +7,6 @@ public struct EventFilter: Sendable {
     public var calloutKinds: Set<CalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
     /// Only events in `[begin, end]`: resolved against the trace start on the first event.
     public var begin: TimeBound?, end: TimeBound?
-    private var origin: Int64?
-    /// Reader (epoch) ns minus CLOCK_MONOTONIC ns, set by the pipeline before the first event.
-    public var epochOffset: Int64 = 0
 
     /// A time bound: relative to the trace's first event, or absolute CLOCK_MONOTONIC ns.
     public enum TimeBound: Sendable, Equatable {
@@ -50,24 +47,8 @@ public struct EventFilter: Sendable {
         }
     }
 
-    private func resolve(_ b: TimeBound, _ origin: Int64) -> Int64 {
-        switch b {
-        case .relative(let ns): origin + ns
-        case .absolute(let ns): ns
-        case .epoch(let ns): ns - epochOffset
-        }
-    }
-
-    /// Whether the event passes the event-level filters (pid, loop, time).
-    public mutating func accepts(_ e: RunLoopEvent) -> Bool {
-        if origin == nil { origin = e.ts }
-        if !pids.isEmpty && !pids.contains(e.pid) { return false }
-        // (A signal of a source in no loop, loop 0, may still be performed by a selected loop.)
-        if !loops.isEmpty && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { return false }
-        if let b = begin, e.ts < resolve(b, origin!) { return false }
-        if let x = end, e.ts > resolve(x, origin!) { return false }
-        return true
-    }
+    /// Whether the callout figures are narrowed at all (kinds, item glob or minimum duration).
+    public var narrowsCallouts: Bool { !calloutKinds.isEmpty || itemGlob != nil || minCalloutNs > 0 }
 
     /// Whether a callout counts in the callout figures.
     public func acceptsCallout(kind: CalloutKind, name: String, durationNs: Int64) -> Bool {
@@ -106,4 +87,44 @@ public func formatDuration(_ ns: Int64) -> String {
     if a < 1_000_000 { return f(a / 1e3, "µs") }
     if a < 1_000_000_000 { return f(a / 1e6, "ms") }
     return f(a / 1e9, "s")
+}
+
+/// The event-level filters of an ``EventFilter`` resolved for one trace (time bounds as absolute
+/// CLOCK_MONOTONIC ns), checked per event with integer compares only.
+final class EventGate {
+    private let pids: Set<Int64>, loops: Set<UInt64>
+    private let checkPids: Bool, checkLoops: Bool
+    private let begin: EventFilter.TimeBound?, end: EventFilter.TimeBound?
+    private var lo: Int64 = .min, hi: Int64 = .max
+    private var started = false
+
+    init(_ f: EventFilter) {
+        pids = f.pids; loops = f.loops
+        checkPids = !f.pids.isEmpty; checkLoops = !f.loops.isEmpty
+        begin = f.begin; end = f.end
+    }
+
+    /// Resolves relative and epoch bounds against the first `runloop` event and the clock offset.
+    private func start(origin: Int64, epochOffset: Int64) {
+        started = true
+        func resolve(_ b: EventFilter.TimeBound) -> Int64 {
+            switch b {
+            case .relative(let ns): origin &+ ns
+            case .absolute(let ns): ns
+            case .epoch(let ns): ns &- epochOffset
+            }
+        }
+        lo = begin.map(resolve) ?? .min
+        hi = end.map(resolve) ?? .max
+    }
+
+    @inline(__always)
+    func accepts(_ e: RunLoopEvent, epochOffset: Int64) -> Bool {
+        if !started { start(origin: e.ts, epochOffset: epochOffset) }
+        if e.ts < lo || e.ts > hi { return false }
+        if checkPids && !pids.contains(e.pid) { return false }
+        // (A signal of a source in no loop, loop 0, may still be performed by a selected loop.)
+        if checkLoops && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { return false }
+        return true
+    }
 }

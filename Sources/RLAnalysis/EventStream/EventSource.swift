@@ -39,11 +39,24 @@ public enum AnalysisError: Error, CustomStringConvertible {
 }
 
 /// Reads CTF traces and delivers their `runloop` events, in time order, as ``RunLoopEvent``s.
-public final class RunLoopEventSource {
+///
+/// The `runloop` schema is resolved once per stream and event class into an ``EventPlan`` (which
+/// event, which payload field holds each value); the per-event path reads the class index, switches
+/// on the plan and reads integers at fixed positions. Strings (item names, modes, thread and process
+/// names) are interned in a ``NameTable``: an item's name is read the first time the item is seen, a
+/// block's name (every block is its own item, one item per name in the figures) from its bytes
+/// without allocating.
+///
+/// With two threads (``forEach(threads:filter:_:)``), one thread reads and decodes into chunks of
+/// events while the caller's thread consumes them: the same events in the same order as with one.
+public final class RunLoopEventSource: @unchecked Sendable {
     /// The traces read.
     public let traceSet: CTFTraceSet
     /// The trace directories.
     public let paths: [String]
+    /// The strings the delivered events' `name` and `procname` ids refer to, as seen by the thread
+    /// that receives the events (complete for every event delivered so far).
+    public let names = NameTable()
     /// Every event read (any provider).
     public private(set) var totalEvents = 0
     /// `runloop` events read.
@@ -52,20 +65,26 @@ public final class RunLoopEventSource {
     public private(set) var firstTs: Int64 = .max
     /// Last event timestamp.
     public private(set) var lastTs: Int64 = .min
+    /// Events whose timestamp was earlier than the one before them (a damaged trace): delivered
+    /// with the previous timestamp, so no duration is negative.
+    public private(set) var backwardsEvents = 0
     /// Reader timestamps (ns since the epoch) minus CLOCK_MONOTONIC ns: converts the reader's times.
     public private(set) var clockOffset: Int64 = 0
     /// Providers seen (the part of event names before `:`).
     public private(set) var providers: Set<String> = []
 
-    private struct ClassInfo {
-        var kind: RunLoopEvent.Kind?
-        var callout: CalloutKind = .observer
-    }
-    private var classes: [ObjectIdentifier: ClassInfo] = [:]
+    private let streams: [CTFStream]
+    private let plans: [StreamPlan]
+    /// The reading thread's table (``names`` itself when one thread does everything).
+    private var readerNames: NameTable
     private var namedItems: Set<ItemKey> = []
-    private var procnamed: Set<ProcKey> = []
-    private struct ProcKey: Hashable { var pid: Int64; var loop: UInt64 }
     private struct ItemKey: Hashable { var pid: Int64; var item: UInt64; var kind: UInt8 }
+    private let namedCache: UnsafeMutablePointer<ItemKey> = {
+        let p = UnsafeMutablePointer<ItemKey>.allocate(capacity: 256)
+        p.initialize(repeating: ItemKey(pid: .min, item: 0, kind: 255), count: 256)
+        return p
+    }()
+    deinit { namedCache.deallocate() }
 
     /// Opens every CTF trace below `paths`.
     public init(paths: [String]) throws {
@@ -81,6 +100,11 @@ public final class RunLoopEventSource {
         } catch {
             throw AnalysisError.reader("\(error)")
         }
+        streams = traceSet.streams
+        var providers: Set<String> = []
+        plans = streams.map { StreamPlan($0, providers: &providers) }
+        self.providers = providers
+        readerNames = names
     }
 
     /// Losses the reader found (discarded events, lost packets), with their time ranges.
@@ -88,57 +112,50 @@ public final class RunLoopEventSource {
     /// Reader warnings (e.g. a truncated final packet).
     public var warnings: [CTFWarning] { traceSet.warnings }
 
-    private func info(for cls: CTFEventClass) -> ClassInfo {
-        let key = ObjectIdentifier(cls)
-        if let i = classes[key] { return i }
-        var i = ClassInfo()
-        let name = cls.name
-        if let colon = name.firstIndex(of: ":") { providers.insert(String(name[..<colon])) }
-        if name.hasPrefix("runloop:") {
-            let ev = name.dropFirst(8)
-            switch ev {
-            case "loop_created": i.kind = .loopCreated
-            case "loop_destroyed": i.kind = .loopDestroyed
-            case "run_enter": i.kind = .runEnter
-            case "run_exit": i.kind = .runExit
-            case "iteration_begin": i.kind = .iterationBegin
-            case "iteration_end": i.kind = .iterationEnd
-            case "sleep_begin": i.kind = .sleepBegin
-            case "wake": i.kind = .wake
-            case "wakeup_requested": i.kind = .wakeUpRequested
-            case "source0_signalled": i.kind = .source0Signalled
-            case "timer_armed": i.kind = .timerArmed
-            case "item_added": i.kind = .itemAdded
-            case "item_removed": i.kind = .itemRemoved
-            default:
-                for k in CalloutKind.allCases {
-                    if ev == "\(k.label)_entry" { i.kind = .calloutEntry; i.callout = k }
-                    if ev == "\(k.label)_exit" { i.kind = .calloutExit; i.callout = k }
-                }
+    /// Calls `body` with every `runloop` event in time order that passes `filter`'s event-level
+    /// filters (time window, pid, loop), on the calling thread. With `threads` ≥ 2 the trace is read
+    /// and decoded on another thread meanwhile. Throws ``AnalysisError`` for a trace with no
+    /// `runloop` events or an unknown layout; a reader error mid-way ends the stream with the events
+    /// read so far delivered and the error thrown.
+    public func forEach(threads: Int = 1, filter: EventFilter = EventFilter(), _ body: (RunLoopEvent) throws -> Void) throws {
+        if threads >= 2 {
+            try forEachPipelined(filter: filter, body)
+        } else {
+            let gate = EventGate(filter)
+            try produce { e in
+                if gate.accepts(e, epochOffset: clockOffset) { try body(e) }
             }
         }
-        classes[key] = i
-        return i
+        if runLoopEvents == 0 {
+            throw AnalysisError.noRunLoopEvents(providers: providers.sorted())
+        }
     }
 
-    /// Calls `body` with every `runloop` event in time order. Throws ``AnalysisError`` for a trace
-    /// with no `runloop` events or an unknown layout; a reader error mid-way ends the stream with
-    /// the events read so far delivered and the error thrown.
-    public func forEach(_ body: (RunLoopEvent) throws -> Void) throws {
+    /// Reads every event and hands each decoded `runloop` event to `body`.
+    private func produce(_ body: (RunLoopEvent) throws -> Void) throws {
         var it = traceSet.makeMergedIterator()
+        // Unretained references (the source owns the streams and plans for its whole life): the
+        // per-event path then makes no retain or release for them.
+        struct Ref { unowned(unsafe) let s: CTFStream; unowned(unsafe) let p: StreamPlan }
+        let refs = ContiguousArray(zip(streams, plans).map { Ref(s: $0.0, p: $0.1) })
         do {
             while try it.next() {
-                let s = it.current
-                totalEvents += 1
-                let ts = Int64(bitPattern: s.cycles)
-                if totalEvents == 1 { clockOffset = s.timestamp - ts }
-                if ts < firstTs { firstTs = ts }
-                if ts > lastTs { lastTs = ts }
-                let ci = info(for: s.eventClass)
-                guard let kind = ci.kind else { continue }
-                runLoopEvents += 1
-                var e = RunLoopEvent(kind: kind, ts: ts)
-                try decode(s, kind: kind, callout: ci.callout, into: &e)
+                let r = refs[it.currentStreamIndex]
+                let s = r.s, sp = r.p
+                totalEvents &+= 1
+                var ts = Int64(bitPattern: s.cycles)
+                if ts < 0 { ts = lastTs > 0 ? lastTs : 0 }   // a clock past 2^63: damaged, not a time
+                if totalEvents == 1 { clockOffset = s.timestamp &- ts; firstTs = ts }
+                if ts < lastTs { backwardsEvents &+= 1; ts = lastTs } else { lastTs = ts }
+                let ci = s.eventClassIndex
+                let kind = sp.kinds[ci]
+                guard kind != EventPlan.none else { continue }
+                if sp.incomplete[ci] != 0 {
+                    throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
+                }
+                runLoopEvents &+= 1
+                var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
+                decode(s, sp, sp.plan(ci), into: &e)
                 try body(e)
             }
         } catch let e as AnalysisError {
@@ -146,98 +163,149 @@ public final class RunLoopEventSource {
         } catch let e as CTFReaderError {
             throw AnalysisError.reader("\(e)")
         }
-        if runLoopEvents == 0 {
-            throw AnalysisError.noRunLoopEvents(providers: providers.sorted())
-        }
     }
 
     @inline(__always)
-    private func u(_ s: CTFStream, _ f: String) throws -> UInt64 {
-        guard let v = s.payloadField(f)?.int64 else { throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(f)`") }
-        return UInt64(bitPattern: v)
-    }
-    @inline(__always)
-    private func i(_ s: CTFStream, _ f: String) throws -> Int64 {
-        guard let v = s.payloadField(f)?.int64 else { throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(f)`") }
-        return v
-    }
-    /// An integer field added to the schema later (`iteration` of the lifecycle, cross-thread and
-    /// registration events, `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace
-    /// predates it.
-    @inline(__always)
-    private func opt(_ s: CTFStream, _ f: String) -> UInt64 {
-        s.payloadField(f)?.int64.map { UInt64(bitPattern: $0) } ?? 0
-    }
-    private func str(_ s: CTFStream, _ f: String) -> String {
-        if case .string(let v)? = s.payloadField(f) { return v }
-        return ""
+    private func int(_ s: CTFStream, _ index: Int) -> Int64 {
+        index < 0 ? 0 : (s.payloadInteger(at: index) ?? 0)
     }
 
-    private func decode(_ s: CTFStream, kind: RunLoopEvent.Kind, callout: CalloutKind, into e: inout RunLoopEvent) throws {
-        if let p = s.contextField("vpid")?.int64 { e.pid = p }
-        if let t = s.contextField("vtid")?.int64 { e.vtid = t }
-        e.calloutKind = callout
-        // Every event names its loop; `source0_signalled` of a source in no loop names loop 0 (and
-        // traces of the schema before loop ids on it have none: read as 0 too).
-        if kind == .source0Signalled {
-            e.loop = opt(s, "loop_id")
-        } else {
-            e.loop = try u(s, "loop_id")
-            // The procname context of each loop's first event that has one (docs/report-json.md).
-            let pk = ProcKey(pid: e.pid, loop: e.loop)
-            if !procnamed.contains(pk), case .string(let p)? = s.contextField("procname") {
-                e.procname = p
-                procnamed.insert(pk)
-            }
-        }
-        switch kind {
-        case .loopCreated:
-            e.iteration = opt(s, "iteration"); e.a = try i(s, "tid"); e.text = str(s, "thread_name")
-        case .loopDestroyed:
-            e.iteration = opt(s, "iteration"); e.a = try i(s, "tid")
-        case .runEnter:
-            e.iteration = try u(s, "iteration"); e.text = str(s, "mode")
-            e.a = try i(s, "timeout_ns"); e.b = try i(s, "depth"); e.c = try i(s, "return_after_source_handled")
-        case .runExit:
-            e.iteration = try u(s, "iteration"); e.text = str(s, "mode")
-            e.a = try i(s, "result"); e.b = try i(s, "depth")
-        case .iterationBegin:
-            e.iteration = try u(s, "iteration")
-        case .iterationEnd:
-            e.iteration = try u(s, "iteration"); e.b = try i(s, "handled_source"); e.c = try i(s, "callouts")
-        case .calloutEntry, .calloutExit:
-            e.iteration = try u(s, "iteration")
-            if callout != .mainQueue { e.item = try u(s, "item_id") }
-            switch callout {
-            case .observer: e.a = try i(s, "activity")
-            case .source1: e.a = try i(s, "fd"); e.b = try i(s, "events")
-            case .timer: e.a = try i(s, "scheduled_ns")
-            default: break
-            }
-            if kind == .calloutEntry && callout == .block {
-                // Every perform-block is its own item, seen once: its name is read every time (and
-                // no per-block entry is kept, which would grow with the trace).
-                e.text = str(s, "name")
-            } else if kind == .calloutEntry && callout != .mainQueue {
-                let key = ItemKey(pid: e.pid, item: e.item, kind: callout.rawValue)
-                if !namedItems.contains(key) { namedItems.insert(key); e.text = str(s, "name") }
-            }
-        case .sleepBegin:
-            e.iteration = try u(s, "iteration"); e.a = try i(s, "timeout_ns"); e.b = try i(s, "deadline_ns")
-        case .wake:
-            e.iteration = try u(s, "iteration"); e.b = try i(s, "reason"); e.a = try i(s, "fd"); e.c = try i(s, "slept_ns")
-        case .wakeUpRequested:
-            e.iteration = opt(s, "iteration"); e.b = try i(s, "accepted"); e.a = try i(s, "caller_tid")
-        case .source0Signalled:
-            e.iteration = opt(s, "iteration"); e.item = try u(s, "item_id"); e.a = try i(s, "caller_tid")
-            e.c = Int64(bitPattern: opt(s, "signal_seq"))
-            let key = ItemKey(pid: e.pid, item: e.item, kind: CalloutKind.source0.rawValue)
-            if !namedItems.contains(key) { namedItems.insert(key); e.text = str(s, "name") }
-        case .timerArmed:
-            e.iteration = opt(s, "iteration"); e.item = try u(s, "item_id"); e.a = try i(s, "fire_ns"); e.c = try i(s, "interval_ns"); e.b = try i(s, "missed_fires")
-        case .itemAdded, .itemRemoved:
-            e.iteration = opt(s, "iteration"); e.item = try u(s, "item_id"); e.text = str(s, "name")
-            if let k = s.payloadField("kind")?.int64, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: k)) { e.calloutKind = ck }
-        }
+    @inline(__always)
+    private func string(_ s: CTFStream, _ index: Int) -> Int32 {
+        index < 0 ? NameTable.empty : (s.payloadStringBytes(at: index).map { readerNames.intern($0) } ?? NameTable.empty)
     }
+
+    @inline(__always)
+    private func decode(_ s: CTFStream, _ sp: StreamPlan, _ p: UnsafePointer<EventPlan>, into e: inout RunLoopEvent) {
+        if sp.vpid >= 0 { e.pid = s.streamContextInteger(at: sp.vpid) ?? 0 }
+        if sp.vtid >= 0 {
+            e.vtid = s.streamContextInteger(at: sp.vtid) ?? -1
+            // The procname context, interned once per run of events of one thread in this stream.
+            if sp.procname >= 0 {
+                if e.vtid != sp.lastVtid || sp.lastProcname < 0 {
+                    sp.lastVtid = e.vtid
+                    sp.lastProcname = s.streamContextStringBytes(at: sp.procname).map { readerNames.intern($0) } ?? -1
+                }
+                e.procname = sp.lastProcname
+            }
+        } else if sp.procname >= 0 {
+            e.procname = s.streamContextStringBytes(at: sp.procname).map { readerNames.intern($0) } ?? -1
+        }
+        let p = p.pointee
+        e.calloutKind = p.callout
+        e.loop = UInt64(bitPattern: int(s, p.loop))
+        e.iteration = UInt64(bitPattern: int(s, p.iteration))
+        e.item = UInt64(bitPattern: int(s, p.item))
+        e.a = int(s, p.a); e.b = int(s, p.b); e.c = int(s, p.c)
+        guard p.name >= 0 else { return }
+        switch p.nameRule {
+        case .always:
+            e.name = string(s, p.name)
+        case .firstPerItem:
+            // Items already named: a direct-mapped cache of 256 in front of the set (a trace has
+            // few items, each seen many times), so the usual case is one compare, no hash.
+            let key = ItemKey(pid: e.pid, item: e.item, kind: p.callout.rawValue)
+            let slot = Int(truncatingIfNeeded: (e.item &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(p.callout.rawValue)
+            if namedCache[slot] == key { break }
+            if !namedItems.contains(key) { namedItems.insert(key); e.name = string(s, p.name) }
+            namedCache[slot] = key
+        case .never:
+            break
+        }
+        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: int(s, p.kindField))) { e.calloutKind = ck }
+    }
+
+    // MARK: two threads
+
+    /// A block of decoded events handed from the reading thread to the consuming one, with the
+    /// strings interned while it was filled.
+    private final class Chunk: @unchecked Sendable {
+        static let capacity = 8192
+        let events = UnsafeMutablePointer<RunLoopEvent>.allocate(capacity: Chunk.capacity)
+        var count = 0
+        var newNames: [String] = []
+        var last = false
+        var error: Error?
+        deinit { events.deallocate() }
+    }
+
+    private func forEachPipelined(filter: EventFilter, _ body: (RunLoopEvent) throws -> Void) throws {
+        let ring = (0..<6).map { _ in Chunk() }
+        let free = DispatchSemaphore(value: ring.count), full = DispatchSemaphore(value: 0)
+        // The reader interns into its own table; the consumer's (`names`) receives each chunk's new
+        // strings before the chunk's events, so ids agree.
+        let mine = NameTable(recordingAdditions: true)
+        readerNames = mine
+        defer { readerNames = names }
+        let done = DispatchSemaphore(value: 0)
+        let stop = ManagedAtomicFlag()
+        let thread = Thread { [self] in
+            var index = 0
+            var chunk = ring[0]
+            free.wait()
+            chunk.count = 0
+            let gate = EventGate(filter)
+            func publish(last: Bool, error: Error? = nil) {
+                chunk.newNames = mine.takeAdded()
+                chunk.last = last
+                chunk.error = error
+                full.signal()
+                if last { return }
+                index = (index + 1) % ring.count
+                chunk = ring[index]
+                free.wait()
+                chunk.count = 0
+            }
+            do {
+                try produce { e in
+                    guard gate.accepts(e, epochOffset: clockOffset) else { return }
+                    (chunk.events + chunk.count).initialize(to: e)
+                    chunk.count += 1
+                    if chunk.count == Chunk.capacity {
+                        if stop.isSet { throw CancellationError() }     // the consumer gave up
+                        publish(last: false)
+                    }
+                }
+                publish(last: true)
+            } catch {
+                publish(last: true, error: error)
+            }
+            done.signal()
+        }
+        thread.stackSize = 1 << 22
+        thread.start()
+        var index = 0
+        var failure: Error?
+        while true {
+            full.wait()
+            let chunk = ring[index]
+            names.adopt(chunk.newNames)
+            if failure == nil {
+                do {
+                    for i in 0..<chunk.count { try body(chunk.events[i]) }
+                } catch {
+                    failure = error
+                    stop.set()
+                }
+            }
+            (chunk.events).deinitialize(count: chunk.count)
+            let last = chunk.last, error = chunk.error
+            free.signal()
+            if last {
+                if failure == nil, let error, !(error is CancellationError) { failure = error }
+                break
+            }
+            index = (index + 1) % ring.count
+        }
+        done.wait()
+        if let failure { throw failure }
+    }
+}
+
+/// A flag one thread sets and another reads.
+private final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+    func set() { lock.lock(); value = true; lock.unlock() }
 }

@@ -105,10 +105,11 @@ public struct RunLoopEvent: Sendable {
     /// Third integer: callouts (iteration_end), slept_ns (wake), interval_ns (timer_armed),
     /// return_after_source_handled (run_enter), signal_seq (source0_signalled).
     public var c: Int64 = 0
-    /// `name`, `thread_name` or `mode`, decoded only when the analysis asked for it (nil otherwise).
-    public var text: String?
-    /// The `procname` context, decoded once per loop (nil otherwise).
-    public var procname: String?
+    /// `name`, `thread_name` or `mode` as a ``NameTable`` id, decoded only when the analysis asked for
+    /// it (-1 otherwise).
+    public var name: Int32 = -1
+    /// The `procname` context as a ``NameTable`` id, decoded once per loop (-1 otherwise).
+    public var procname: Int32 = -1
 
     /// Creates an event.
     public init(kind: Kind, ts: Int64) {

@@ -24,11 +24,12 @@ public struct CalloutRecord: Sendable {
     public var depth: Int
     /// Activity (observer), fd (source1), scheduled time (timer), else 0.
     public var detail: Int64
-    /// A block's name (nil for other kinds). Every perform-block is its own item, so its name
-    /// travels with its record instead of a per-item table; see ``LoopModel/name(of:pid:)``.
-    public var blockName: String? = nil
+    /// A block's name (a ``NameTable`` id; -1 for other kinds). Every perform-block is its own
+    /// item, so its name travels with its record instead of a per-item table; see
+    /// ``LoopModel/name(of:pid:)``.
+    public var blockName: Int32 = -1
     /// The duration.
-    public var duration: Int64 { end - begin }
+    public var duration: Int64 { end &- begin }
 }
 
 /// One sleep: `sleep_begin` → `wake`.
@@ -40,7 +41,7 @@ public struct SleepRecord: Sendable {
     /// The fd that ended the wait (-1 if none).
     public var fd: Int64
     /// The duration.
-    public var duration: Int64 { end - begin }
+    public var duration: Int64 { end &- begin }
 }
 
 /// A completed iteration, as the loop model hands it to the metrics and the timeline.
@@ -53,12 +54,10 @@ public struct IterationRecord: Sendable {
     public var begin: Int64, end: Int64 = 0
     /// Nesting depth among this loop's iterations (0 = top level).
     public var depth: Int
-    /// The mode of the run it belongs to.
-    public var mode: String
+    /// The mode of the run it belongs to (a ``NameTable`` id; 0, the empty string, outside any run).
+    public var mode: Int32
     /// Its own sleeps (usually 0 or 1).
     public var sleeps: [SleepRecord] = []
-    /// Every `wake` event in it (polls included), by reason.
-    public var wakes: [WakeReason] = []
     /// Polls (wakes without a sleep).
     public var polls = 0
     /// Callouts that belong to it (not to nested iterations), in entry order.
@@ -69,11 +68,11 @@ public struct IterationRecord: Sendable {
     public var handledSource = false
 
     /// The duration.
-    public var duration: Int64 { end - begin }
+    public var duration: Int64 { end &- begin }
     /// Its own sleep time.
-    public var ownSleepNs: Int64 { sleeps.reduce(0) { $0 + $1.duration } }
+    public var ownSleepNs: Int64 { sleeps.reduce(0) { $0 &+ $1.duration } }
     /// Duration minus every sleep in it (nested included).
-    public var busyNs: Int64 { duration - ownSleepNs - nestedSleepNs }
+    public var busyNs: Int64 { duration &- ownSleepNs &- nestedSleepNs }
     /// Whether it slept (itself).
     public var slept: Bool { !sleeps.isEmpty }
 }
@@ -97,7 +96,7 @@ public protocol LoopModelSink: AnyObject {
     /// A completed iteration.
     func iteration(_ it: IterationRecord, of loop: LoopInfo)
     /// A matched callout (also delivered inside its iteration).
-    func callout(_ c: CalloutRecord, of key: LoopKey, name: String)
+    func callout(_ c: CalloutRecord, of key: LoopKey)
     /// A sleep pair.
     func sleep(_ s: SleepRecord, of key: LoopKey)
     /// Any wake event.
@@ -114,6 +113,10 @@ public protocol LoopModelSink: AnyObject {
     func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey)
     /// A cross-thread request and the loop's reaction (has a default that ignores it).
     func flow(_ f: Flow)
+    /// The trace's first event time (has a default that ignores it).
+    func traceBegins(at ts: Int64)
+    /// The end of the stream (has a default that does nothing).
+    func finish(end: Int64)
 }
 
 /// Cross-thread causality, for flow arrows: thread `fromTid` asked at `fromTs`; the loop reacted at `toTs`.
@@ -129,56 +132,114 @@ public struct Flow: Sendable {
 extension LoopModelSink {
     /// A cross-thread request and the loop's reaction (default: ignored).
     public func flow(_ f: Flow) {}
+    /// The trace's first event time (CLOCK_MONOTONIC ns), before any other call (default: ignored).
+    public func traceBegins(at ts: Int64) {}
+    /// The stream has ended at `end` (the last event's time): write out what is held (default: nothing).
+    public func finish(end: Int64) {}
 }
 
 /// Rebuilds loops, iterations, callouts and sleeps from the event stream (the rules of
-/// `docs/report-json.md`), and hands the results to a sink.
+/// `docs/report-json.md`), and hands the results to a sink as each closes.
+///
+/// State is numeric and bounded: loops are found by `(pid, loop)` through a one-entry cache in front
+/// of a dictionary; the records of open iterations and callouts live in per-loop stacks whose
+/// storage is reused, so a steady stream of events allocates nothing.
 public final class LoopModel {
     final class State {
         var info: LoopInfo
-        var iterations: [IterationRecord] = []
+        /// Iteration records, reused: `stack[0..<open]` are the open iterations, outermost first.
+        var stack: [IterationRecord] = []
+        var open = 0
         var callouts: [(record: CalloutRecord, iterationIndex: Int)] = []
         var pendingSleep: (iteration: UInt64, ts: Int64)?
-        var modes: [String] = []
+        var modes: [Int32] = []
         var pendingWakeUps: [(ts: Int64, tid: Int64)] = []
+        var procname: Int32 = -1
         init(key: LoopKey) { info = LoopInfo(key: key) }
     }
-    private var states: [LoopKey: State] = [:]
-    private var names: [NameKey: String] = [:]
+    private var states: [State] = []
+    private var stateIndex: [LoopKey: Int] = [:]
+    private var lastKey = LoopKey(pid: .min, loop: .max)
+    private var lastState: State?
+    private var itemNames: [NameKey: Int32] = [:]
     private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64, seq: Int64)]] = [:]
-    private struct NameKey: Hashable { var pid: Int64; var kind: CalloutKind; var item: UInt64 }
+    private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind }
     /// A signal is performed once, by whichever loop gets to it first: pending signals are kept per
     /// source, and a perform by any loop ends them all.
     private struct SignalKey: Hashable { var pid: Int64; var item: UInt64 }
-    private let sink: LoopModelSink
+    /// Not retained (the caller keeps the sink alive while it feeds the model): sinks refer to
+    /// the model for names, and a retained cycle or a weak reference (which makes every retain of
+    /// the model take the runtime's slow path) would both cost.
+    private unowned(unsafe) let sink: LoopModelSink
+    /// The strings that name ids refer to (the source's).
+    public let names: NameTable
 
-    /// Creates a model delivering to `sink`.
-    public init(sink: LoopModelSink) { self.sink = sink }
+    /// Creates a model delivering to `sink`, resolving name ids with `names`.
+    public init(sink: LoopModelSink, names: NameTable) {
+        self.sink = sink
+        self.names = names
+    }
 
     /// Every loop seen, sorted.
-    public var loops: [LoopInfo] { states.values.map(\.info).sorted { $0.key < $1.key } }
+    public var loops: [LoopInfo] { states.map(\.info).sorted { $0.key < $1.key } }
+
+    /// Loops busy at the end of the stream (a trace that ends while they run — a killed process, a
+    /// cut trace): per loop, the outermost open iteration's number and begin, and the callout it was
+    /// in (nil between callouts). A loop asleep at the end (a thread blocked when its process
+    /// exited) is not listed.
+    public var busyAtEnd: [(loop: LoopInfo, iteration: UInt64, begin: Int64, callout: CalloutRecord?)] {
+        states.filter { $0.open > 0 && $0.pendingSleep == nil }
+            .map { ($0.info, $0.stack[0].number, $0.stack[0].begin, $0.callouts.first?.record) }
+            .sorted { $0.loop.key < $1.loop.key }
+    }
+
+    /// The earliest begin of any open iteration (`Int64.max` when none is open): everything that
+    /// began before it is complete.
+    public var openWatermark: Int64 {
+        var m = Int64.max
+        for s in states where s.open > 0 && s.stack[0].begin < m { m = s.stack[0].begin }
+        return m
+    }
+
+    /// What is known so far of the loop `key` (nil if no event of it was seen).
+    public func info(of key: LoopKey) -> LoopInfo? {
+        if key == lastKey, let s = lastState { return s.info }
+        return stateIndex[key].map { states[$0].info }
+    }
 
     /// The name of an item (empty if never seen; blocks are named by their records).
     public func name(of kind: CalloutKind, item: UInt64, pid: Int64) -> String {
-        kind == .mainQueue ? "main-queue" : (names[NameKey(pid: pid, kind: kind, item: item)] ?? "")
+        kind == .mainQueue ? "main-queue" : names[nameID(of: kind, item: item, pid: pid)]
+    }
+
+    /// The name id of an item (-1 if never seen).
+    public func nameID(of kind: CalloutKind, item: UInt64, pid: Int64) -> Int32 {
+        itemNames[NameKey(pid: pid, item: item, kind: kind)] ?? -1
     }
 
     /// The name of a callout's item (a block's own name for blocks).
     public func name(of c: CalloutRecord, pid: Int64) -> String {
-        c.kind == .block ? (c.blockName ?? "") : name(of: c.kind, item: c.item, pid: pid)
+        c.kind == .block ? names[c.blockName] : name(of: c.kind, item: c.item, pid: pid)
     }
 
+    @inline(__always)
     private func state(_ key: LoopKey) -> State {
-        if let s = states[key] { return s }
-        let s = State(key: key)
-        states[key] = s
+        if key == lastKey, let s = lastState { return s }
+        let s: State
+        if let i = stateIndex[key] { s = states[i] } else {
+            s = State(key: key)
+            stateIndex[key] = states.count
+            states.append(s)
+        }
+        lastKey = key
+        lastState = s
         return s
     }
 
-    /// Feeds one event.
+    /// Feeds one event (timestamps never decreasing: the source guarantees it).
     public func consume(_ e: RunLoopEvent) {
         if e.kind == .source0Signalled {
-            if let t = e.text { names[NameKey(pid: e.pid, kind: .source0, item: e.item)] = t }
+            if e.name >= 0 { itemNames[NameKey(pid: e.pid, item: e.item, kind: .source0)] = e.name }
             // A source in several loops is signalled once per loop, the events sharing signal_seq
             // (0 in traces that predate it: one event per signal there).
             let key = SignalKey(pid: e.pid, item: e.item)
@@ -190,63 +251,74 @@ public final class LoopModel {
         let s = state(key)
         if e.ts < s.info.first { s.info.first = e.ts }
         if e.ts > s.info.last { s.info.last = e.ts }
-        if s.info.procname.isEmpty, let p = e.procname { s.info.procname = p }
+        if s.procname < 0 && e.procname >= 0 { s.procname = e.procname; s.info.procname = names[e.procname] }
         if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed {
             s.info.tid = e.vtid
         }
         switch e.kind {
         case .loopCreated:
             s.info.tid = e.a
-            s.info.threadName = e.text ?? ""
+            s.info.threadName = e.name >= 0 ? names[e.name] : ""
         case .loopDestroyed:
             break
         case .runEnter:
-            s.modes.append(e.text ?? "")
-            sink.run(true, mode: e.text ?? "", depth: Int(e.b), result: 0, at: e.ts, of: key)
+            let mode = max(0, e.name)
+            s.modes.append(mode)
+            sink.run(true, mode: names[mode], depth: Int(truncatingIfNeeded: e.b), result: 0, at: e.ts, of: key)
         case .runExit:
             if !s.modes.isEmpty { s.modes.removeLast() }
-            sink.run(false, mode: e.text ?? "", depth: Int(e.b), result: e.a, at: e.ts, of: key)
+            sink.run(false, mode: names[max(0, e.name)], depth: Int(truncatingIfNeeded: e.b), result: e.a, at: e.ts, of: key)
         case .iterationBegin:
-            s.iterations.append(IterationRecord(key: key, number: e.iteration, begin: e.ts, depth: s.iterations.count,
-                                                mode: s.modes.last ?? ""))
+            let mode = s.modes.last ?? NameTable.empty
+            if s.open < s.stack.count {
+                s.stack[s.open].reuse(key: key, number: e.iteration, begin: e.ts, depth: s.open, mode: mode)
+            } else {
+                s.stack.append(IterationRecord(key: key, number: e.iteration, begin: e.ts, depth: s.open, mode: mode))
+            }
+            s.open += 1
         case .iterationEnd:
-            guard let idx = s.iterations.lastIndex(where: { $0.number == e.iteration }) else { return }
+            var idx = s.open - 1
+            while idx >= 0 && s.stack[idx].number != e.iteration { idx -= 1 }
+            guard idx >= 0 else { return }
             // Open iterations above the matching one are discarded (their callouts with them).
-            if idx < s.iterations.count - 1 {
-                s.iterations.removeSubrange((idx + 1)...)
-                s.callouts.removeAll { $0.iterationIndex > idx }
+            if idx < s.open - 1 { s.callouts.removeAll { $0.iterationIndex > idx } }
+            s.open = idx
+            s.stack[idx].end = e.ts
+            s.stack[idx].handledSource = e.b != 0
+            if idx > 0 {
+                let it = s.stack[idx]
+                s.stack[idx - 1].nestedSleepNs &+= it.ownSleepNs &+ it.nestedSleepNs
+                s.stack[idx - 1].nestedSleeps += it.sleeps.count + it.nestedSleeps
+                s.stack[idx - 1].nestedPolls += it.polls + it.nestedPolls
             }
-            var it = s.iterations.removeLast()
-            it.end = e.ts
-            it.handledSource = e.b != 0
-            if let parent = s.iterations.indices.last {
-                s.iterations[parent].nestedSleepNs += it.ownSleepNs + it.nestedSleepNs
-                s.iterations[parent].nestedSleeps += it.sleeps.count + it.nestedSleeps
-                s.iterations[parent].nestedPolls += it.polls + it.nestedPolls
-            }
-            sink.iteration(it, of: s.info)
+            sink.iteration(s.stack[idx], of: s.info)
         case .calloutEntry:
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
-            if e.calloutKind == .block { rec.blockName = e.text } else if let t = e.text { names[NameKey(pid: e.pid, kind: e.calloutKind, item: e.item)] = t }
-            s.callouts.append((rec, s.iterations.count - 1))
-            if e.calloutKind == .timer { sink.timerLateness(e.ts - e.a, item: e.item, of: key) }
-            if e.calloutKind == .source0, let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)) {
+            if e.calloutKind == .block { rec.blockName = max(0, e.name) } else if e.name >= 0 {
+                itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
+            }
+            s.callouts.append((rec, s.open - 1))
+            if e.calloutKind == .timer { sink.timerLateness(saturatingDifference(e.ts, e.a), item: e.item, of: key) }
+            if e.calloutKind == .source0, !pendingSignals.isEmpty,
+               let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)) {
                 for p in pending {
                     sink.signalLatency(e.ts - p.ts, item: e.item, callerTid: p.tid, of: key)
                     sink.flow(Flow(kind: "signal", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
                 }
             }
         case .calloutExit:
-            guard let idx = s.callouts.lastIndex(where: { $0.record.kind == e.calloutKind && $0.record.item == e.item }) else {
+            var idx = s.callouts.count - 1
+            while idx >= 0 && !(s.callouts[idx].record.kind == e.calloutKind && s.callouts[idx].record.item == e.item) { idx -= 1 }
+            guard idx >= 0 else {
                 sink.unmatchedCallout(of: key)
                 return
             }
-            for _ in (idx + 1)..<s.callouts.count { sink.unmatchedCallout(of: key) }
             var (rec, iterIdx) = s.callouts[idx]
-            s.callouts.removeSubrange(idx...)
+            while s.callouts.count > idx + 1 { s.callouts.removeLast(); sink.unmatchedCallout(of: key) }
+            s.callouts.removeLast()
             rec.end = e.ts
-            if iterIdx >= 0 && iterIdx < s.iterations.count { s.iterations[iterIdx].callouts.append(rec) }
-            sink.callout(rec, of: key, name: name(of: rec, pid: key.pid))
+            if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
+            sink.callout(rec, of: key)
         case .sleepBegin:
             s.pendingSleep = (e.iteration, e.ts)
         case .wake:
@@ -258,23 +330,47 @@ public final class LoopModel {
                 sink.sleep(slept!, of: key)
             }
             s.pendingSleep = nil
-            if let top = s.iterations.indices.last {
-                s.iterations[top].wakes.append(reason)
-                if let slept { s.iterations[top].sleeps.append(slept) } else { s.iterations[top].polls += 1 }
+            if s.open > 0 {
+                if let slept { s.stack[s.open - 1].sleeps.append(slept) } else { s.stack[s.open - 1].polls += 1 }
             }
             if reason == .wakeUp && !s.pendingWakeUps.isEmpty {
                 for p in s.pendingWakeUps {
                     sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key)
                     sink.flow(Flow(kind: "wakeUp", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
                 }
-                s.pendingWakeUps.removeAll()
+                s.pendingWakeUps.removeAll(keepingCapacity: true)
             }
         case .wakeUpRequested:
             if e.b != 0 { s.pendingWakeUps.append((e.ts, e.a)) }
         case .source0Signalled, .timerArmed, .itemAdded, .itemRemoved:
-            if (e.kind == .itemAdded || e.kind == .itemRemoved), let t = e.text, !t.isEmpty {
-                names[NameKey(pid: e.pid, kind: e.calloutKind, item: e.item)] = t
+            if e.kind == .itemAdded || e.kind == .itemRemoved, e.name > 0 {
+                itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
             }
         }
     }
+}
+
+extension IterationRecord {
+    /// Makes a reused record a new open iteration, keeping its arrays' storage.
+    mutating func reuse(key: LoopKey, number: UInt64, begin: Int64, depth: Int, mode: Int32) {
+        self.key = key; self.number = number; self.begin = begin; end = 0; self.depth = depth; self.mode = mode
+        sleeps.removeAll(keepingCapacity: true)
+        callouts.removeAll(keepingCapacity: true)
+        polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false
+    }
+}
+
+/// `a − b` clamped to the range of `Int64` (for differences with values read from a trace, which
+/// may be anything).
+@inline(__always)
+public func saturatingDifference(_ a: Int64, _ b: Int64) -> Int64 {
+    let (d, o) = a.subtractingReportingOverflow(b)
+    return o ? (b < 0 ? .max : .min) : d
+}
+
+/// `a + b` clamped to the range of `Int64`.
+@inline(__always)
+public func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
+    let (d, o) = a.addingReportingOverflow(b)
+    return o ? (b < 0 ? .min : .max) : d
 }

@@ -1,3 +1,4 @@
+import Foundation
 import CTFReader
 
 /// Computes the report's figures from what the loop model delivers (`docs/report-json.md`).
@@ -6,11 +7,13 @@ public final class Aggregator: LoopModelSink {
         var iterations = 0, topLevel = 0
         var busy: Int64 = 0, sleepNs: Int64 = 0, sleeps = 0, polls = 0
         var callouts = 0, unmatched = 0
-        var kinds: [CalloutKind: DurationAccumulator] = [:]
-        var items: [ItemKey: DurationAccumulator] = [:]
-        var wakeReasons: [WakeReason: Int] = [:]
-        var sleepHist: [WakeReason: [Int: Int]] = [:]
-        var iterHist: [Int: Int] = [:]
+        var kinds = [DurationAccumulator](repeating: DurationAccumulator(), count: CalloutKind.allCases.count)
+        var items: [ItemKey: Int] = [:]
+        var itemAcc: [DurationAccumulator] = []
+        var cache = [(key: ItemKey, index: Int)](repeating: (ItemKey(kind: .observer, item: 0, blockName: -1), -1), count: 64)
+        var wakeReasons = [Int](repeating: 0, count: WakeReason.allCases.count)
+        var sleepHist = [Int](repeating: 0, count: WakeReason.allCases.count * 64)
+        var iterHist = [Int](repeating: 0, count: 64)
         var wakeToFirst = DurationAccumulator()
         var lateness: [UInt64: DurationAccumulator] = [:]
         var signal: [UInt64: DurationAccumulator] = [:]
@@ -29,10 +32,11 @@ public final class Aggregator: LoopModelSink {
     /// An item of the per-item figures: (kind, item id), except blocks, which are one item per name
     /// (item 0): every perform-block has its own id, and one entry each would grow with the trace.
     struct ItemKey: Hashable {
-        var kind: CalloutKind; var item: UInt64; var blockName: String?
+        var kind: CalloutKind; var item: UInt64; var blockName: Int32
+        init(kind: CalloutKind, item: UInt64, blockName: Int32) { self.kind = kind; self.item = item; self.blockName = blockName }
         init(_ c: CalloutRecord) {
             kind = c.kind
-            if c.kind == .block { item = 0; blockName = c.blockName ?? "" } else { item = c.item; blockName = nil }
+            if c.kind == .block { item = 0; blockName = max(0, c.blockName) } else { item = c.item; blockName = -1 }
         }
     }
 
@@ -42,17 +46,23 @@ public final class Aggregator: LoopModelSink {
     public var calloutFilter = EventFilter()
     private var loops: [LoopKey: Loop] = [:]
     /// Set by the caller after the model exists (for item names).
-    public weak var model: LoopModel?
+    public var model: LoopModel?
     /// Another sink that also receives everything (e.g. a timeline), or nil.
     public var forward: LoopModelSink?
 
     /// Creates an aggregator.
     public init(options: ReportOptions = ReportOptions()) { self.options = options }
 
+    private var lastKey = LoopKey(pid: .min, loop: .max)
+    private var lastLoop: Loop?
+
+    @inline(__always)
     private func loop(_ k: LoopKey) -> Loop {
-        if let l = loops[k] { return l }
-        let l = Loop()
-        loops[k] = l
+        if k == lastKey, let l = lastLoop { return l }
+        let l: Loop
+        if let x = loops[k] { l = x } else { l = Loop(); loops[k] = l }
+        lastKey = k
+        lastLoop = l
         return l
     }
 
@@ -70,11 +80,11 @@ public final class Aggregator: LoopModelSink {
         guard it.depth == 0 else { return }
         l.topLevel += 1
         let busy = it.busyNs
-        l.busy += busy
-        l.sleepNs += it.ownSleepNs + it.nestedSleepNs
+        l.busy &+= busy
+        l.sleepNs &+= it.ownSleepNs &+ it.nestedSleepNs
         l.sleeps += it.sleeps.count + it.nestedSleeps
         l.polls += it.polls + it.nestedPolls
-        l.iterHist[log2Bucket(busy), default: 0] += 1
+        l.iterHist[log2Bucket(busy)] += 1
         if busy >= options.slowThresholdNs { l.slow += 1 }
         if busy >= options.hangThresholdNs {
             let c = it.callouts.max { $0.duration < $1.duration }
@@ -95,7 +105,7 @@ public final class Aggregator: LoopModelSink {
             for c in it.callouts where c.kind != .observer {
                 let k = ItemKey(c)
                 let v = l.spinItems[k] ?? (0, 0)
-                l.spinItems[k] = (v.count + 1, v.total + c.duration)
+                l.spinItems[k] = (v.count + 1, v.total &+ c.duration)
             }
         }
         // The slowest five.
@@ -110,38 +120,57 @@ public final class Aggregator: LoopModelSink {
         if let s = l.currentSpin, s.count >= options.spinMinIterations, let key = l.spinKey {
             let top = l.spinItems.max {
                 $0.value.count != $1.value.count ? $0.value.count < $1.value.count
-                    : ($0.key.item, $0.key.blockName ?? "") > ($1.key.item, $1.key.blockName ?? "")
+                    : ($0.key.item, blockName($0.key)) > ($1.key.item, blockName($1.key))
             }
             let culprit = top.map { CalloutRef(kind: $0.key.kind.label, item: $0.key.item,
-                                               name: $0.key.blockName ?? model?.name(of: $0.key.kind, item: $0.key.item, pid: key.pid) ?? "",
-                                               durationNs: $0.value.total) }
+                                               name: itemName($0.key, pid: key.pid), durationNs: $0.value.total) }
             l.spins.append(SpinReport(firstIteration: s.first, iterations: s.count, beginNs: s.begin, endNs: s.end, culprit: culprit))
         }
         l.currentSpin = nil
         l.spinItems.removeAll()
     }
 
-    private func ref(_ c: CalloutRecord, _ key: LoopKey) -> CalloutRef {
-        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c, pid: key.pid) ?? (c.blockName ?? ""), durationNs: c.duration)
+    private func blockName(_ k: ItemKey) -> String { k.blockName >= 0 ? (model?.names[k.blockName] ?? "") : "" }
+    private func itemName(_ k: ItemKey, pid: Int64) -> String {
+        k.blockName >= 0 ? blockName(k) : (model?.name(of: k.kind, item: k.item, pid: pid) ?? "")
     }
 
-    public func callout(_ c: CalloutRecord, of key: LoopKey, name: String) {
-        forward?.callout(c, of: key, name: name)
-        guard calloutFilter.acceptsCallout(kind: c.kind, name: name, durationNs: c.duration) else { return }
+    private func ref(_ c: CalloutRecord, _ key: LoopKey) -> CalloutRef {
+        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c, pid: key.pid) ?? "", durationNs: c.duration)
+    }
+
+    public func callout(_ c: CalloutRecord, of key: LoopKey) {
+        forward?.callout(c, of: key)
+        if calloutFilter.narrowsCallouts {
+            guard calloutFilter.acceptsCallout(kind: c.kind, name: model?.name(of: c, pid: key.pid) ?? "", durationNs: c.duration) else { return }
+        }
         let l = loop(key)
         l.callouts += 1
-        l.kinds[c.kind, default: DurationAccumulator()].add(c.duration)
-        l.items[ItemKey(c), default: DurationAccumulator()].add(c.duration)
+        l.kinds[Int(c.kind.rawValue)].add(c.duration)
+        let k = ItemKey(c)
+        // A direct-mapped cache in front of the item dictionary: a loop has few items, so the
+        // per-callout lookup is almost always one compare instead of a hash.
+        let slot = Int(truncatingIfNeeded: (k.item &* 0x9E37_79B9_7F4A_7C15) >> 58) ^ Int(k.kind.rawValue) ^ Int(k.blockName & 63)
+        let i: Int
+        if l.cache[slot].index >= 0 && l.cache[slot].key == k { i = l.cache[slot].index } else {
+            if let x = l.items[k] { i = x } else {
+                i = l.itemAcc.count
+                l.items[k] = i
+                l.itemAcc.append(DurationAccumulator())
+            }
+            l.cache[slot] = (k, i)
+        }
+        l.itemAcc[i].add(c.duration)
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) {
         forward?.sleep(s, of: key)
-        loop(key).sleepHist[s.reason, default: [:]][log2Bucket(s.duration), default: 0] += 1
+        loop(key).sleepHist[Int(s.reason.rawValue) * 64 + log2Bucket(s.duration)] += 1
     }
 
     public func wake(_ reason: WakeReason, of key: LoopKey) {
         forward?.wake(reason, of: key)
-        loop(key).wakeReasons[reason, default: 0] += 1
+        loop(key).wakeReasons[Int(reason.rawValue)] += 1
     }
 
     public func unmatchedCallout(of key: LoopKey) {
@@ -184,18 +213,29 @@ public final class Aggregator: LoopModelSink {
         for l in source.losses {
             let (kind, count): (String, Int64) = {
                 switch l.kind {
-                case .discardedEvents(let n): return ("discarded", Int64(n))
-                case .lostPackets(let n): return ("lostPackets", Int64(n))
+                // Counters read from the trace can be anything: clamp, never trap.
+                case .discardedEvents(let n): return ("discarded", Int64(clamping: n))
+                case .lostPackets(let n): return ("lostPackets", Int64(clamping: n))
                 }
             }()
-            if kind == "discarded" { discarded += count } else { lost += count }
-            losses.append(LossEntry(kind: kind, count: count, beginNs: l.beginNanoseconds - source.clockOffset,
-                                    endNs: l.endNanoseconds - source.clockOffset, stream: l.streamPath))
+            if kind == "discarded" { discarded = saturatingSum(discarded, count) } else { lost = saturatingSum(lost, count) }
+            losses.append(LossEntry(kind: kind, count: count, beginNs: saturatingDifference(l.beginNanoseconds, source.clockOffset),
+                                    endNs: saturatingDifference(l.endNanoseconds, source.clockOffset), stream: l.streamPath))
         }
         if discarded > 0 || lost > 0 {
             warnings.append("the trace lost data (\(discarded) discarded events, \(lost) lost packets): figures for loops active in those time ranges are incomplete")
         }
         for w in source.warnings { warnings.append("\(w)") }
+        if source.backwardsEvents > 0 {
+            warnings.append("\(source.backwardsEvents) events have a timestamp earlier than the event before them (a damaged trace): they were taken as simultaneous with it")
+        }
+        for o in model?.busyAtEnd ?? [] where infos.contains(where: { $0.key == o.loop.key }) {
+            let who = "loop \(o.loop.key.loop) (\(o.loop.procname.isEmpty ? "pid \(o.loop.key.pid)" : o.loop.procname) tid \(o.loop.tid)\(o.loop.threadName.isEmpty ? "" : " \"\(o.loop.threadName)\""))"
+            let inside = o.callout.map { c in
+                " inside \(c.kind.label) \"\(model?.name(of: c, pid: o.loop.key.pid) ?? "")\" since +\(formatDuration(saturatingDifference(c.begin, source.firstTs)))"
+            } ?? ""
+            warnings.append("the trace ends with \(who) still running: iteration \(o.iteration) (begun at +\(formatDuration(saturatingDifference(o.begin, source.firstTs))))\(inside) never ended — the process was killed or the trace was cut; the figures leave that iteration out")
+        }
         let summary = TraceSummary(paths: source.paths, beginNs: source.firstTs == .max ? 0 : source.firstTs,
                                    endNs: source.lastTs == .min ? 0 : source.lastTs, events: source.totalEvents,
                                    runloopEvents: source.runLoopEvents, discardedEvents: discarded, lostPackets: lost, losses: losses,
@@ -206,8 +246,9 @@ public final class Aggregator: LoopModelSink {
             closeSpin(l)
             let span = info.last >= info.first ? info.last - info.first : 0
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
-            let items = l.items.map { k, a in
-                ItemReport(kind: k.kind.label, item: k.item, name: k.blockName ?? name(k.kind, k.item), count: a.count, totalNs: a.total,
+            let items = l.items.map { k, i in
+                let a = l.itemAcc[i]
+                return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
                            maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99))
             }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
             func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
@@ -225,13 +266,16 @@ public final class Aggregator: LoopModelSink {
                 busyRatio: l.busy + l.sleepNs > 0 ? Double(l.busy) / Double(l.busy + l.sleepNs) : 0,
                 callouts: l.callouts, calloutsPerIteration: l.iterations > 0 ? Double(l.callouts) / Double(l.iterations) : 0,
                 unmatchedCallouts: l.unmatched,
-                calloutKinds: Dictionary(uniqueKeysWithValues: l.kinds.map { ($0.key.label, $0.value.summary()) }),
+                calloutKinds: Dictionary(uniqueKeysWithValues: CalloutKind.allCases.filter { l.kinds[Int($0.rawValue)].count > 0 }
+                    .map { ($0.label, l.kinds[Int($0.rawValue)].summary()) }),
                 items: items,
-                wakeReasons: Dictionary(uniqueKeysWithValues: l.wakeReasons.map { ($0.key.label, $0.value) }),
-                sleepHistogram: Dictionary(uniqueKeysWithValues: l.sleepHist.map { r, h in
-                    (r.label, Dictionary(uniqueKeysWithValues: h.map { (String($0.key), $0.value) }))
+                wakeReasons: Dictionary(uniqueKeysWithValues: WakeReason.allCases.filter { l.wakeReasons[Int($0.rawValue)] > 0 }
+                    .map { ($0.label, l.wakeReasons[Int($0.rawValue)]) }),
+                sleepHistogram: Dictionary(uniqueKeysWithValues: WakeReason.allCases.compactMap { r -> (String, [String: Int])? in
+                    let h = bucketDictionary(l.sleepHist[Int(r.rawValue) * 64 ..< Int(r.rawValue) * 64 + 64])
+                    return h.isEmpty ? nil : (r.label, h)
                 }),
-                iterationHistogram: Dictionary(uniqueKeysWithValues: l.iterHist.map { (String($0.key), $0.value) }),
+                iterationHistogram: bucketDictionary(l.iterHist[...]),
                 wakeToFirstCallout: l.wakeToFirst.summary(full: false),
                 timerLateness: latencies(l.lateness, kind: .timer, tids: nil),
                 signalLatency: latencies(l.signal, kind: .source0, tids: l.signalTids),
@@ -248,22 +292,43 @@ public final class Aggregator: LoopModelSink {
     }
 }
 
+/// Non-empty log2 buckets as `"k": count`.
+func bucketDictionary(_ counts: ArraySlice<Int>) -> [String: Int] {
+    var d: [String: Int] = [:]
+    for (k, n) in zip(0..., counts) where n > 0 { d[String(k)] = n }
+    return d
+}
+
+/// Threads the pipeline uses by default: two (reading and decoding on one, the loop model and the
+/// sinks on the other) when the machine has two cores or more. `RLTRACE_THREADS=1` forces one.
+public let defaultAnalysisThreads: Int = {
+    if let v = ProcessInfo.processInfo.environment["RLTRACE_THREADS"], let n = Int(v), n >= 1 { return min(n, 2) }
+    return ProcessInfo.processInfo.activeProcessorCount >= 2 ? 2 : 1
+}()
+
 /// Runs the whole pipeline over `paths`: reader → event stream → loop model → metrics.
 public func analyze(paths: [String], options: ReportOptions = ReportOptions(), filter: EventFilter = EventFilter(),
-                    also: LoopModelSink? = nil) throws -> Report {
+                    also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads) throws -> Report {
     let source = try RunLoopEventSource(paths: paths)
     let agg = Aggregator(options: options)
     agg.calloutFilter = filter
     agg.forward = also
-    let model = LoopModel(sink: agg)
+    let model = LoopModel(sink: agg, names: source.names)
     agg.model = model
-    try filter.validate()
-    var filter = filter
-    try source.forEach { e in
-        filter.epochOffset = source.clockOffset
-        if filter.accepts(e) { model.consume(e) }
-    }
     if let also = also as? NameResolving { also.resolver = model }
+    try filter.validate()
+    var started = false
+    do {
+        try source.forEach(threads: threads, filter: filter) { e in
+            if !started { started = true; also?.traceBegins(at: source.firstTs) }
+            model.consume(e)
+        }
+    } catch {
+        also?.finish(end: source.lastTs)      // what was read is written out before the error is reported
+        throw error
+    }
+    if !started { also?.traceBegins(at: source.firstTs) }
+    also?.finish(end: source.lastTs)
     return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) })
 }
 

@@ -175,32 +175,44 @@ public func log2Bucket(_ d: Int64) -> Int { d <= 1 ? 0 : 63 - d.leadingZeroBitCo
 /// there are at most 32 values, from an HdrHistogram (3 significant digits) beyond. The histogram,
 /// a few hundred KB, is only made when needed: a trace has many items seen once (each perform-block
 /// is its own item), and one histogram each would make memory grow with the trace.
-public struct DurationAccumulator: Sendable {
+public struct DurationAccumulator: @unchecked Sendable {
     /// Count.
     public private(set) var count = 0
     /// Exact sum and maximum.
     public private(set) var total: Int64 = 0, max: Int64 = 0
     private var small: [Int64] = []
-    private var hist: Histogram<UInt64>?
+    /// The histogram lives in a box so recording mutates it in place (an optional large struct
+    /// was copied in and out per value); copies of the accumulator share it until one records
+    /// (copy on write).
+    private final class Box { var h: Histogram<UInt64>; init(_ h: Histogram<UInt64>) { self.h = h } }
+    private var box: Box?
+    private var hist: Histogram<UInt64>? { box?.h }
     static let exactLimit = 32
 
     /// Creates an empty accumulator.
     public init() {}
 
     /// Adds a duration (negative values count in the total; percentiles clamp them to 0).
+    @inline(__always)
     public mutating func add(_ ns: Int64) {
         count += 1
         total &+= ns
         if count == 1 || ns > max { max = ns }
-        let v = Swift.max(0, ns)
-        if hist == nil {
-            if small.count < DurationAccumulator.exactLimit { small.append(v); return }
-            var h = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+        let v = UInt64(Swift.max(0, ns))
+        if box == nil {
+            if small.count < DurationAccumulator.exactLimit { small.append(Int64(v)); return }
+            // Sized for an hour up front (auto-resizing beyond): growing a histogram value by value
+            // appends its counts many times, which was a third of `report`'s instructions. The
+            // bucket layout, and so every percentile, does not depend on the size.
+            var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+            h.autoResize = true
             for x in small { _ = h.record(UInt64(x)) }
             small = []
-            hist = h
+            box = Box(h)
+        } else if !isKnownUniquelyReferenced(&box) {
+            box = Box(box!.h)
         }
-        _ = hist!.record(UInt64(v))
+        _ = box.unsafelyUnwrapped.h.record(v)
     }
 
     /// The percentile `p` (0…100), nearest rank.
@@ -210,6 +222,25 @@ public struct DurationAccumulator: Sendable {
         let sorted = small.sorted()
         let rank = Swift.max(1, Int((p / 100 * Double(sorted.count)).rounded(.up)))
         return sorted[Swift.min(sorted.count, rank) - 1]
+    }
+
+    /// The smallest value (0 when empty).
+    public var min: Int64 {
+        if count == 0 { return 0 }
+        if let hist { return Int64(clamping: hist.min) }
+        return small.min() ?? 0
+    }
+
+    /// Calls `body` with each value and its count: exact while there are at most 32 values, else
+    /// each HdrHistogram bucket's median with its count (values within 0.1 % of the true ones).
+    public func forEachValue(_ body: (Int64, Int) -> Void) {
+        if let hist {
+            for v in hist.recordedValues() where v.count > 0 {
+                body(Int64(clamping: hist.medianEquivalentForValue(v.value)), Int(v.count))
+            }
+        } else {
+            for v in small { body(v, 1) }
+        }
     }
 
     /// The summary for JSON.

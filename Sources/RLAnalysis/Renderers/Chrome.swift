@@ -1,76 +1,165 @@
-import Foundation
+/// `rltrace export --format chrome`: Chrome Trace Event JSON (opens in Perfetto and chrome://tracing),
+/// written to the file as the trace is read. Per loop thread, strictly nested complete slices:
+/// run → iteration → sleep / callout (→ nested run …); thread and process names; a busy-ratio
+/// counter per loop; flow arrows from the thread that woke or signalled a loop to the loop's wake
+/// or perform. Times are µs after the trace's first event, written with three decimals (exact ns).
+public final class ChromeTraceSink: LoopModelSink, NameResolving {
+    /// The model, for names and loops.
+    public var resolver: LoopModel?
+    private let out: ByteSink
+    private let filter: EventFilter
+    private let strips = BusyStripCollector()
+    private var origin: Int64 = 0
+    private var first = true
+    private var flowID = 0
+    private var openRuns: [LoopKey: [(mode: String, ts: Int64, depth: Int)]] = [:]
+    /// Loop-level filters (pid, tid, procname, loop) select the loops exported.
+    public init(out: ByteSink, filter: EventFilter = EventFilter()) {
+        self.out = out
+        self.filter = filter
+        out.write("{\"traceEvents\":[\n")
+    }
 
-/// `rltrace export --format chrome`: Chrome Trace Event JSON (opens in Perfetto and chrome://tracing).
-/// Per loop thread, strictly nested complete slices: run → iteration → sleep / callout (→ nested run
-/// …); thread and process names; a busy-ratio counter per loop; flow arrows from the thread that
-/// woke or signalled a loop to the loop's wake or perform.
-public enum ChromeTraceRenderer {
-    /// The JSON document (`{"traceEvents": [...], "displayTimeUnit": "ns"}`).
-    public static func render(_ c: IterationCollector, report: Report, strips: BusyStripCollector?) throws -> String {
-        let origin = report.trace.beginNs
-        func us(_ ns: Int64) -> Double { Double(ns - origin) / 1000 }
-        var ev: [[String: Any]] = []
-        var tids: [LoopKey: Int64] = [:]
+    public func traceBegins(at ts: Int64) { origin = ts; strips.traceBegins(at: ts) }
+
+    /// The thread id shown for a loop (its thread, else its loop id), nil for a loop filtered out.
+    private func tid(_ key: LoopKey) -> Int64? {
+        guard let info = resolver?.info(of: key), filter.acceptsLoop(info) else { return nil }
+        return info.tid >= 0 ? info.tid : Int64(bitPattern: key.loop)
+    }
+
+    @inline(__always) private func begin() {
+        if first { first = false } else { out.write(",\n") }
+    }
+    /// `"ts":…` in µs with 3 decimals, relative to the trace start.
+    @inline(__always) private func micros(_ ns: Int64) {
+        let v = ns
+        if v < 0 { out.byte(0x2D) }
+        let m = v.magnitude
+        out.uint(m / 1000); out.byte(0x2E)
+        let f = m % 1000
+        out.byte(0x30 &+ UInt8(f / 100)); out.byte(0x30 &+ UInt8(f / 10 % 10)); out.byte(0x30 &+ UInt8(f % 10))
+    }
+    /// A complete slice; `args` writes the members of its `args` object.
+    @inline(__always) private func slice(_ name: () -> Void, cat: StaticString, pid: Int64, tid: Int64, ts: Int64, dur: Int64, hasArgs: Bool = true, args: () -> Void) {
+        begin()
+        if hasArgs { out.write("{\"args\":{"); args(); out.write("},\"cat\":\"") } else { out.write("{\"cat\":\"") }
+        out.write(cat); out.write("\",\"dur\":"); micros(dur)
+        out.write(",\"name\":"); name(); out.write(",\"ph\":\"X\",\"pid\":"); out.int(pid); out.write(",\"tid\":"); out.int(tid)
+        out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
+    }
+
+    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
+        if enter { openRuns[key, default: []].append((mode, ts, depth)); return }
+        guard let o = openRuns[key]?.popLast(), let t = tid(key) else { return }
+        slice({ out.jsonString("run \(o.mode == "kCFRunLoopDefaultMode" ? "default" : o.mode)") }, cat: "run", pid: key.pid, tid: t,
+              ts: o.ts, dur: ts &- o.ts) {
+            out.write("\"depth\":"); out.int(Int64(o.depth)); out.write(",\"mode\":"); out.jsonString(o.mode)
+            out.write(",\"result\":"); out.int(result)
+        }
+    }
+
+    public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
+        strips.iteration(it, of: loop)
+        guard filter.acceptsLoop(loop) else { return }
+        let t = loop.tid >= 0 ? loop.tid : Int64(bitPattern: loop.key.loop)
+        let pid = it.key.pid
+        slice({ out.write("\"iteration\"") }, cat: "iteration", pid: pid, tid: t, ts: it.begin, dur: it.duration) {
+            out.write("\"busy_ns\":"); out.int(it.busyNs); out.write(",\"handled_source\":"); out.write(it.handledSource ? "true" : "false")
+            out.write(",\"iteration\":"); out.uint(it.number)
+        }
+        for s in it.sleeps {
+            slice({ out.write("\"sleep → "); out.write(s.reason.label); out.byte(0x22) }, cat: "sleep", pid: pid, tid: t, ts: s.begin, dur: s.duration) {
+                out.write("\"fd\":"); out.int(s.fd); out.write(",\"reason\":\""); out.write(s.reason.label); out.byte(0x22)
+            }
+        }
+        for cl in it.callouts {
+            let cat: StaticString
+            switch cl.kind {
+            case .observer: cat = "observer"
+            case .source0: cat = "source0"
+            case .source1: cat = "source1"
+            case .timer: cat = "timer"
+            case .mainQueue: cat = "main_queue"
+            case .block: cat = "block"
+            }
+            slice({ out.write(sliceName(cl, pid: pid)) }, cat: cat, pid: pid, tid: t, ts: cl.begin, dur: cl.duration) {
+                out.write("\"detail\":"); out.int(cl.detail); out.write(",\"item\":"); out.uint(cl.item)
+            }
+        }
+    }
+
+    public func sleep(_ s: SleepRecord, of key: LoopKey) { strips.sleep(s, of: key) }
+
+    private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
+    private var names: [NameKey: [UInt8]] = [:]
+
+    /// A callout slice's name as a JSON string (`"timer heartbeat"`, `"source0 #21"` when unnamed),
+    /// rendered once per item.
+    private func sliceName(_ cl: CalloutRecord, pid: Int64) -> [UInt8] {
+        let k = NameKey(pid: pid, item: cl.kind == .block ? 0 : cl.item, kind: cl.kind, block: cl.kind == .block ? cl.blockName : -1)
+        if let n = names[k] { return n }
+        let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
+        var text = "\(cl.kind.label) \(name.isEmpty ? "#\(cl.item)" : name)"
+        var bytes: [UInt8] = []
+        text.withUTF8 { appendJSONString($0, to: &bytes) }
+        // A name learned later (an item first seen unnamed) is not cached, so it shows once known.
+        if !name.isEmpty || cl.kind == .block { names[k] = bytes }
+        return bytes
+    }
+
+    public func flow(_ f: Flow) {
+        guard let t = tid(f.to) else { return }
+        flowID += 1
+        // A 1 µs slice on the requesting thread anchors the arrow's start.
+        slice({ out.jsonString(f.kind) }, cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 1000, hasArgs: false) {}
+        for (ph, ts, th) in [("s", f.fromTs, f.fromTid), ("f", f.toTs, t)] {
+            begin()
+            if ph == "f" { out.write("{\"bp\":\"e\",") } else { out.byte(0x7B) }
+            out.write("\"cat\":\"flow\",\"id\":"); out.int(Int64(flowID)); out.write(",\"name\":"); out.jsonString(f.kind)
+            out.write(",\"ph\":\""); out.write(ph); out.write("\",\"pid\":"); out.int(f.to.pid); out.write(",\"tid\":"); out.int(th)
+            out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
+        }
+    }
+
+    /// Writes the names and counters (known at the end) and closes the document. `end` is the
+    /// trace's last event time.
+    public func finish(end: Int64) {
+        let loops = (resolver?.loops ?? []).filter { filter.acceptsLoop($0) }
         var seenProcesses = Set<Int64>()
-        for l in report.loops {
-            let key = LoopKey(pid: l.pid, loop: l.loop)
-            let tid = l.tid >= 0 ? l.tid : Int64(l.loop)
-            tids[key] = tid
-            ev.append(["name": "thread_name", "ph": "M", "pid": l.pid, "tid": tid,
-                       "args": ["name": "\(l.threadName.isEmpty ? "thread \(tid)" : l.threadName) — loop \(l.loop)"]])
-            if seenProcesses.insert(l.pid).inserted {
-                ev.append(["name": "process_name", "ph": "M", "pid": l.pid, "args": ["name": l.procname.isEmpty ? "pid \(l.pid)" : l.procname]])
+        for l in loops {
+            let t = l.tid >= 0 ? l.tid : Int64(bitPattern: l.key.loop)
+            begin()
+            out.write("{\"args\":{\"name\":"); out.jsonString("\(l.threadName.isEmpty ? "thread \(t)" : l.threadName) — loop \(l.key.loop)")
+            out.write("},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":"); out.int(l.key.pid); out.write(",\"tid\":"); out.int(t); out.byte(0x7D)
+            if seenProcesses.insert(l.key.pid).inserted {
+                begin()
+                out.write("{\"args\":{\"name\":"); out.jsonString(l.procname.isEmpty ? "pid \(l.key.pid)" : l.procname)
+                out.write("},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":"); out.int(l.key.pid); out.byte(0x7D)
             }
         }
-        // Runs: pair enter/exit per loop (a stack per loop).
-        var open: [LoopKey: [(mode: String, ts: Int64, depth: Int)]] = [:]
-        for r in c.runs {
-            guard let tid = tids[r.key] else { continue }
-            if r.enter { open[r.key, default: []].append((r.mode, r.ts, r.depth)); continue }
-            guard let o = open[r.key]?.popLast() else { continue }
-            ev.append(["name": "run \(shortMode(o.mode))", "cat": "run", "ph": "X", "pid": r.key.pid, "tid": tid,
-                       "ts": us(o.ts), "dur": Double(r.ts - o.ts) / 1000, "args": ["mode": o.mode, "depth": o.depth, "result": r.result]])
-        }
-        for row in c.rows {
-            let it = row.record
-            guard let tid = tids[it.key] else { continue }
-            ev.append(["name": "iteration", "cat": "iteration", "ph": "X", "pid": it.key.pid, "tid": tid, "ts": us(it.begin),
-                       "dur": Double(it.duration) / 1000,
-                       "args": ["iteration": it.number, "busy_ns": it.busyNs, "handled_source": it.handledSource]])
-            for s in it.sleeps {
-                ev.append(["name": "sleep → \(s.reason.label)", "cat": "sleep", "ph": "X", "pid": it.key.pid, "tid": tid,
-                           "ts": us(s.begin), "dur": Double(s.duration) / 1000, "args": ["reason": s.reason.label, "fd": s.fd]])
-            }
-            for cl in it.callouts {
-                let name = cl.kind == .mainQueue ? "main-queue" : c.name(cl, pid: it.key.pid)
-                ev.append(["name": "\(cl.kind.label) \(name.isEmpty ? "#\(cl.item)" : name)", "cat": cl.kind.label, "ph": "X",
-                           "pid": it.key.pid, "tid": tid, "ts": us(cl.begin), "dur": Double(cl.duration) / 1000,
-                           "args": ["item": cl.item, "detail": cl.detail]])
-            }
-        }
-        if let strips {
-            let bins = 200
-            for l in report.loops {
-                let key = LoopKey(pid: l.pid, loop: l.loop)
-                let s = strips.strip(key, begin: report.trace.beginNs, end: report.trace.endNs, bins: bins)
-                let width = Double(report.trace.endNs - report.trace.beginNs) / Double(bins)
-                for (i, v) in s.enumerated() {
-                    ev.append(["name": "busy ratio (loop \(l.loop))", "ph": "C", "pid": l.pid,
-                               "ts": Double(i) * width / 1000, "args": ["busy": (v * 1000).rounded() / 1000]])
+        let bins = 200
+        if end > origin {
+            let width = Double(end - origin) / Double(bins)
+            for l in loops {
+                for (i, v) in strips.strip(l.key, begin: origin, end: end, bins: bins).enumerated() {
+                    begin()
+                    out.write("{\"args\":{\"busy\":"); out.write(String((v * 1000).rounded() / 1000))
+                    out.write("},\"name\":"); out.jsonString("busy ratio (loop \(l.key.loop))")
+                    out.write(",\"ph\":\"C\",\"pid\":"); out.int(l.key.pid); out.write(",\"ts\":"); micros(Int64((Double(i) * width).rounded(.down)))
+                    out.byte(0x7D)
                 }
             }
         }
-        for (i, f) in c.flows.enumerated() {
-            guard let tid = tids[f.to] else { continue }
-            // A 1 µs slice on the requesting thread anchors the arrow's start.
-            ev.append(["name": f.kind, "cat": "flow", "ph": "X", "pid": f.to.pid, "tid": f.fromTid, "ts": us(f.fromTs), "dur": 1.0])
-            ev.append(["name": f.kind, "cat": "flow", "ph": "s", "id": i + 1, "pid": f.to.pid, "tid": f.fromTid, "ts": us(f.fromTs)])
-            ev.append(["name": f.kind, "cat": "flow", "ph": "f", "bp": "e", "id": i + 1, "pid": f.to.pid, "tid": tid, "ts": us(f.toTs)])
-        }
-        let doc: [String: Any] = ["traceEvents": ev, "displayTimeUnit": "ns",
-                                  "otherData": ["generator": "rltrace", "origin_monotonic_ns": origin]]
-        return String(decoding: try JSONSerialization.data(withJSONObject: doc, options: [.sortedKeys]), as: UTF8.self) + "\n"
+        out.write("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rltrace\",\"origin_monotonic_ns\":")
+        out.int(origin); out.write("}}\n")
+        out.flush()
     }
 
-    static func shortMode(_ m: String) -> String { m == "kCFRunLoopDefaultMode" ? "default" : m }
+    public func callout(_ c: CalloutRecord, of key: LoopKey) {}
+    public func wake(_ reason: WakeReason, of key: LoopKey) {}
+    public func unmatchedCallout(of key: LoopKey) {}
+    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
+    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {}
+    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {}
 }

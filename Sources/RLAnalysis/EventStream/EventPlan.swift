@@ -1,0 +1,148 @@
+import CTFReader
+
+/// How to read one event class of the `runloop` provider (docs/tracepoints.md), resolved once from
+/// the trace's metadata: which ``RunLoopEvent`` it is and at which payload position each value
+/// lies, so decoding an event is a switch and a few integer reads.
+struct EventPlan {
+    /// `RunLoopEvent.Kind` raw value, or ``none`` for an event of another provider or unknown name.
+    var kind: UInt8 = EventPlan.none
+    /// The callout kind (callout events) or the item kind (registrations).
+    var callout: CalloutKind = .observer
+    /// Payload positions (-1: absent, read as 0).
+    var loop = -1, iteration = -1, item = -1, a = -1, b = -1, c = -1
+    /// The string field read into `RunLoopEvent.name`, and when it is read.
+    var name = -1
+    var nameRule = NameRule.never
+    /// `kind` of item_added / item_removed.
+    var kindField = -1
+
+    static let none: UInt8 = 255
+
+    enum NameRule { case never, always, firstPerItem }
+
+    /// Resolves the plan of the event class `name` whose payload fields are `fields`; `missing` is
+    /// set to a required integer field the class lacks (events of this class are then refused).
+    init(eventName: String, fields: [String], missing: inout String?) {
+        guard eventName.hasPrefix("runloop:") else { return }
+        let ev = eventName.dropFirst(8)
+        var k: RunLoopEvent.Kind?
+        switch ev {
+        case "loop_created": k = .loopCreated
+        case "loop_destroyed": k = .loopDestroyed
+        case "run_enter": k = .runEnter
+        case "run_exit": k = .runExit
+        case "iteration_begin": k = .iterationBegin
+        case "iteration_end": k = .iterationEnd
+        case "sleep_begin": k = .sleepBegin
+        case "wake": k = .wake
+        case "wakeup_requested": k = .wakeUpRequested
+        case "source0_signalled": k = .source0Signalled
+        case "timer_armed": k = .timerArmed
+        case "item_added": k = .itemAdded
+        case "item_removed": k = .itemRemoved
+        default:
+            for ck in CalloutKind.allCases {
+                if ev == "\(ck.label)_entry" { k = .calloutEntry; callout = ck }
+                if ev == "\(ck.label)_exit" { k = .calloutExit; callout = ck }
+            }
+        }
+        guard let kind = k else { return }
+        self.kind = kind.rawValue
+        func req(_ f: String) -> Int {
+            if let i = fields.firstIndex(of: f) { return i }
+            if missing == nil { missing = f }
+            return -1
+        }
+        // A field added to the schema later (`iteration` of lifecycle, cross-thread and registration
+        // events; `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace predates it.
+        func opt(_ f: String) -> Int { fields.firstIndex(of: f) ?? -1 }
+        // Every event names its loop; `source0_signalled` of a source in no loop names loop 0.
+        loop = kind == .source0Signalled ? opt("loop_id") : req("loop_id")
+        switch kind {
+        case .loopCreated:
+            iteration = opt("iteration"); a = req("tid"); name = opt("thread_name"); nameRule = .always
+        case .loopDestroyed:
+            iteration = opt("iteration"); a = req("tid")
+        case .runEnter:
+            iteration = req("iteration"); name = opt("mode"); nameRule = .always
+            a = req("timeout_ns"); b = req("depth"); c = req("return_after_source_handled")
+        case .runExit:
+            iteration = req("iteration"); name = opt("mode"); nameRule = .always
+            a = req("result"); b = req("depth")
+        case .iterationBegin:
+            iteration = req("iteration")
+        case .iterationEnd:
+            iteration = req("iteration"); b = req("handled_source"); c = req("callouts")
+        case .calloutEntry, .calloutExit:
+            iteration = req("iteration")
+            if callout != .mainQueue { item = req("item_id") }
+            switch callout {
+            case .observer: a = req("activity")
+            case .source1: a = req("fd"); b = req("events")
+            case .timer: a = req("scheduled_ns")
+            default: break
+            }
+            if kind == .calloutEntry && callout != .mainQueue {
+                name = opt("name")
+                // Every perform-block is its own item: its name is read every time (interned).
+                nameRule = callout == .block ? .always : .firstPerItem
+            }
+        case .sleepBegin:
+            iteration = req("iteration"); a = req("timeout_ns"); b = req("deadline_ns")
+        case .wake:
+            iteration = req("iteration"); b = req("reason"); a = req("fd"); c = req("slept_ns")
+        case .wakeUpRequested:
+            iteration = opt("iteration"); b = req("accepted"); a = req("caller_tid")
+        case .source0Signalled:
+            callout = .source0
+            iteration = opt("iteration"); item = req("item_id"); a = req("caller_tid"); c = opt("signal_seq")
+            name = opt("name"); nameRule = .firstPerItem
+        case .timerArmed:
+            iteration = opt("iteration"); item = req("item_id"); a = req("fire_ns"); c = req("interval_ns"); b = req("missed_fires")
+        case .itemAdded, .itemRemoved:
+            iteration = opt("iteration"); item = req("item_id"); name = opt("name"); nameRule = .always
+            kindField = opt("kind")
+        }
+    }
+}
+
+/// The plans of one stream, by event class index, and the positions of its context fields.
+final class StreamPlan {
+    private let plans: UnsafeMutablePointer<EventPlan>
+    /// The plans' kinds, whether each class lacks a required field, and which.
+    let kinds: UnsafeMutablePointer<UInt8>
+    let incomplete: UnsafeMutablePointer<UInt8>
+    let missing: [String?]
+    /// Stream event context positions of `vpid`, `vtid` and `procname` (-1: absent).
+    let vpid: Int, vtid: Int, procname: Int
+    /// The procname of the last thread seen in this stream (a thread's events come in runs).
+    var lastVtid: Int64 = .min
+    var lastProcname: Int32 = -1
+
+    init(_ s: CTFStream, providers: inout Set<String>) {
+        var plans: [EventPlan] = [], missing: [String?] = []
+        for (i, cls) in s.eventClasses.enumerated() {
+            if let colon = cls.name.firstIndex(of: ":") { providers.insert(String(cls.name[..<colon])) }
+            var m: String?
+            plans.append(EventPlan(eventName: cls.name, fields: s.payloadFieldNames(ofClass: i), missing: &m))
+            missing.append(m)
+        }
+        self.plans = .allocate(capacity: max(1, plans.count))
+        self.plans.initialize(from: plans, count: plans.count)
+        kinds = .allocate(capacity: max(1, plans.count))
+        kinds.initialize(from: plans.map(\.kind), count: plans.count)
+        incomplete = .allocate(capacity: max(1, plans.count))
+        incomplete.initialize(from: missing.map { $0 != nil ? 1 : 0 }, count: plans.count)
+        self.missing = missing
+        let ctx = s.streamContextFieldNames
+        vpid = ctx.firstIndex(of: "vpid") ?? -1
+        vtid = ctx.firstIndex(of: "vtid") ?? -1
+        procname = ctx.firstIndex(of: "procname") ?? -1
+    }
+
+    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate() }
+
+    /// The plan of event class `index`.
+    @inline(__always)
+    func plan(_ index: Int) -> UnsafePointer<EventPlan> { UnsafePointer(plans + index) }
+}

@@ -1,0 +1,271 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a renderer writes: bytes gathered in a buffer and written to a file descriptor in 64 KiB
+/// chunks as the output grows (or kept in memory when there is no descriptor), with the number
+/// formatting renderers need done by hand — no `String` per field, nothing per event but bytes.
+public final class ByteSink {
+    private static let capacity = 1 << 17
+    private static let flushAt = 1 << 16
+    /// Pending bytes (`count` of them); flushed at 64 KiB, so any one write of up to 64 KiB fits.
+    private let raw = UnsafeMutablePointer<UInt8>.allocate(capacity: ByteSink.capacity)
+    private var count = 0
+    /// Everything written, for an in-memory sink.
+    private var memory: [UInt8] = []
+    private let fd: Int32
+    private let ownsFD: Bool
+    /// Where the output goes (for messages).
+    public let path: String
+    /// The first write error (errno), if any: later writes are dropped.
+    public private(set) var writeError: Int32 = 0
+    private var scratch: [UInt8] = []
+
+    /// A sink writing to an open descriptor (standard output is 1).
+    public init(fd: Int32, path: String = "<stdout>") {
+        self.fd = fd; self.ownsFD = false; self.path = path
+    }
+
+    /// A sink keeping everything in memory (``text``).
+    public init() {
+        fd = -1; ownsFD = false; path = "<memory>"
+    }
+
+    /// A sink writing a new file (truncated if it exists). Throws the `errno` message on failure.
+    public init(creating path: String) throws {
+        let f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard f >= 0 else { throw ByteSinkError(path: path, message: String(cString: strerror(errno))) }
+        fd = f; ownsFD = true; self.path = path
+    }
+
+    deinit {
+        flush()
+        if ownsFD { close(fd) }
+        raw.deallocate()
+    }
+
+    /// Everything written, as text (in-memory sinks).
+    public var text: String {
+        flush()
+        return String(decoding: memory, as: UTF8.self)
+    }
+
+    /// Writes the pending bytes out (to memory for an in-memory sink).
+    public func flush() {
+        guard count > 0 else { return }
+        if fd < 0 {
+            memory.append(contentsOf: UnsafeBufferPointer(start: raw, count: count))
+        } else if writeError == 0 {
+            var off = 0
+            while off < count {
+                let n = Glibc.write(fd, raw + off, count - off)
+                if n < 0 { if errno == EINTR { continue }; writeError = errno; break }
+                off += n
+            }
+        }
+        count = 0
+    }
+
+    /// Flushes and closes an owned file; throws if any write failed.
+    public func finish() throws {
+        flush()
+        if writeError != 0 { throw ByteSinkError(path: path, message: String(cString: strerror(writeError))) }
+        if ownsFD && fsync(fd) != 0 && errno != EINVAL { throw ByteSinkError(path: path, message: String(cString: strerror(errno))) }
+    }
+
+    @inline(__always)
+    private func room(_ n: Int) {
+        if count + n > ByteSink.flushAt { flush() }
+    }
+
+    /// Appends raw bytes.
+    @inline(__always)
+    public func bytes(_ p: UnsafeRawBufferPointer) {
+        var p = p
+        while p.count > ByteSink.flushAt {           // a huge write: in pieces
+            bytes(UnsafeRawBufferPointer(rebasing: p[..<ByteSink.flushAt]))
+            p = UnsafeRawBufferPointer(rebasing: p[ByteSink.flushAt...])
+        }
+        room(p.count)
+        if let b = p.baseAddress { (raw + count).update(from: b.assumingMemoryBound(to: UInt8.self), count: p.count) }
+        count += p.count
+    }
+
+    /// Appends text.
+    @inline(__always)
+    public func write(_ s: StaticString) {
+        s.withUTF8Buffer { bytes(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Appends text.
+    @inline(__always)
+    public func write(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Appends bytes kept in an array (a cached rendering).
+    @inline(__always)
+    public func write(_ a: [UInt8]) { a.withUnsafeBytes { bytes($0) } }
+
+    /// Appends one byte.
+    @inline(__always)
+    public func byte(_ b: UInt8) {
+        room(1)
+        raw[count] = b
+        count += 1
+    }
+
+    /// Appends a decimal unsigned integer.
+    @inline(__always)
+    public func uint(_ v: UInt64) {
+        room(20)
+        if v < 10 { raw[count] = 0x30 &+ UInt8(v); count += 1; return }
+        var n = 0, x = v
+        while x > 0 { n += 1; x /= 10 }
+        x = v
+        var i = count + n - 1
+        while x > 0 { raw[i] = 0x30 &+ UInt8(x % 10); x /= 10; i -= 1 }
+        count += n
+    }
+
+    /// Appends a decimal integer.
+    @inline(__always)
+    public func int(_ v: Int64) {
+        if v < 0 { byte(0x2D); uint(v.magnitude) } else { uint(UInt64(v)) }
+    }
+
+    /// Appends a duration as ``formatDuration(_:)`` writes it (`812ns`, `3.4µs`, `12.5ms`, `1.25s`).
+    public func duration(_ ns: Int64) {
+        scratch.removeAll(keepingCapacity: true)
+        appendDuration(ns, to: &scratch)
+        write(scratch)
+    }
+
+    /// Appends what `body` writes, right-aligned in `width` characters (one space before it when
+    /// it is as wide or wider), as `lpad` does for strings.
+    @inline(__always)
+    public func rightAligned(_ width: Int, _ body: (inout [UInt8]) -> Void) {
+        scratch.removeAll(keepingCapacity: true)
+        body(&scratch)
+        let n = characterCount(scratch)
+        if n >= width { byte(0x20) } else { for _ in 0..<(width - n) { byte(0x20) } }
+        write(scratch)
+    }
+
+    /// Appends what `body` writes, left-aligned in `width` characters (one space after it when it
+    /// is as wide or wider), as `pad` does for strings.
+    @inline(__always)
+    public func leftAligned(_ width: Int, _ body: (inout [UInt8]) -> Void) {
+        scratch.removeAll(keepingCapacity: true)
+        body(&scratch)
+        write(scratch)
+        let n = characterCount(scratch)
+        if n >= width { byte(0x20) } else { for _ in 0..<(width - n) { byte(0x20) } }
+    }
+
+    /// Appends a JSON string literal (quotes and escapes included).
+    public func jsonString(_ s: String) {
+        var s = s
+        s.withUTF8 { u in
+            scratch.removeAll(keepingCapacity: true)
+            appendJSONString(u, to: &scratch)
+            write(scratch)
+        }
+    }
+
+    /// Ends a line.
+    @inline(__always)
+    public func newline() { byte(0x0A) }
+}
+
+/// A write or open error of a ``ByteSink``.
+public struct ByteSinkError: Error, CustomStringConvertible {
+    /// The file.
+    public var path: String
+    /// The system's message.
+    public var message: String
+    /// `cannot write PATH: MESSAGE`.
+    public var description: String { "cannot write \(path): \(message)" }
+}
+
+/// UTF-8 characters (scalars) in `bytes`: every byte that is not a continuation byte.
+@inline(__always)
+func characterCount<C: Collection>(_ bytes: C) -> Int where C.Element == UInt8 {
+    var n = 0
+    for b in bytes where b & 0xC0 != 0x80 { n += 1 }
+    return n
+}
+
+@inline(__always)
+func appendUInt(_ v: UInt64, to out: inout [UInt8]) {
+    if v < 10 { out.append(0x30 &+ UInt8(v)); return }
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)     // 24 bytes of room for 20 digits
+    var n = 0
+    var x = v
+    withUnsafeMutableBytes(of: &digits) { d in
+        while x > 0 { d[23 - n] = 0x30 &+ UInt8(x % 10); x /= 10; n += 1 }
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]))
+    }
+}
+
+@inline(__always)
+func appendInt(_ v: Int64, to out: inout [UInt8]) {
+    if v < 0 { out.append(0x2D); appendUInt(v.magnitude, to: &out) } else { appendUInt(UInt64(v), to: &out) }
+}
+
+/// `formatDuration(ns)` as bytes: the same rounding (to 3 significant digits below 100 of a unit,
+/// whole units above), without going through `String`.
+func appendDuration(_ ns: Int64, to out: inout [UInt8]) {
+    let a = abs(Double(ns))
+    if ns < 0 { out.append(0x2D) }
+    if a < 1_000 { appendUInt(UInt64(a), to: &out); out.append(0x6E); out.append(0x73); return }
+    let v: Double
+    if a < 1_000_000 { v = a / 1e3 } else if a < 1_000_000_000 { v = a / 1e6 } else { v = a / 1e9 }
+    if v >= 100 {
+        appendUInt(UInt64(v.rounded()), to: &out)
+    } else {
+        let decimals = v >= 10 ? 1 : 2
+        let k = UInt64((v * (decimals == 1 ? 10 : 100)).rounded())
+        let scale: UInt64 = decimals == 1 ? 10 : 100
+        appendUInt(k / scale, to: &out)
+        var frac = k % scale
+        if frac != 0 {
+            out.append(0x2E)
+            if decimals == 2 {
+                if frac % 10 == 0 { frac /= 10; out.append(0x30 &+ UInt8(frac)) } else {
+                    out.append(0x30 &+ UInt8(frac / 10)); out.append(0x30 &+ UInt8(frac % 10))
+                }
+            } else {
+                out.append(0x30 &+ UInt8(frac))
+            }
+        }
+    }
+    if a < 1_000_000 { out.append(0xC2); out.append(0xB5); out.append(0x73) }        // µs
+    else if a < 1_000_000_000 { out.append(0x6D); out.append(0x73) }                  // ms
+    else { out.append(0x73) }                                                          // s
+}
+
+/// A JSON string literal of UTF-8 `bytes` (RFC 8259 escaping: quote, backslash, controls).
+func appendJSONString(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+    out.append(0x22)
+    if !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+        out.append(contentsOf: bytes)
+        out.append(0x22)
+        return
+    }
+    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    for b in bytes {
+        switch b {
+        case 0x22: out.append(0x5C); out.append(0x22)
+        case 0x5C: out.append(0x5C); out.append(0x5C)
+        case 0x0A: out.append(0x5C); out.append(0x6E)
+        case 0x0D: out.append(0x5C); out.append(0x72)
+        case 0x09: out.append(0x5C); out.append(0x74)
+        case 0..<0x20:
+            out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
+        default: out.append(b)
+        }
+    }
+    out.append(0x22)
+}

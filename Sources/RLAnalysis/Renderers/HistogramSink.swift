@@ -1,0 +1,188 @@
+/// `rltrace histogram`: per group, the distribution of one quantity, accumulated as the trace is
+/// read (an HdrHistogram and exact log2 bucket counts per group: memory bounded by the number of
+/// groups, not the trace), rendered as terminal bars with bounds, counts and percentiles.
+public final class HistogramSink: LoopModelSink, NameResolving {
+    /// What is histogrammed.
+    public enum Quantity: String, Sendable, CaseIterable {
+        /// Sleep durations.
+        case sleep
+        /// Busy time of top-level iterations.
+        case iteration
+        /// Callout durations.
+        case callout
+        /// wakeUp → wake.
+        case wakeLatency = "wake-latency"
+        /// Timer lateness.
+        case timerLateness = "timer-lateness"
+        /// source0 signal → perform.
+        case signalLatency = "signal-latency"
+    }
+    /// How values are grouped.
+    public enum Grouping: String, Sendable, CaseIterable {
+        /// One group.
+        case none
+        /// By wake reason (sleep).
+        case reason
+        /// By callout kind (callout).
+        case kind
+        /// By item name (callout, timer-lateness, signal-latency).
+        case item
+        /// By loop.
+        case loop
+    }
+    /// Bucket scale.
+    public enum Scale: String, Sendable, CaseIterable {
+        /// Powers of two.
+        case log2
+        /// Equal-width buckets between the smallest and largest value.
+        case linear
+    }
+
+    struct Key: Hashable { var pid: Int64; var a: UInt64; var b: Int32 }
+    struct Group {
+        var acc = DurationAccumulator()
+        var log2 = [Int](repeating: 0, count: 64)
+    }
+
+    /// The model, for names.
+    public var resolver: LoopModel?
+    private let of: Quantity, by: Grouping
+    private let lo: Int64, hi: Int64
+    private let kinds: Set<CalloutKind>, itemGlob: String?
+    private var groups: [Key: Group] = [:]
+    private var globCache: [Key: Bool] = [:]
+
+    /// A histogram of `of` grouped `by`, keeping values in `[lo, hi]`; for callouts (and the item
+    /// glob also for timer lateness and signal latency), only these kinds and items.
+    public init(of: Quantity, by: Grouping, lo: Int64, hi: Int64, kinds: Set<CalloutKind>, itemGlob: String?) {
+        self.of = of; self.by = by; self.lo = lo; self.hi = hi; self.kinds = kinds; self.itemGlob = itemGlob
+    }
+
+    @inline(__always)
+    private func add(_ k: Key, _ v: Int64) {
+        guard v >= lo && v <= hi else { return }
+        groups[k, default: Group()].acc.add(v)
+        groups[k]!.log2[log2Bucket(v)] += 1
+    }
+
+    private func loopKey(_ key: LoopKey) -> Key { Key(pid: key.pid, a: key.loop, b: -2) }
+
+    /// The key of an item grouped by name (items with one name share a group, as their labels do).
+    private func itemKey(_ kind: CalloutKind, _ item: UInt64, pid: Int64, blockName: Int32 = -1) -> Key {
+        let id = kind == .block ? max(0, blockName) : (kind == .mainQueue ? -3 : (resolver?.nameID(of: kind, item: item, pid: pid) ?? -1))
+        return Key(pid: 0, a: UInt64(kind.rawValue), b: id)
+    }
+
+    private func nameMatches(_ k: Key) -> Bool {
+        guard let g = itemGlob else { return true }
+        if let m = globCache[k] { return m }
+        let m = globMatch(g, label(itemName: k))
+        globCache[k] = m
+        return m
+    }
+
+    private func label(itemName k: Key) -> String {
+        k.b == -3 ? "main-queue" : (k.b < 0 ? "" : resolver?.names[k.b] ?? "")
+    }
+
+    public func sleep(_ s: SleepRecord, of key: LoopKey) {
+        guard of == .sleep else { return }
+        add(by == .reason ? Key(pid: 0, a: UInt64(s.reason.rawValue), b: -4) : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), s.duration)
+    }
+    public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
+        guard of == .iteration, it.depth == 0 else { return }
+        add(by == .loop ? loopKey(loop.key) : Key(pid: 0, a: 0, b: -5), it.busyNs)
+    }
+    public func callout(_ c: CalloutRecord, of key: LoopKey) {
+        guard of == .callout, kinds.isEmpty || kinds.contains(c.kind) else { return }
+        let ik = itemKey(c.kind, c.item, pid: key.pid, blockName: c.blockName)
+        guard nameMatches(ik) else { return }
+        switch by {
+        case .kind: add(Key(pid: 0, a: UInt64(c.kind.rawValue), b: -6), c.duration)
+        case .item: add(ik, c.duration)
+        case .loop: add(loopKey(key), c.duration)
+        default: add(Key(pid: 0, a: 0, b: -5), c.duration)
+        }
+    }
+    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {
+        guard of == .wakeLatency else { return }
+        add(by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
+    }
+    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
+        guard of == .timerLateness else { return }
+        let ik = itemKey(.timer, item, pid: key.pid)
+        guard nameMatches(ik) else { return }
+        add(by == .item ? ik : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
+    }
+    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {
+        guard of == .signalLatency else { return }
+        let ik = itemKey(.source0, item, pid: key.pid)
+        guard nameMatches(ik) else { return }
+        add(by == .item ? ik : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
+    }
+    public func wake(_ reason: WakeReason, of key: LoopKey) {}
+    public func unmatchedCallout(of key: LoopKey) {}
+    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {}
+
+    private func label(_ k: Key) -> String {
+        switch k.b {
+        case -2:
+            let info = resolver?.info(of: LoopKey(pid: k.pid, loop: k.a))
+            return "loop \(k.a)\(info.map { $0.threadName.isEmpty ? "" : " \"\($0.threadName)\"" } ?? "")"
+        case -4: return (WakeReason(rawValue: UInt8(k.a)) ?? .none).label
+        case -6: return (CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label
+        case -5:
+            switch of {
+            case .sleep: return "sleep"
+            case .iteration: return "iteration busy"
+            case .callout: return "callout"
+            case .wakeLatency: return "wakeUp → wake"
+            case .timerLateness: return "timer lateness"
+            case .signalLatency: return "signal → perform"
+            }
+        default:
+            return "\((CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label) \"\(label(itemName: k))\""
+        }
+    }
+
+    /// The text: per group (sorted by label) its percentiles, then its bars.
+    public func render(scale: Scale, buckets: Int) -> String {
+        // Groups whose labels are equal (a loop's items of one name, say) are one group.
+        var merged: [String: Group] = [:]
+        for (k, g) in groups {
+            let l = label(k)
+            if var m = merged[l] {
+                g.acc.forEachValue { v, n in for _ in 0..<n { m.acc.add(v) } }
+                for i in 0..<64 { m.log2[i] += g.log2[i] }
+                merged[l] = m
+            } else {
+                merged[l] = g
+            }
+        }
+        if merged.isEmpty { return "no values (nothing of that kind in the selected range)\n" }
+        var o = ""
+        for (label, g) in merged.sorted(by: { $0.key < $1.key }) {
+            let acc = g.acc
+            o += "\(label): \(acc.count) values · p50 \(formatDuration(acc.percentile(50))) · p90 \(formatDuration(acc.percentile(90))) · p99 \(formatDuration(acc.percentile(99))) · p99.9 \(formatDuration(acc.percentile(99.9))) · max \(formatDuration(acc.max))\n"
+            if scale == .log2 {
+                o += histogramLines(bucketDictionary(g.log2[...]), indent: "  ")
+            } else {
+                let vmin = acc.min, vmax = acc.max
+                let width = Swift.max(1, (vmax - vmin + Int64(buckets)) / Int64(buckets))
+                var counts = [Int](repeating: 0, count: buckets)
+                acc.forEachValue { v, n in counts[Swift.max(0, Swift.min(buckets - 1, Int((v - vmin) / width)))] += n }
+                let top = counts.max() ?? 1
+                for (i, n) in counts.enumerated() {
+                    let a = vmin + Int64(i) * width
+                    let range = "[\(formatDuration(a)), \(formatDuration(a + width)))"
+                    // The range column is exactly 24 characters (cut or padded), the count right-aligned in 8.
+                    let col = range.count >= 24 ? String(range.prefix(24)) : range + String(repeating: " ", count: 24 - range.count)
+                    let num = String(n)
+                    o += "  " + col + (num.count >= 8 ? num : String(repeating: " ", count: 8 - num.count) + num) + " "
+                        + String(repeating: "█", count: n == 0 ? 0 : Swift.max(1, n * 40 / Swift.max(1, top))) + "\n"
+                }
+            }
+        }
+        return o
+    }
+}

@@ -1,0 +1,202 @@
+import HeapModule
+
+/// `rltrace timeline`: one line per iteration, written as the trace is read.
+///
+/// Lines come out in the order of the iterations' begin times (a parent before the iterations
+/// nested in it), grouped under a loop header whenever the loop changes. An iteration is printed
+/// once nothing that began before it can still arrive: iterations of other loops, or nested ones,
+/// wait in a heap until every iteration that began earlier has closed; non-sleeping top-level
+/// iterations wait (at most ``ReportOptions/spinMinIterations`` per loop) until their run of
+/// iterations is known to be a spin or not — the same per-loop rule as the report.
+public final class TimelineSink: LoopModelSink, NameResolving {
+    /// Which iterations to show.
+    public struct Selection: Sendable {
+        /// Only iterations with a callout of one of these kinds (empty: any).
+        public var kinds: Set<CalloutKind> = []
+        /// Only iterations with a callout whose name matches this glob.
+        public var itemGlob: String?
+        /// Only iterations busy at least this long.
+        public var minBusyNs: Int64 = 0
+        /// Only iterations run in this mode.
+        public var mode: String?
+        /// Only flagged iterations (hang, spin, late timer).
+        public var flaggedOnly = false
+        /// Creates a selection that keeps everything.
+        public init() {}
+    }
+
+    struct Row: Comparable {
+        var record: IterationRecord
+        var loop: LoopInfo
+        var spin: Bool
+        var seq: Int
+        static func < (a: Row, b: Row) -> Bool {
+            (a.record.begin, a.record.depth, a.seq) < (b.record.begin, b.record.depth, b.seq)
+        }
+        static func == (a: Row, b: Row) -> Bool { a.seq == b.seq }
+    }
+    struct SpinState { var pending: [Row] = []; var inSpin = false }
+
+    /// The thresholds (for flags).
+    public let options: ReportOptions
+    /// A timer later than this is flagged.
+    public var lateTimerNs: Int64 = 10_000_000
+    /// The selection.
+    public let selection: Selection
+    /// The model, for names and open iterations.
+    public var resolver: LoopModel?
+    private let out: ByteSink
+    private var heap = Heap<Row>()
+    private var spins: [LoopKey: SpinState] = [:]
+    private var seq = 0
+    private var origin: Int64 = 0
+    private var currentLoop: LoopKey?
+    /// Lines printed (iterations shown).
+    public private(set) var shown = 0
+
+    /// Creates a timeline writing to `out`.
+    public init(out: ByteSink, options: ReportOptions = ReportOptions(), selection: Selection = Selection()) {
+        self.out = out
+        self.options = options
+        self.selection = selection
+        out.write("  iteration   start (abs s)        +rel        busy      sleep  wake          callouts\n")
+    }
+
+    public func traceBegins(at ts: Int64) { origin = ts }
+
+    public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
+        seq += 1
+        let row = Row(record: it, loop: loop, spin: false, seq: seq)
+        if it.depth == 0 {
+            var st = spins[loop.key] ?? SpinState()
+            if it.slept || it.nestedSleeps > 0 {
+                for r in st.pending { heap.insert(r) }
+                st.pending.removeAll(keepingCapacity: true)
+                st.inSpin = false
+                heap.insert(row)
+            } else if st.inSpin {
+                heap.insert(Row(record: it, loop: loop, spin: true, seq: seq))
+            } else {
+                st.pending.append(row)
+                if st.pending.count >= options.spinMinIterations {
+                    for var r in st.pending { r.spin = true; heap.insert(r) }
+                    st.pending.removeAll(keepingCapacity: true)
+                    st.inSpin = true
+                }
+            }
+            spins[loop.key] = st
+        } else {
+            heap.insert(row)
+        }
+        release(upTo: watermark())
+    }
+
+    /// Everything that began before this can be printed.
+    private func watermark() -> Int64 {
+        var m = resolver?.openWatermark ?? .max
+        for (_, st) in spins { if let f = st.pending.first, f.record.begin < m { m = f.record.begin } }
+        return m
+    }
+
+    private func release(upTo mark: Int64) {
+        while let top = heap.min, top.record.begin < mark {
+            print(heap.removeMin())
+        }
+    }
+
+    public func finish(end: Int64) {
+        for (_, st) in spins { for r in st.pending { heap.insert(r) } }
+        spins.removeAll()
+        release(upTo: .max)
+        while !heap.isEmpty { print(heap.removeMin()) }
+        if shown == 0 { out.write("  (no iteration matches the filters)\n") }
+        out.flush()
+    }
+
+    private func name(_ c: CalloutRecord, _ pid: Int64) -> String {
+        c.kind == .mainQueue ? "main-queue" : (resolver?.name(of: c, pid: pid) ?? "")
+    }
+
+    private func print(_ r: Row) {
+        let it = r.record
+        let hang = it.busyNs >= options.hangThresholdNs, slow = !hang && it.busyNs >= options.slowThresholdNs
+        var late = false
+        for cl in it.callouts where cl.kind == .timer && saturatingDifference(cl.begin, cl.detail) >= lateTimerNs { late = true }
+        guard accept(it, flagged: hang || slow || r.spin || late) else { return }
+        if currentLoop != it.key {
+            currentLoop = it.key
+            out.write("loop "); out.uint(it.key.loop); out.write(" (pid "); out.int(it.key.pid)
+            if !r.loop.procname.isEmpty { out.byte(0x20); out.write(r.loop.procname) }
+            out.write(" tid "); out.int(r.loop.tid)
+            if !r.loop.threadName.isEmpty { out.write(" \""); out.write(r.loop.threadName); out.byte(0x22) }
+            out.write(")\n")
+        }
+        for _ in 0..<it.depth { out.write("    ") }
+        out.rightAligned(11) { b in b.append(0x23); appendUInt(it.number, to: &b) }
+        out.write("  ")
+        let secs = it.begin / 1_000_000_000, frac = it.begin % 1_000_000_000
+        out.rightAligned(20) { b in
+            appendInt(secs, to: &b); b.append(0x2E)
+            var d: Int64 = 100_000_000
+            while d > 0 { b.append(0x30 &+ UInt8((frac / d) % 10)); d /= 10 }
+        }
+        out.rightAligned(12) { b in b.append(0x2B); appendDuration(it.begin &- self.origin, to: &b) }
+        out.rightAligned(12) { b in appendDuration(it.busyNs, to: &b) }
+        let sleep = it.ownSleepNs
+        out.rightAligned(11) { b in if sleep > 0 { appendDuration(sleep, to: &b) } else { b.append(0x2D) } }
+        out.write("  ")
+        let wake = it.sleeps.first.map { $0.reason.label } ?? (it.polls > 0 ? "poll" : "-")
+        out.leftAligned(12) { b in b.append(contentsOf: wake.utf8) }
+        var first = true
+        var observers = 0
+        for cl in it.callouts {
+            if cl.kind == .observer { observers += 1; if cl.duration < 1_000_000 { continue } }
+            if !first { out.write(", ") }
+            first = false
+            for _ in 0..<cl.depth { out.write("›") }
+            out.write(cl.kind.label); out.byte(0x28)
+            let n = name(cl, it.key.pid)
+            if n.isEmpty { out.byte(0x23); out.uint(cl.item) } else { out.write(n) }
+            out.write(") "); out.duration(cl.duration)
+        }
+        if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
+        let mode = resolver?.names[it.mode] ?? ""
+        if !mode.isEmpty && mode != "kCFRunLoopDefaultMode" { out.write(" {"); out.write(mode); out.byte(0x7D) }
+        if hang || slow || r.spin || late {
+            out.write("  ◀ ")
+            var sep = false
+            if hang { out.write("HANG"); sep = true } else if slow { out.write("SLOW"); sep = true }
+            if r.spin { if sep { out.byte(0x20) }; out.write("SPIN"); sep = true }
+            for cl in it.callouts where cl.kind == .timer {
+                let d = saturatingDifference(cl.begin, cl.detail)
+                guard d >= lateTimerNs else { continue }
+                if sep { out.byte(0x20) }
+                out.write("LATE "); out.write(resolver?.name(of: .timer, item: cl.item, pid: it.key.pid) ?? ""); out.write(" +"); out.duration(d)
+                sep = true
+            }
+        }
+        out.newline()
+        shown += 1
+    }
+
+    private func accept(_ it: IterationRecord, flagged: Bool) -> Bool {
+        if selection.flaggedOnly && !flagged { return false }
+        if it.busyNs < selection.minBusyNs { return false }
+        if let m = selection.mode {
+            let mode = resolver?.names[it.mode] ?? ""
+            if mode != m && !(m == "default" && mode == "kCFRunLoopDefaultMode") { return false }
+        }
+        if !selection.kinds.isEmpty && !it.callouts.contains(where: { selection.kinds.contains($0.kind) }) { return false }
+        if let g = selection.itemGlob, !it.callouts.contains(where: { globMatch(g, name($0, it.key.pid)) }) { return false }
+        return true
+    }
+
+    public func callout(_ c: CalloutRecord, of key: LoopKey) {}
+    public func sleep(_ s: SleepRecord, of key: LoopKey) {}
+    public func wake(_ reason: WakeReason, of key: LoopKey) {}
+    public func unmatchedCallout(of key: LoopKey) {}
+    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
+    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {}
+    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {}
+    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {}
+}

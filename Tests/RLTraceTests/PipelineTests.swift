@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+
+// The streaming pipeline (issue 12) on a committed real trace (Fixtures/demo-trace, recorded by
+// `rltrace demo`), against the outputs the previous, whole-trace-in-memory pipeline wrote for it
+// (Fixtures/demo-before, written by the rltrace of commit ad4fe0b). What legitimately differs is
+// listed in docs/report-json.md ("Outputs before and after the streaming pipeline"):
+// - `trace.paths` holds the absolute path the trace was read from;
+// - the timeline flags SPIN per loop, as the report does (the old timeline lost runs that another
+//   loop's iterations interleaved, issue 17): only SPIN flags may differ;
+// - the Chrome export's busy-ratio counters are computed from bounded-memory bins (≤ 0.01 off).
+
+let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+let demoTrace = fixtures.appendingPathComponent("demo-trace").path
+let before = fixtures.appendingPathComponent("demo-before")
+
+func fixtureText(_ name: String) throws -> String {
+    let url = before.appendingPathComponent(name)
+    if name.hasSuffix(".gz") {
+        let r = try run("/bin/gzip", ["-dc", url.path])
+        return r.out
+    }
+    return try String(contentsOf: url, encoding: .utf8)
+}
+
+/// Runs rltrace with the analysis on one thread or two.
+func rltrace(_ args: [String], threads: Int) throws -> Run {
+    let p = Process()
+    p.executableURL = binDir.appendingPathComponent("rltrace")
+    p.arguments = args
+    var env = ProcessInfo.processInfo.environment
+    env["RLTRACE_THREADS"] = String(threads)
+    p.environment = env
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    var errData = Data()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    p.waitUntilExit()
+    return Run(out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData, as: UTF8.self), status: p.terminationStatus)
+}
+
+func withoutPaths(_ json: String) throws -> NSDictionary {
+    var doc = try JSONSerialization.jsonObject(with: Data(json.utf8)) as! [String: Any]
+    var trace = doc["trace"] as! [String: Any]
+    trace["paths"] = nil
+    doc["trace"] = trace
+    return doc as NSDictionary
+}
+
+/// Chrome trace events, each as a canonical string (keys sorted; times in µs rounded to the ns;
+/// flow ids dropped, since they only pair `s` with `f`), counted; counters separately.
+func chromeEvents(_ json: String) throws -> (events: [String: Int], counters: [(name: String, ts: Double, busy: Double)]) {
+    let doc = try JSONSerialization.jsonObject(with: Data(json.utf8)) as! [String: Any]
+    var events: [String: Int] = [:]
+    var counters: [(String, Double, Double)] = []
+    for case var e as [String: Any] in doc["traceEvents"] as! [Any] {
+        if e["ph"] as? String == "C" {
+            counters.append((e["name"] as! String, (e["ts"] as! NSNumber).doubleValue,
+                             ((e["args"] as! [String: Any])["busy"] as! NSNumber).doubleValue))
+            continue
+        }
+        for k in ["ts", "dur"] { if let v = e[k] as? NSNumber { e[k] = (v.doubleValue * 1000).rounded() } }
+        if e["ph"] as? String == "s" || e["ph"] as? String == "f" { e["id"] = nil }
+        let s = String(decoding: try JSONSerialization.data(withJSONObject: e, options: [.sortedKeys]), as: UTF8.self)
+        events[s, default: 0] += 1
+    }
+    return (events, counters.sorted { ($0.0, $0.1) < ($1.0, $1.1) })
+}
+
+@Suite("streaming pipeline: same outputs as the whole-trace pipeline, one thread or two")
+struct PipelineTests {
+    @Test(arguments: [1, 2])
+    func reportJSONEqualsThePreviousPipelines(threads: Int) throws {
+        let r = try rltrace(["report", "--format", "json", demoTrace], threads: threads)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try withoutPaths(r.out) == withoutPaths(try fixtureText("report.json")))
+    }
+
+    @Test(arguments: [1, 2])
+    func textCSVHangsAndHistogramsEqualThePreviousPipelines(threads: Int) throws {
+        let cases: [([String], String)] = [
+            (["report", demoTrace], "report.txt"),
+            (["report", "--format", "csv", demoTrace], "report.csv"),
+            (["hangs", demoTrace, "--threshold", "100ms"], "hangs.txt"),
+            (["histogram", demoTrace, "--of", "sleep", "--by", "reason"], "histogram-sleep.txt"),
+            (["histogram", demoTrace, "--of", "callout", "--by", "item"], "histogram-callout.txt"),
+        ]
+        for (args, file) in cases {
+            let r = try rltrace(args, threads: threads)
+            #expect(r.status == 0, "\(args): \(r.err)")
+            #expect(r.out == (try fixtureText(file)), "\(args) differs from \(file)")
+        }
+    }
+
+    @Test(arguments: [1, 2])
+    func timelineEqualsThePreviousOneButFlagsEverySpinIteration(threads: Int) throws {
+        let r = try rltrace(["timeline", demoTrace], threads: threads)
+        #expect(r.status == 0)
+        let new = r.out.split(separator: "\n", omittingEmptySubsequences: false)
+        let old = try fixtureText("timeline.txt.gz").split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(new.count == old.count)
+        var spins = 0
+        for (n, o) in zip(new, old) where n != o {
+            // The only difference allowed: a SPIN flag the old timeline missed.
+            #expect(n.hasSuffix("SPIN") && n.replacingOccurrences(of: "  ◀ SPIN", with: "") == o, "line differs: \(n)")
+        }
+        spins = new.filter { $0.contains("SPIN") }.count
+        // …and the timeline now agrees with the report: the demo's spin is 201 iterations.
+        let report = try JSONSerialization.jsonObject(with: Data(try fixtureText("report.json").utf8)) as! [String: Any]
+        let reported = (report["loops"] as! [[String: Any]]).flatMap { $0["spins"] as! [[String: Any]] }.map { $0["iterations"] as! Int }.reduce(0, +)
+        #expect(spins == reported && spins == 201)
+    }
+
+    @Test(arguments: [1, 2])
+    func chromeExportHasThePreviousExportsEvents(threads: Int) throws {
+        let out = NSTemporaryDirectory() + "rltrace-chrome-\(getpid())-\(threads).json"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let r = try rltrace(["export", "--format", "chrome", "-o", out, demoTrace], threads: threads)
+        #expect(r.status == 0, "\(r.err)")
+        let new = try chromeEvents(try String(contentsOfFile: out, encoding: .utf8))
+        let old = try chromeEvents(try fixtureText("chrome.json.gz"))
+        #expect(new.events == old.events)
+        #expect(new.events.values.reduce(0, +) == 14_658)
+        #expect(new.counters.count == old.counters.count)
+        for (n, o) in zip(new.counters, old.counters) {
+            #expect(n.name == o.name && abs(n.ts - o.ts) < 0.002 && abs(n.busy - o.busy) <= 0.01, "\(n) vs \(o)")
+        }
+    }
+
+    @Test func oneThreadAndTwoGiveIdenticalOutputs() throws {
+        let export1 = NSTemporaryDirectory() + "rltrace-x1-\(getpid()).json"
+        let export2 = NSTemporaryDirectory() + "rltrace-x2-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: export1); try? FileManager.default.removeItem(atPath: export2) }
+        for args in [["report", "--format", "json", demoTrace], ["timeline", demoTrace], ["timeline", demoTrace, "--begin", "0.5s", "--end", "1s"],
+                     ["histogram", demoTrace, "--of", "callout", "--by", "item", "--scale", "linear"], ["report", "--format", "lami", demoTrace]] {
+            let a = try rltrace(args, threads: 1), b = try rltrace(args, threads: 2)
+            #expect(a.status == 0 && a.out == b.out && !a.out.isEmpty, "\(args)")
+        }
+        _ = try rltrace(["export", "-o", export1, demoTrace], threads: 1)
+        _ = try rltrace(["export", "-o", export2, demoTrace], threads: 2)
+        #expect(FileManager.default.contentsEqual(atPath: export1, andPath: export2))
+    }
+
+    @Test func aProcessKilledInsideACalloutIsReportedAsStillRunning() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-killed-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "killed"])
+        #expect(r.status == 128 + SIGKILL)
+        let j = try run("rltrace", ["report", "--format", "json", dir])
+        #expect(j.status == 0, "\(j.err)")
+        let doc = try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as! [String: Any]
+        let warnings = doc["warnings"] as! [String]
+        let w = warnings.filter { $0.contains("still running") }
+        #expect(w.count == 1, "\(warnings)")
+        #expect(w.first?.contains("inside timer \"killer\"") == true, "\(w)")
+        let text = try run("rltrace", ["report", dir])
+        #expect(text.out.contains("still running"))
+    }
+}
