@@ -11,7 +11,7 @@ struct AnalysisOptions: ParsableArguments {
     @Option(help: "Only the loop of this thread id; repeatable.") var tid: [Int64] = []
     @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
     @Option(help: "Only this loop id; repeatable.") var loop: [UInt64] = []
-    @Option(help: "Start at this time: a duration after the trace start (250ms, 1.5s) or @SECONDS absolute (CLOCK_MONOTONIC).")
+    @Option(help: "Start at this time: a duration after the trace start (250ms, +1.5s) or @SECONDS, the trace clock's absolute time as `dump` and `timeline` print it (seconds since the epoch).")
     var begin: String?
     @Option(help: "Stop at this time (same forms as --begin).") var end: String?
     @Option(help: "Callout figures only for this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
@@ -26,11 +26,11 @@ struct AnalysisOptions: ParsableArguments {
         f.itemGlob = item
         if let m = minDuration { f.minCalloutNs = try parseThreshold(m, "--min-duration") }
         if let b = begin {
-            guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, @12345.678)") }
+            guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, @1763875200.123456789)") }
             f.begin = t
         }
         if let e = end {
-            guard let t = EventFilter.TimeBound(parsing: e) else { throw ValidationError("--end: cannot read the time \(e.debugDescription) (e.g. 1.5s, 250ms, @12345.678)") }
+            guard let t = EventFilter.TimeBound(parsing: e) else { throw ValidationError("--end: cannot read the time \(e.debugDescription) (e.g. 1.5s, 250ms, @1763875200.123456789)") }
             f.end = t
         }
         return f

@@ -102,17 +102,30 @@ struct PipelineTests {
     func timelineEqualsThePreviousOneButFlagsEverySpinIteration(threads: Int) throws {
         let r = try rltrace(["timeline", demoTrace], threads: threads)
         #expect(r.status == 0)
-        let new = r.out.split(separator: "\n", omittingEmptySubsequences: false)
-        let old = try fixtureText("timeline.txt.gz").split(separator: "\n", omittingEmptySubsequences: false)
+        let report = try JSONSerialization.jsonObject(with: Data(try fixtureText("report.json").utf8)) as! [String: Any]
+        let offset = (report["trace"] as! [String: Any])["clockOffsetNs"] as! Int64
+        // The start column is now the trace clock's absolute time (epoch seconds, as `dump` prints
+        // it), where it was CLOCK_MONOTONIC: convert back to compare.
+        func monotonic(_ line: Substring) -> String {
+            let cols = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard cols.count > 2, cols[0].hasPrefix("#"), let ns = parseSeconds(String(cols[1])) else {
+                return String(line).replacingOccurrences(of: "start (epoch s)", with: "start (abs s)  ")
+            }
+            let m = ns - offset
+            let old = "\(m / 1_000_000_000).\(String(format: "%09lld", m % 1_000_000_000))"
+            // The old column: right-aligned in 20; the new value fills 20 and gets one space before.
+            let padded = String(repeating: " ", count: max(0, 20 - old.count)) + old
+            return String(line).replacingOccurrences(of: " " + cols[1], with: padded)
+        }
+        let new = r.out.split(separator: "\n", omittingEmptySubsequences: false).map(monotonic)
+        let old = try fixtureText("timeline.txt.gz").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(new.count == old.count)
-        var spins = 0
         for (n, o) in zip(new, old) where n != o {
             // The only difference allowed: a SPIN flag the old timeline missed.
-            #expect(n.hasSuffix("SPIN") && n.replacingOccurrences(of: "  ◀ SPIN", with: "") == o, "line differs: \(n)")
+            #expect(n.hasSuffix("SPIN") && n.replacingOccurrences(of: "  ◀ SPIN", with: "") == o, "line differs:\n\(n)\n\(o)")
         }
-        spins = new.filter { $0.contains("SPIN") }.count
+        let spins = new.filter { $0.contains("SPIN") }.count
         // …and the timeline now agrees with the report: the demo's spin is 201 iterations.
-        let report = try JSONSerialization.jsonObject(with: Data(try fixtureText("report.json").utf8)) as! [String: Any]
         let reported = (report["loops"] as! [[String: Any]]).flatMap { $0["spins"] as! [[String: Any]] }.map { $0["iterations"] as! Int }.reduce(0, +)
         #expect(spins == reported && spins == 201)
     }
@@ -163,4 +176,11 @@ struct PipelineTests {
         let text = try run("rltrace", ["report", dir])
         #expect(text.out.contains("still running"))
     }
+}
+
+/// `SECONDS.NNNNNNNNN` → ns.
+func parseSeconds(_ s: String) -> Int64? {
+    let p = s.split(separator: ".")
+    guard p.count == 2, let a = Int64(p[0]), let b = Int64(p[1]), p[1].count == 9 else { return nil }
+    return a * 1_000_000_000 + b
 }

@@ -18,12 +18,14 @@ public struct EventFilter: Sendable {
         /// trace's clock offset.
         case epoch(Int64)
 
-        /// Parses `250ms`, `1.5s`, `+2s` (relative to the trace start) or `@12345.678901234`
-        /// (absolute seconds on CLOCK_MONOTONIC, as the timeline prints them). Nil when invalid.
+        /// Parses `250ms`, `1.5s`, `+2s` (relative to the trace start) or `@1763875200.123456789`
+        /// (the trace clock's absolute time: seconds since the epoch, as `rltrace dump`, the
+        /// timeline and `babeltrace2 --clock-seconds` print it; read exactly to the ns). Nil when
+        /// invalid.
         public init?(parsing text: String) {
             if text.hasPrefix("@") {
-                guard let s = Double(text.dropFirst()), s.isFinite, s >= 0 else { return nil }
-                self = .absolute(Int64(s * 1e9))
+                guard let ns = parseEpochSeconds(String(text.dropFirst())) else { return nil }
+                self = .epoch(ns)
             } else {
                 let t = text.hasPrefix("+") ? String(text.dropFirst()) : text
                 guard let ns = parseDuration(t) else { return nil }
@@ -40,7 +42,8 @@ public struct EventFilter: Sendable {
         if let b = begin, let e = end {
             switch (b, e) {
             case (.relative(let x), .relative(let y)) where x > y,
-                 (.absolute(let x), .absolute(let y)) where x > y:
+                 (.absolute(let x), .absolute(let y)) where x > y,
+                 (.epoch(let x), .epoch(let y)) where x > y:
                 throw AnalysisError.contradictoryFilters("--begin is after --end")
             default: break
             }
@@ -61,6 +64,21 @@ public struct EventFilter: Sendable {
         (pids.isEmpty || pids.contains(l.key.pid)) && (tids.isEmpty || tids.contains(l.tid))
             && (procnames.isEmpty || procnames.contains(l.procname)) && (loops.isEmpty || loops.contains(l.key.loop))
     }
+}
+
+/// Parses `SECONDS[.FRACTION]` exactly into nanoseconds (nil if malformed or out of range).
+public func parseEpochSeconds(_ text: String) -> Int64? {
+    let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+    guard let whole = parts.first, !whole.isEmpty, whole.allSatisfy(\.isASCII), let s = Int64(whole), s >= 0 else { return nil }
+    var frac: Int64 = 0
+    if parts.count == 2 {
+        let f = parts[1]
+        guard !f.isEmpty, f.count <= 9, f.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        frac = Int64(f + String(repeating: "0", count: 9 - f.count))!
+    }
+    let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
+    guard !o else { return nil }
+    return ns + frac
 }
 
 /// Parses a duration with a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`); a bare number is seconds.
@@ -95,7 +113,8 @@ final class EventGate {
     private let pids: Set<Int64>, loops: Set<UInt64>
     private let checkPids: Bool, checkLoops: Bool
     private let begin: EventFilter.TimeBound?, end: EventFilter.TimeBound?
-    private var lo: Int64 = .min, hi: Int64 = .max
+    /// The window resolved at the first event (absolute CLOCK_MONOTONIC ns).
+    private(set) var lo: Int64 = .min, hi: Int64 = .max
     private var started = false
 
     init(_ f: EventFilter) {
@@ -118,10 +137,11 @@ final class EventGate {
         hi = end.map(resolve) ?? .max
     }
 
+    /// Whether the event passes the pid and loop filters. The time window is the loop model's to
+    /// apply (it follows what began before the window); the gate only resolves it.
     @inline(__always)
     func accepts(_ e: RunLoopEvent, epochOffset: Int64) -> Bool {
         if !started { start(origin: e.ts, epochOffset: epochOffset) }
-        if e.ts < lo || e.ts > hi { return false }
         if checkPids && !pids.contains(e.pid) { return false }
         // (A signal of a source in no loop, loop 0, may still be performed by a selected loop.)
         if checkLoops && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { return false }

@@ -72,6 +72,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
     public private(set) var clockOffset: Int64 = 0
     /// Providers seen (the part of event names before `:`).
     public private(set) var providers: Set<String> = []
+    /// The filter's time window resolved against the trace (absolute CLOCK_MONOTONIC ns): set
+    /// before the first event is delivered.
+    public private(set) var window: (lo: Int64, hi: Int64)?
 
     private let streams: [CTFStream]
     private let plans: [StreamPlan]
@@ -123,7 +126,10 @@ public final class RunLoopEventSource: @unchecked Sendable {
         } else {
             let gate = EventGate(filter)
             try produce { e in
-                if gate.accepts(e, epochOffset: clockOffset) { try body(e) }
+                guard gate.accepts(e, epochOffset: clockOffset) else { return true }
+                if window == nil { window = (gate.lo, gate.hi) }
+                try body(e)
+                return true
             }
         }
         if runLoopEvents == 0 {
@@ -131,8 +137,8 @@ public final class RunLoopEventSource: @unchecked Sendable {
         }
     }
 
-    /// Reads every event and hands each decoded `runloop` event to `body`.
-    private func produce(_ body: (RunLoopEvent) throws -> Void) throws {
+    /// Reads every event and hands each decoded `runloop` event to `body`, until `body` returns false.
+    private func produce(_ body: (RunLoopEvent) throws -> Bool) throws {
         var it = traceSet.makeMergedIterator()
         // Unretained references (the source owns the streams and plans for its whole life): the
         // per-event path then makes no retain or release for them.
@@ -156,7 +162,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 runLoopEvents &+= 1
                 var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
                 decode(s, sp, sp.plan(ci), into: &e)
-                try body(e)
+                if try !body(e) { break }
             }
         } catch let e as AnalysisError {
             throw e
@@ -258,13 +264,15 @@ public final class RunLoopEventSource: @unchecked Sendable {
             }
             do {
                 try produce { e in
-                    guard gate.accepts(e, epochOffset: clockOffset) else { return }
+                    guard gate.accepts(e, epochOffset: clockOffset) else { return true }
+                    if window == nil { window = (gate.lo, gate.hi) }
                     (chunk.events + chunk.count).initialize(to: e)
                     chunk.count += 1
                     if chunk.count == Chunk.capacity {
                         if stop.isSet { throw CancellationError() }     // the consumer gave up
                         publish(last: false)
                     }
+                    return true
                 }
                 publish(last: true)
             } catch {

@@ -28,6 +28,8 @@ public struct CalloutRecord: Sendable {
     /// item, so its name travels with its record instead of a per-item table; see
     /// ``LoopModel/name(of:pid:)``.
     public var blockName: Int32 = -1
+    /// Whether a time window cut it (its begin or end is the window's edge, not its own).
+    public var clipped = false
     /// The duration.
     public var duration: Int64 { end &- begin }
 }
@@ -40,6 +42,8 @@ public struct SleepRecord: Sendable {
     public var reason: WakeReason
     /// The fd that ended the wait (-1 if none).
     public var fd: Int64
+    /// Whether a time window cut it.
+    public var clipped = false
     /// The duration.
     public var duration: Int64 { end &- begin }
 }
@@ -66,6 +70,9 @@ public struct IterationRecord: Sendable {
     public var nestedSleepNs: Int64 = 0, nestedSleeps = 0, nestedPolls = 0
     /// Whether it handled a source (`iteration_end.handled_source`).
     public var handledSource = false
+    /// Whether a time window cut it (it began before the window or ends after it): its begin, end,
+    /// sleeps and callouts are clipped to the window.
+    public var clipped = false
 
     /// The duration.
     public var duration: Int64 { end &- begin }
@@ -114,7 +121,7 @@ public protocol LoopModelSink: AnyObject {
     /// A cross-thread request and the loop's reaction (has a default that ignores it).
     func flow(_ f: Flow)
     /// The trace's first event time (has a default that ignores it).
-    func traceBegins(at ts: Int64)
+    func traceBegins(at ts: Int64, epochOffset: Int64)
     /// The end of the stream (has a default that does nothing).
     func finish(end: Int64)
 }
@@ -133,7 +140,7 @@ extension LoopModelSink {
     /// A cross-thread request and the loop's reaction (default: ignored).
     public func flow(_ f: Flow) {}
     /// The trace's first event time (CLOCK_MONOTONIC ns), before any other call (default: ignored).
-    public func traceBegins(at ts: Int64) {}
+    public func traceBegins(at ts: Int64, epochOffset: Int64) {}
     /// The stream has ended at `end` (the last event's time): write out what is held (default: nothing).
     public func finish(end: Int64) {}
 }
@@ -181,7 +188,7 @@ public final class LoopModel {
     }
 
     /// Every loop seen, sorted.
-    public var loops: [LoopInfo] { states.map(\.info).sorted { $0.key < $1.key } }
+    public var loops: [LoopInfo] { states.map(\.info).filter { $0.first <= $0.last }.sorted { $0.key < $1.key } }
 
     /// Loops busy at the end of the stream (a trace that ends while they run — a killed process, a
     /// cut trace): per loop, the outermost open iteration's number and begin, and the callout it was
@@ -236,8 +243,102 @@ public final class LoopModel {
         return s
     }
 
+    // MARK: the time window
+
+    /// The window `[lo, hi]` (CLOCK_MONOTONIC ns) whose figures are wanted: events before it are
+    /// still followed (an iteration that began before the window and overlaps it is counted,
+    /// clipped to it, and names learned before it are known); the first event after it closes what
+    /// is open (clipped at `hi`) and ends the model's work.
+    public private(set) var lo: Int64 = .min, hi: Int64 = .max
+    /// Whether an event after the window was seen (the rest of the trace is not needed).
+    public private(set) var pastWindow = false
+
+    /// Sets the window.
+    public func setWindow(lo: Int64, hi: Int64) { self.lo = lo; self.hi = hi }
+
+    @inline(__always) private func inWindow(_ ts: Int64) -> Bool { ts >= lo }
+
+    /// The part of `[a, b]` inside the window (0 when none).
+    @inline(__always) private func overlap(_ a: Int64, _ b: Int64) -> Int64 {
+        let x = max(a, lo), y = min(b, hi)
+        return y > x ? y &- x : 0
+    }
+
+    /// Clips a completed iteration to the window; false when it lies outside.
+    private func clip(_ it: inout IterationRecord) -> Bool {
+        if lo == .min && hi == .max { return true }
+        guard it.end >= lo && it.begin <= hi else { return false }
+        if it.begin < lo { it.begin = lo; it.clipped = true }
+        if it.end > hi { it.end = hi; it.clipped = true }
+        return true
+    }
+
+    /// Closes everything open at the window's end, clipped to it.
+    private func closeAtWindowEnd() {
+        pastWindow = true
+        for s in states {
+            let key = s.info.key
+            if let p = s.pendingSleep, s.open > 0 {
+                var sl = SleepRecord(begin: max(p.ts, lo), end: hi, reason: .none, fd: -1)
+                sl.clipped = true
+                if sl.end > sl.begin {
+                    sink.sleep(sl, of: key)
+                    s.stack[s.open - 1].sleeps.append(sl)
+                }
+                s.pendingSleep = nil
+            }
+            while let (rec0, iterIdx) = s.callouts.popLast() {
+                var rec = rec0
+                rec.end = hi
+                rec.clipped = true
+                if rec.begin < lo { rec.begin = lo }
+                if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
+                sink.callout(rec, of: key)
+            }
+            while s.open > 0 {
+                let idx = s.open - 1
+                s.stack[idx].end = hi
+                s.stack[idx].clipped = true
+                finishIteration(s, idx)
+            }
+        }
+    }
+
+    /// Hands the iteration at `idx` (closed) to the sink and folds it into its parent.
+    private func finishIteration(_ s: State, _ idx: Int) {
+        s.open = idx
+        if lo != .min || hi != .max {
+            // Sleeps outside the window do not count; those across its edges count their part inside.
+            s.stack[idx].sleeps.removeAll { $0.end < lo || $0.begin > hi }
+            for i in s.stack[idx].sleeps.indices {
+                let sl = s.stack[idx].sleeps[i]
+                if sl.begin < lo || sl.end > hi {
+                    s.stack[idx].sleeps[i] = SleepRecord(begin: max(sl.begin, lo), end: min(sl.end, hi), reason: sl.reason, fd: sl.fd, clipped: true)
+                }
+            }
+        }
+        if idx > 0 {
+            let it = s.stack[idx]
+            s.stack[idx - 1].nestedSleepNs &+= it.ownSleepNs &+ it.nestedSleepNs
+            s.stack[idx - 1].nestedSleeps += it.sleeps.count + it.nestedSleeps
+            s.stack[idx - 1].nestedPolls += it.polls + it.nestedPolls
+        }
+        if clip(&s.stack[idx]) {
+            // An iteration overlapping the window puts its loop in the window (a loop hung across
+            // the whole window has no event in it).
+            if s.stack[idx].begin < s.info.first { s.info.first = s.stack[idx].begin }
+            if s.stack[idx].end > s.info.last { s.info.last = s.stack[idx].end }
+            sink.iteration(s.stack[idx], of: s.info)
+        }
+    }
+
     /// Feeds one event (timestamps never decreasing: the source guarantees it).
     public func consume(_ e: RunLoopEvent) {
+        if e.ts > hi {
+            if !pastWindow { closeAtWindowEnd() }
+            return
+        }
+        let now = inWindow(e.ts)
         if e.kind == .source0Signalled {
             if e.name >= 0 { itemNames[NameKey(pid: e.pid, item: e.item, kind: .source0)] = e.name }
             // A source in several loops is signalled once per loop, the events sharing signal_seq
@@ -249,8 +350,10 @@ public final class LoopModel {
         }
         let key = LoopKey(pid: e.pid, loop: e.loop)
         let s = state(key)
-        if e.ts < s.info.first { s.info.first = e.ts }
-        if e.ts > s.info.last { s.info.last = e.ts }
+        if now {
+            if e.ts < s.info.first { s.info.first = e.ts }
+            if e.ts > s.info.last { s.info.last = e.ts }
+        }
         if s.procname < 0 && e.procname >= 0 { s.procname = e.procname; s.info.procname = names[e.procname] }
         if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed {
             s.info.tid = e.vtid
@@ -264,10 +367,10 @@ public final class LoopModel {
         case .runEnter:
             let mode = max(0, e.name)
             s.modes.append(mode)
-            sink.run(true, mode: names[mode], depth: Int(truncatingIfNeeded: e.b), result: 0, at: e.ts, of: key)
+            if now { sink.run(true, mode: names[mode], depth: Int(truncatingIfNeeded: e.b), result: 0, at: e.ts, of: key) }
         case .runExit:
             if !s.modes.isEmpty { s.modes.removeLast() }
-            sink.run(false, mode: names[max(0, e.name)], depth: Int(truncatingIfNeeded: e.b), result: e.a, at: e.ts, of: key)
+            if now { sink.run(false, mode: names[max(0, e.name)], depth: Int(truncatingIfNeeded: e.b), result: e.a, at: e.ts, of: key) }
         case .iterationBegin:
             let mode = s.modes.last ?? NameTable.empty
             if s.open < s.stack.count {
@@ -282,25 +385,18 @@ public final class LoopModel {
             guard idx >= 0 else { return }
             // Open iterations above the matching one are discarded (their callouts with them).
             if idx < s.open - 1 { s.callouts.removeAll { $0.iterationIndex > idx } }
-            s.open = idx
             s.stack[idx].end = e.ts
             s.stack[idx].handledSource = e.b != 0
-            if idx > 0 {
-                let it = s.stack[idx]
-                s.stack[idx - 1].nestedSleepNs &+= it.ownSleepNs &+ it.nestedSleepNs
-                s.stack[idx - 1].nestedSleeps += it.sleeps.count + it.nestedSleeps
-                s.stack[idx - 1].nestedPolls += it.polls + it.nestedPolls
-            }
-            sink.iteration(s.stack[idx], of: s.info)
+            finishIteration(s, idx)
         case .calloutEntry:
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
             if e.calloutKind == .block { rec.blockName = max(0, e.name) } else if e.name >= 0 {
                 itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
             }
             s.callouts.append((rec, s.open - 1))
-            if e.calloutKind == .timer { sink.timerLateness(saturatingDifference(e.ts, e.a), item: e.item, of: key) }
+            if e.calloutKind == .timer && now { sink.timerLateness(saturatingDifference(e.ts, e.a), item: e.item, of: key) }
             if e.calloutKind == .source0, !pendingSignals.isEmpty,
-               let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)) {
+               let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)), now {
                 for p in pending {
                     sink.signalLatency(e.ts - p.ts, item: e.item, callerTid: p.tid, of: key)
                     sink.flow(Flow(kind: "signal", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
@@ -310,33 +406,41 @@ public final class LoopModel {
             var idx = s.callouts.count - 1
             while idx >= 0 && !(s.callouts[idx].record.kind == e.calloutKind && s.callouts[idx].record.item == e.item) { idx -= 1 }
             guard idx >= 0 else {
-                sink.unmatchedCallout(of: key)
+                if now { sink.unmatchedCallout(of: key) }
                 return
             }
             var (rec, iterIdx) = s.callouts[idx]
-            while s.callouts.count > idx + 1 { s.callouts.removeLast(); sink.unmatchedCallout(of: key) }
+            while s.callouts.count > idx + 1 { s.callouts.removeLast(); if now { sink.unmatchedCallout(of: key) } }
             s.callouts.removeLast()
             rec.end = e.ts
+            guard now else { return }
+            if rec.begin < lo { rec.begin = lo; rec.clipped = true }
             if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
             sink.callout(rec, of: key)
         case .sleepBegin:
             s.pendingSleep = (e.iteration, e.ts)
         case .wake:
             let reason = WakeReason(rawValue: UInt8(truncatingIfNeeded: e.b)) ?? .none
-            sink.wake(reason, of: key)
+            if now { sink.wake(reason, of: key) }
             var slept: SleepRecord?
             if let p = s.pendingSleep, p.iteration == e.iteration {
                 slept = SleepRecord(begin: p.ts, end: e.ts, reason: reason, fd: e.a)
-                sink.sleep(slept!, of: key)
+                if now {
+                    var sl = slept!
+                    if sl.begin < lo { sl.begin = lo; sl.clipped = true }
+                    sink.sleep(sl, of: key)
+                }
             }
             s.pendingSleep = nil
             if s.open > 0 {
-                if let slept { s.stack[s.open - 1].sleeps.append(slept) } else { s.stack[s.open - 1].polls += 1 }
+                if let slept { s.stack[s.open - 1].sleeps.append(slept) } else if now { s.stack[s.open - 1].polls += 1 }
             }
             if reason == .wakeUp && !s.pendingWakeUps.isEmpty {
-                for p in s.pendingWakeUps {
-                    sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key)
-                    sink.flow(Flow(kind: "wakeUp", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                if now {
+                    for p in s.pendingWakeUps {
+                        sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key)
+                        sink.flow(Flow(kind: "wakeUp", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                    }
                 }
                 s.pendingWakeUps.removeAll(keepingCapacity: true)
             }
@@ -356,7 +460,7 @@ extension IterationRecord {
         self.key = key; self.number = number; self.begin = begin; end = 0; self.depth = depth; self.mode = mode
         sleeps.removeAll(keepingCapacity: true)
         callouts.removeAll(keepingCapacity: true)
-        polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false
+        polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false
     }
 }
 

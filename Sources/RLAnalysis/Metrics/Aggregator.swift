@@ -320,14 +320,27 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
     var started = false
     do {
         try source.forEach(threads: threads, filter: filter) { e in
-            if !started { started = true; also?.traceBegins(at: source.firstTs) }
+            if !started {
+                started = true
+                if let w = source.window { model.setWindow(lo: w.lo, hi: w.hi) }
+                also?.traceBegins(at: source.firstTs, epochOffset: source.clockOffset)
+            }
             model.consume(e)
         }
     } catch {
         also?.finish(end: source.lastTs)      // what was read is written out before the error is reported
         throw error
     }
-    if !started { also?.traceBegins(at: source.firstTs) }
+    if !started { also?.traceBegins(at: source.firstTs, epochOffset: source.clockOffset) }
+    // A window that misses the trace is a mistake (a time from another trace or clock), not "no findings".
+    if let w = source.window, source.lastTs >= source.firstTs, w.lo > source.lastTs || w.hi < source.firstTs || w.lo > w.hi {
+        also?.finish(end: source.lastTs)
+        func at(_ ns: Int64) -> String {
+            let e = ns &+ source.clockOffset
+            return "@\(e / 1_000_000_000).\(String(format: "%09lld", e % 1_000_000_000)) (+\(formatDuration(saturatingDifference(ns, source.firstTs))))"
+        }
+        throw AnalysisError.contradictoryFilters("the time window \(w.lo == .min ? "start" : at(w.lo))…\(w.hi == .max ? "end" : at(w.hi)) lies outside the trace, \(at(source.firstTs))…\(at(source.lastTs))")
+    }
     also?.finish(end: source.lastTs)
     return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) })
 }

@@ -14,7 +14,7 @@ public final class BusyStripCollector: LoopModelSink {
     /// Creates a collector.
     public init() {}
 
-    public func traceBegins(at ts: Int64) { if origin == nil { origin = ts } }
+    public func traceBegins(at ts: Int64, epochOffset: Int64) { if origin == nil { origin = ts } }
 
     private func strip(_ key: LoopKey) -> Strip {
         if let s = strips[key] { return s }

@@ -20,7 +20,12 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         out.write("{\"traceEvents\":[\n")
     }
 
-    public func traceBegins(at ts: Int64) { origin = ts; strips.traceBegins(at: ts) }
+    public func traceBegins(at ts: Int64, epochOffset: Int64) {
+        origin = ts
+        self.epochOffset = epochOffset
+        strips.traceBegins(at: ts, epochOffset: epochOffset)
+    }
+    private var epochOffset: Int64 = 0
 
     /// The thread id shown for a loop (its thread, else its loop id), nil for a loop filtered out.
     private func tid(_ key: LoopKey) -> Int64? {
@@ -152,7 +157,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
             }
         }
         out.write("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rltrace\",\"origin_monotonic_ns\":")
-        out.int(origin); out.write("}}\n")
+        out.int(origin); out.write(",\"origin_epoch_ns\":"); out.int(origin &+ epochOffset); out.write("}}\n")
         out.flush()
     }
 

@@ -35,6 +35,6 @@ public final class FanOutSink: LoopModelSink, NameResolving {
         for s in sinks { s.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key) }
     }
     public func flow(_ f: Flow) { for s in sinks { s.flow(f) } }
-    public func traceBegins(at ts: Int64) { for s in sinks { s.traceBegins(at: ts) } }
+    public func traceBegins(at ts: Int64, epochOffset: Int64) { for s in sinks { s.traceBegins(at: ts, epochOffset: epochOffset) } }
     public func finish(end: Int64) { for s in sinks { s.finish(end: end) } }
 }

@@ -59,10 +59,14 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         self.out = out
         self.options = options
         self.selection = selection
-        out.write("  iteration   start (abs s)        +rel        busy      sleep  wake          callouts\n")
+        out.write("  iteration   start (epoch s)      +rel        busy      sleep  wake          callouts\n")
     }
 
-    public func traceBegins(at ts: Int64) { origin = ts }
+    public func traceBegins(at ts: Int64, epochOffset: Int64) { origin = ts; self.epochOffset = epochOffset }
+    /// The trace clock's offset: the start column is the clock's absolute time (seconds since the
+    /// epoch, as `rltrace dump` and `babeltrace2 --clock-seconds` print), so a time copied from one
+    /// command works as `--begin @…` in any other.
+    private var epochOffset: Int64 = 0
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         seq += 1
@@ -121,7 +125,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         let it = r.record
         let hang = it.busyNs >= options.hangThresholdNs, slow = !hang && it.busyNs >= options.slowThresholdNs
         var late = false
-        for cl in it.callouts where cl.kind == .timer && saturatingDifference(cl.begin, cl.detail) >= lateTimerNs { late = true }
+        // (A clipped callout's begin is the window's edge: its lateness is not known here.)
+        for cl in it.callouts where cl.kind == .timer && !cl.clipped && saturatingDifference(cl.begin, cl.detail) >= lateTimerNs { late = true }
         guard accept(it, flagged: hang || slow || r.spin || late) else { return }
         if currentLoop != it.key {
             currentLoop = it.key
@@ -134,7 +139,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         for _ in 0..<it.depth { out.write("    ") }
         out.rightAligned(11) { b in b.append(0x23); appendUInt(it.number, to: &b) }
         out.write("  ")
-        let secs = it.begin / 1_000_000_000, frac = it.begin % 1_000_000_000
+        let abs = it.begin &+ epochOffset
+        let secs = abs / 1_000_000_000, frac = abs % 1_000_000_000
         out.rightAligned(20) { b in
             appendInt(secs, to: &b); b.append(0x2E)
             var d: Int64 = 100_000_000
@@ -162,12 +168,14 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
         let mode = resolver?.names[it.mode] ?? ""
         if !mode.isEmpty && mode != "kCFRunLoopDefaultMode" { out.write(" {"); out.write(mode); out.byte(0x7D) }
-        if hang || slow || r.spin || late {
+        if hang || slow || r.spin || late || it.clipped {
             out.write("  ◀ ")
             var sep = false
+            if it.clipped { out.write("CLIPPED"); sep = true }     // cut by --begin/--end
+            if sep && (hang || slow) { out.byte(0x20) }
             if hang { out.write("HANG"); sep = true } else if slow { out.write("SLOW"); sep = true }
             if r.spin { if sep { out.byte(0x20) }; out.write("SPIN"); sep = true }
-            for cl in it.callouts where cl.kind == .timer {
+            for cl in it.callouts where cl.kind == .timer && !cl.clipped {
                 let d = saturatingDifference(cl.begin, cl.detail)
                 guard d >= lateTimerNs else { continue }
                 if sep { out.byte(0x20) }

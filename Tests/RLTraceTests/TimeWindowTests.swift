@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+// Time windows and the clock (issue 17), on the committed demo trace: its main loop (loop 17)
+// holds a 300 ms hang in timer "hang-timer" from +301 ms (iteration 446); the source0
+// "compute-results" and the loop's names are first seen well before +1 s.
+
+func reportJSON(_ args: [String]) throws -> [String: Any] {
+    let r = try run("rltrace", ["report", "--format", "json", demoTrace] + args)
+    #expect(r.status == 0, "\(args): \(r.err)")
+    return try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
+}
+
+func loop17(_ doc: [String: Any]) -> [String: Any]? {
+    (doc["loops"] as! [[String: Any]]).first { ($0["loop"] as! Int) == 17 }
+}
+
+@Suite("time windows keep names, count what overlaps them, and take one clock")
+struct TimeWindowTests {
+    @Test func namesLearnedBeforeTheWindowAreKept() throws {
+        let doc = try reportJSON(["--begin", "1s", "--end", "2s"])
+        let l = try #require(loop17(doc))
+        #expect(l["threadName"] as? String == "rl-example")
+        #expect(l["procname"] as? String == "rl-example")
+        let names = Set((l["items"] as! [[String: Any]]).map { $0["name"] as! String })
+        #expect(names.contains("compute-results") && names.contains("stats") && !names.contains(""), "\(names)")
+        // --item with a window finds the item by the name learned before it.
+        let t = try run("rltrace", ["timeline", demoTrace, "--begin", "1s", "--end", "2s", "--item", "compute*"])
+        #expect(t.status == 0 && t.out.contains("source0(compute-results)") && !t.out.contains("no iteration matches"))
+        let text = try run("rltrace", ["report", demoTrace, "--begin", "1s", "--end", "2s"])
+        #expect(!text.out.contains("\"\" #") && text.out.contains("loop 17 — pid 5117 rl-example thread 5117 \"rl-example\""))
+    }
+
+    @Test func aWindowInsideTheHangShowsTheHangClipped() throws {
+        let t = try run("rltrace", ["timeline", demoTrace, "--begin", "400ms", "--end", "500ms"])
+        #expect(t.status == 0)
+        let row = try #require(t.out.split(separator: "\n").first { $0.contains("#446") })
+        #expect(row.contains("timer(hang-timer) 100ms") && row.contains("CLIPPED") && row.contains("SLOW"), "\(row)")
+        let h = try run("rltrace", ["hangs", demoTrace, "--begin", "400ms", "--end", "500ms", "--threshold", "50ms"])
+        #expect(h.out.contains("iteration 446") && h.out.contains("timer \"hang-timer\" #25 ran 100ms"), "\(h.out)")
+        let doc = try reportJSON(["--begin", "400ms", "--end", "500ms"])
+        let l = try #require(loop17(doc))
+        #expect(l["iterations"] as? Int == 1)
+        #expect(l["busyNs"] as? Int == 100_000_000)
+    }
+
+    @Test func twoAdjacentWindowsCountEveryCalloutAndTheStraddlersTwice() throws {
+        // A callout overlapping a window counts in it (clipped): two adjacent windows count every
+        // callout of the trace, and those straddling the boundary in both.
+        func callouts(_ args: [String]) throws -> Int { (try loop17(try reportJSON(args)))?["callouts"] as? Int ?? -1 }
+        let whole = try callouts([])
+        let a = try callouts(["--end", "1500ms"]), b = try callouts(["--begin", "1500000001ns"])
+        let out = NSTemporaryDirectory() + "rltrace-window-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        _ = try run("rltrace", ["export", "-o", out, "--loop", "17", demoTrace])
+        let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as! [String: Any]
+        let kinds: Set<String> = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+        var straddlers = 0
+        for case let e as [String: Any] in doc["traceEvents"] as! [Any] where kinds.contains(e["cat"] as? String ?? "") {
+            let b = Int64(((e["ts"] as! NSNumber).doubleValue * 1000).rounded()), d = Int64(((e["dur"] as! NSNumber).doubleValue * 1000).rounded())
+            if b <= 1_500_000_000 && b + d >= 1_500_000_001 { straddlers += 1 }
+        }
+        #expect(whole == 8138)
+        #expect(a + b == whole + straddlers, "\(a) + \(b) vs \(whole) + \(straddlers)")
+    }
+
+    @Test func oneClockFromTimelineToEveryFilter() throws {
+        // The timeline's start column is the trace clock's absolute time; `--begin @…` takes it.
+        let t = try run("rltrace", ["timeline", demoTrace])
+        let row = try #require(t.out.split(separator: "\n").first { $0.contains("#446") && $0.contains("HANG") })
+        let abs = String(row.split(separator: " ")[1])
+        #expect(abs.hasPrefix("17") && abs.count == 20, "\(abs)")
+        let h = try run("rltrace", ["hangs", demoTrace, "--begin", "@" + abs, "--end", "+900ms"])
+        #expect(h.status == 0 && h.out.contains("iteration 446"), "\(h.out)\(h.err)")
+        // …and `dump` prints the same clock: the iteration_begin of 446 on loop 17 at that time.
+        let d = try run("rltrace", ["dump", demoTrace])
+        #expect(d.out.contains("[\(abs)]"), "dump has no event at \(abs)")
+    }
+
+    @Test func aWindowOutsideTheTraceIsAnError() throws {
+        let r = try run("rltrace", ["report", demoTrace, "--begin", "10s"])
+        #expect(r.status == 2)
+        #expect(r.err.contains("outside the trace"), "\(r.err)")
+        let e = try run("rltrace", ["timeline", demoTrace, "--begin", "@1000", "--end", "@1001"])
+        #expect(e.status == 2)
+    }
+}
