@@ -131,6 +131,7 @@ class Loop:
         self.iteration_hist = {}
         self.top_records = []            # completed top-level iterations: (number, begin, busy, callouts, slept, duration)
         self.spurious = 0
+        self.woke_idle = False           # the last iteration to end woke idle: spurious unless the next works
 
         self.pending_sleep = None        # (sleep_begin ts, iteration number, frame)
         self.wake_reasons = {}
@@ -174,9 +175,16 @@ class Loop:
         frame = self.stack.pop()
         duration = ts - frame.begin
         self.iterations += 1
-        if (frame.wake_reason is not None and frame.wake_reason != REASON_TIMEOUT
-                and all(c[0] == "observer" for c in frame.callouts)):
-            self.spurious += 1
+        # Spurious wake (docs/report-json.md): woken (not by its timeout) in an iteration that made
+        # no callout but observers, and the loop's next iteration to end made none either (a
+        # signal-then-wake is performed in the next iteration).
+        worked = any(c[0] != "observer" for c in frame.callouts)
+        if self.woke_idle:
+            self.woke_idle = False
+            if not worked:
+                self.spurious += 1
+        if frame.wake_reason is not None and frame.wake_reason != REASON_TIMEOUT and not worked:
+            self.woke_idle = True
         if self.stack:
             self.stack[-1].absorb(frame)
         if frame.top_level:
@@ -274,6 +282,7 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
     warnings = []
     first_ts = None
     last_ts = None
+    process_names = {}              # pid -> procname of its main thread (vtid == vpid)
 
     def loop_of(pid, loop_id):
         key = (pid, loop_id)
@@ -332,8 +341,17 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
         lp.last = ts
         if lp.tid_context is None:
             lp.tid_context = field(ctx, "vtid")
-        if lp.procname is None:
-            lp.procname = field(ctx, "procname")
+        # Process name (docs/report-json.md): LTTng's procname is per thread; a loop's process is
+        # named by its main thread's (vtid == vpid) procname once one is seen, until then by the
+        # first procname of the loop's own events.
+        procname = field(ctx, "procname")
+        if procname is not None:
+            if field(ctx, "vtid") == pid and pid not in process_names:
+                process_names[pid] = procname
+            if pid in process_names:
+                lp.procname = process_names[pid]
+            elif lp.procname is None:
+                lp.procname = procname
 
         callout = CALLOUT_EVENTS.get(name)
         if callout is not None:
@@ -376,6 +394,9 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
         warnings.append("events were lost (%d discarded, %d packets lost): figures near the losses are incomplete"
                         % (trace["discardedEvents"], trace["lostPackets"]))
 
+    for lp in loops.values():
+        if lp.pid in process_names:
+            lp.procname = process_names[lp.pid]
     out_loops = [loop_json(loops[k], hang_ns, slow_ns, spin_min) for k in sorted(loops)]
     for lp in (loops[k] for k in sorted(loops)):
         if lp.stack:
@@ -472,7 +493,7 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
                                callerTids=sorted(t for t in v["tids"] if t is not None))
                           for item, v in sorted(lp.signal_latency.items())],
         "wakeUpLatency": dict(stats(lp.wakeup_latency), callerTids=sorted(lp.wakeup_tids)),
-        "spuriousWakes": lp.spurious,
+        "spuriousWakes": lp.spurious + (1 if lp.woke_idle else 0),    # an idle wake nothing came after
         "hangs": hangs,
         "slowIterations": slow,
         "spins": spins,

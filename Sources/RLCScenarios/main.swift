@@ -204,14 +204,33 @@ func killedScenario() {
     _ = loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
 }
 
+/// Wakes of both kinds (issue 17): 10 times another thread signals a source0 and wakes the loop
+/// (performed in the loop's next iteration: not spurious), then 7 times it wakes the loop with
+/// nothing to do (spurious), 30 ms apart so the loop is asleep each time.
+func wakesScenario() {
+    let loop = RLRunLoop.current
+    var performed = 0
+    let work = RLSource0(order: 0, name: "work") { performed += 1 }
+    loop.add(work, forMode: .default)
+    let other = Thread(name: "waker") {
+        usleep(100_000)
+        for _ in 0..<10 { work.signalAndWake(loop); usleep(30_000) }
+        for _ in 0..<7 { loop.wakeUp(); usleep(30_000) }
+    }
+    _ = loop.run(mode: .default, seconds: 1.0, returnAfterSourceHandled: false)
+    other.join()
+    print("performed \(performed)")
+}
+
 let args = CommandLine.arguments.dropFirst()
 switch args.first {
 case "killed": killedScenario()
+case "wakes": wakesScenario()
 case "mainqueue": mainQueueScenario()
 case "stall": stallMonitorScenario()
 case "truth": truthScenario()
 default:
-    print("usage: rlc-scenarios mainqueue|stall|truth|killed")
+    print("usage: rlc-scenarios mainqueue|stall|truth|killed|wakes")
     exit(2)
 }
 log.flush()

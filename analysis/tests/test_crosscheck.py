@@ -120,13 +120,19 @@ class CrossCheck(unittest.TestCase):
         self.compare_with_rltrace(common.comparable_beyond)
 
     def test_procname_of_every_loop(self):
-        """docs/report-json.md: `procname` is the procname context of each loop's first event that has
-        one — also for a process's second loop (rl-example's `compute-worker`), which rltrace once
-        left empty by decoding it once per process."""
+        """docs/report-json.md: `procname` names the loop's process — its main thread's procname
+        context (LTTng's is per thread) — also for a process's second loop, on rl-example's
+        `compute-worker` thread, which must read `rl-example`."""
         def procnames(doc):
             return {"loop pid=%d id=%d" % (lp["pid"], lp["loop"]): lp["procname"] for lp in doc["loops"]}
+        workers = 0
         for name, theirs in self.rltrace_reports().items():
             self.assertEqual(procnames(self.reports[name]), procnames(theirs), name)
+            for lp in theirs["loops"]:
+                if lp["threadName"] == "compute-worker":
+                    workers += 1
+                    self.assertEqual(lp["procname"], "rl-example", name)
+        self.assertGreater(workers, 0, "no trace has rl-example's compute-worker loop")
 
 
 if __name__ == "__main__":

@@ -162,6 +162,8 @@ public final class LoopModel {
         var modes: [Int32] = []
         var pendingWakeUps: [(ts: Int64, tid: Int64)] = []
         var procname: Int32 = -1
+        /// Whether `info.procname` is the process's name (its main thread's), not a fallback.
+        var procResolved = false
         init(key: LoopKey) { info = LoopInfo(key: key) }
     }
     private var states: [State] = []
@@ -169,6 +171,9 @@ public final class LoopModel {
     private var lastKey = LoopKey(pid: .min, loop: .max)
     private var lastState: State?
     private var itemNames: [NameKey: Int32] = [:]
+    /// Process names: the `procname` of each process's main thread (tid == pid). LTTng's procname
+    /// is per thread, so a loop on a named worker thread still belongs to its process's name.
+    private var processNames: [Int64: Int32] = [:]
     private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64, seq: Int64)]] = [:]
     private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind }
     /// A signal is performed once, by whichever loop gets to it first: pending signals are kept per
@@ -227,6 +232,21 @@ public final class LoopModel {
     /// The name of a callout's item (a block's own name for blocks).
     public func name(of c: CalloutRecord, pid: Int64) -> String {
         c.kind == .block ? names[c.blockName] : name(of: c.kind, item: c.item, pid: pid)
+    }
+
+    /// Names the loop's process: by its main thread's procname once an event of that thread is
+    /// seen, until then by the first procname of the loop's own events.
+    private func resolveProcname(_ s: State, _ e: RunLoopEvent) {
+        if let p = processNames[e.pid] {
+            s.procname = p; s.info.procname = names[p]; s.procResolved = true
+        } else if e.vtid == e.pid {
+            processNames[e.pid] = e.procname
+            for o in states where o.info.key.pid == e.pid {
+                o.procname = e.procname; o.info.procname = names[e.procname]; o.procResolved = true
+            }
+        } else if s.procname < 0 {
+            s.procname = e.procname; s.info.procname = names[e.procname]
+        }
     }
 
     @inline(__always)
@@ -354,7 +374,7 @@ public final class LoopModel {
             if e.ts < s.info.first { s.info.first = e.ts }
             if e.ts > s.info.last { s.info.last = e.ts }
         }
-        if s.procname < 0 && e.procname >= 0 { s.procname = e.procname; s.info.procname = names[e.procname] }
+        if !s.procResolved && e.procname >= 0 { resolveProcname(s, e) }
         if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed {
             s.info.tid = e.vtid
         }

@@ -21,6 +21,8 @@ public final class Aggregator: LoopModelSink {
         var wakeUp = DurationAccumulator()
         var wakeUpTids: Set<Int64> = []
         var spurious = 0
+        /// The last iteration to end woke idle: spurious unless the next one works.
+        var wokeIdle = false
         var hangs: [HangReport] = []
         var slow = 0
         var spins: [SpinReport] = []
@@ -72,8 +74,12 @@ public final class Aggregator: LoopModelSink {
         forward?.iteration(it, of: info)
         let l = loop(info.key)
         l.iterations += 1
-        // Spurious: slept (not a timeout) and made no callout other than observers.
-        if let s = it.sleeps.first, s.reason != .timeout, !it.callouts.contains(where: { $0.kind != .observer }) { l.spurious += 1 }
+        // Spurious wake (docs/report-json.md): the loop slept and was woken (not by its timeout),
+        // and neither the iteration it woke in nor the loop's next iteration to end made a callout
+        // other than an observer. A signal-then-wake is performed in the next iteration: not spurious.
+        let worked = it.callouts.contains(where: { $0.kind != .observer })
+        if l.wokeIdle { l.wokeIdle = false; if !worked { l.spurious += 1 } }
+        if let s = it.sleeps.first, s.reason != .timeout, !worked { l.wokeIdle = true }
         for s in it.sleeps {
             if let first = it.callouts.first(where: { $0.kind != .observer && $0.begin >= s.end }) { l.wakeToFirst.add(first.begin - s.end) }
         }
@@ -244,6 +250,7 @@ public final class Aggregator: LoopModelSink {
         for info in infos {
             let l = loop(info.key)
             closeSpin(l)
+            if l.wokeIdle { l.wokeIdle = false; l.spurious += 1 }      // nothing came after it
             let span = info.last >= info.first ? info.last - info.first : 0
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
             let items = l.items.map { k, i in
