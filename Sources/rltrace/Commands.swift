@@ -38,13 +38,16 @@ struct Timeline: ParsableCommand {
           rltrace timeline TRACE --begin 1.2s --end 1.5s
           rltrace timeline TRACE --flagged                    (hangs, slow iterations, spins, late timers)
           rltrace timeline TRACE --kind timer --item 'heart*' --min-duration 1ms
-        Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms.
+        Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start
+        column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it.
+        Iterations cut by --begin/--end are marked CLIPPED.
+        \(exitCodesHelp)
         """
     )
     @OptionGroup var analysis: AnalysisOptions
     @Option(help: "Only iterations of runs in this mode (`default` for the default mode).") var mode: String?
     @Flag(help: "Only flagged iterations (hang, slow, spin, late timer).") var flagged = false
-    @Option(help: "An iteration busy at least this long is flagged HANG.") var hangThreshold = "250ms"
+    @OptionGroup var thresholds: ThresholdOptions
 
     func run() throws {
         var sel = TimelineSink.Selection()
@@ -55,9 +58,10 @@ struct Timeline: ParsableCommand {
         sel.minBusyNs = try analysis.minDuration.map { try parseThreshold($0, "--min-duration") } ?? 0
         sel.mode = mode
         sel.flaggedOnly = flagged
-        let opts = ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"))
+        let opts = try thresholds.options()
         let out = ByteSink(fd: 1)
-        _ = try stream(analysis, options: opts, into: TimelineSink(out: out, options: opts, selection: sel))
+        let sink = TimelineSink(out: out, options: opts, selection: sel)
+        _ = try stream(analysis, options: opts, into: sink)
         out.flush()
     }
 }
@@ -66,17 +70,22 @@ struct Timeline: ParsableCommand {
 struct Hangs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Each hang (an iteration busy past the threshold) with its loop, time, duration, and the callout and item that held it.",
-        discussion: "Example:  rltrace hangs TRACE --threshold 100ms\nExit code 0 also when there is no hang (the output says so)."
+        discussion: """
+        Example:  rltrace hangs TRACE --hang-threshold 100ms      (--threshold is the same option)
+        Exit code 0 also when there is no hang (the output says so).
+        \(exitCodesHelp)
+        """
     )
     @OptionGroup var analysis: AnalysisOptions
-    @Option(help: "Busy time that makes a hang.") var threshold = "250ms"
+    @OptionGroup var thresholds: ThresholdOptions
     @Option(help: "Output format: text or json.") var format: Format = .text
-    enum Format: String, ExpressibleByArgument { case text, json }
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
 
     func run() throws {
-        let t = try parseThreshold(threshold, "--threshold")
+        let opts = try thresholds.options()
+        let t = opts.hangThresholdNs
         let filter = try analysis.filter()
-        let r = try runAnalysis { try analyze(paths: analysis.traces, options: ReportOptions(hangThresholdNs: t), filter: filter) }
+        let r = try runAnalysis { try analyze(paths: analysis.traces, options: opts, filter: filter) }
         if format == .json {
             struct Row: Encodable { var pid: Int64; var loop: UInt64; var tid: Int64; var threadName: String; var hang: HangReport }
             let rows = r.loops.flatMap { l in l.hangs.map { Row(pid: l.pid, loop: l.loop, tid: l.tid, threadName: l.threadName, hang: $0) } }
@@ -109,6 +118,8 @@ struct HistogramCommand: ParsableCommand {
           rltrace histogram TRACE --of sleep --by reason
           rltrace histogram TRACE --of callout --by item --scale linear --buckets 20 --max 2ms
           rltrace histogram TRACE --of timer-lateness --by item
+        Linear buckets of more than 32 values are placed from the HdrHistogram (within 0.1 %).
+        \(exitCodesHelp)
         """
     )
     typealias Of = HistogramSink.Quantity
@@ -160,9 +171,13 @@ extension String {
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export for other tools: Chrome Trace Event JSON (Perfetto, chrome://tracing).",
-        discussion: "Example:  rltrace export TRACE --format chrome -o trace.json   (then open it in ui.perfetto.dev)"
+        discussion: """
+        Example:  rltrace export TRACE --format chrome -o trace.json   (then open it in ui.perfetto.dev)
+        Written as the trace is read (memory does not grow with the trace).
+        \(exitCodesHelp)
+        """
     )
-    enum Format: String, ExpressibleByArgument { case chrome }
+    enum Format: String, ExpressibleByArgument, CaseIterable { case chrome }
     @OptionGroup var analysis: AnalysisOptions
     @Option(help: "Export format.") var format: Format = .chrome
     @Option(name: .shortAndLong, help: "The output file.") var output: String

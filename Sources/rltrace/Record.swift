@@ -34,6 +34,8 @@ struct Record: ParsableCommand {
     var events = "runloop:*"
     @Flag(help: "Do not print the summary at the end.")
     var quiet = false
+    @Flag(help: "Write into the output directory even if it already holds a trace.")
+    var force = false
     @Argument(parsing: .postTerminator, help: "The program and its arguments (after `--`).")
     var command: [String]
 
@@ -43,6 +45,14 @@ struct Record: ParsableCommand {
 
     func run() throws {
         let out = URL(fileURLWithPath: output ?? defaultTraceDirectory())
+        if !force, holdsTrace(out.path) {
+            warn("rltrace: \(out.path) already holds a trace; choose another -o, or --force to record into it anyway")
+            throw ExitCode(2)
+        }
+        guard resolveCommand(command[0]).contains("/"), access(resolveCommand(command[0]), X_OK) == 0 else {
+            warn("rltrace: cannot run \(command[0]): no such program (not found on PATH, or not executable); nothing recorded")
+            throw ExitCode(127)
+        }
         let status = try recordProgram(command, output: out, snapshot: snapshot,
                                        contexts: context.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) },
                                        events: events, announce: !quiet)
@@ -121,7 +131,10 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
     } catch {
         warn("rltrace: stopping the session failed (the trace may be incomplete): \(error)")
     }
-    if announce { warn("rltrace: trace written to \(output.path)") }
+    if announce {
+        if holdsTrace(output.path) { warn("rltrace: trace written to \(output.path)") }
+        else { warn("rltrace: no trace was written to \(output.path) (no event of \(events) was recorded)") }
+    }
     return status
 }
 
@@ -159,6 +172,13 @@ func resolveCommand(_ c: String) -> String {
         if access(p, X_OK) == 0 { return p }
     }
     return c
+}
+
+/// Whether a CTF trace (a `metadata` file) lies below `path`.
+func holdsTrace(_ path: String) -> Bool {
+    guard let e = FileManager.default.enumerator(atPath: path) else { return false }
+    for case let f as String in e where (f as NSString).lastPathComponent == "metadata" { return true }
+    return false
 }
 
 /// A few lines on what the trace holds.

@@ -11,13 +11,16 @@ struct AnalysisOptions: ParsableArguments {
     @Option(help: "Only the loop of this thread id; repeatable.") var tid: [Int64] = []
     @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
     @Option(help: "Only this loop id; repeatable.") var loop: [UInt64] = []
-    @Option(help: "Start at this time: a duration after the trace start (250ms, +1.5s) or @SECONDS, the trace clock's absolute time as `dump` and `timeline` print it (seconds since the epoch).")
+    @Option(parsing: .unconditional,
+            help: "Start at this time: a duration after the trace start (250ms, +1.5s) or @SECONDS, the trace clock's absolute time as `dump` and `timeline` print it (seconds since the epoch).")
     var begin: String?
-    @Option(help: "Stop at this time (same forms as --begin).") var end: String?
+    @Option(parsing: .unconditional, help: "Stop at this time (same forms as --begin).") var end: String?
     @Option(help: "Callout figures only for this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
     var kind: [String] = []
     @Option(help: "Callout figures only for items whose name matches this glob (e.g. 'client*').") var item: String?
     @Option(help: "Callout figures only for callouts at least this long (e.g. 1ms).") var minDuration: String?
+
+    func validate() throws { _ = try filter() }
 
     func filter() throws -> EventFilter {
         var f = EventFilter()
@@ -25,6 +28,11 @@ struct AnalysisOptions: ParsableArguments {
         f.calloutKinds = try kindSet(kind)
         f.itemGlob = item
         if let m = minDuration { f.minCalloutNs = try parseThreshold(m, "--min-duration") }
+        for (flag, v) in [("--begin", begin), ("--end", end)] {
+            if let v, v.hasPrefix("-") {
+                throw ValidationError("\(flag): \(v.debugDescription) is before the trace start; give a time after it (+1.5s) or on the trace clock (@SECONDS)")
+            }
+        }
         if let b = begin {
             guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, @1763875200.123456789)") }
             f.begin = t
@@ -47,10 +55,44 @@ func runAnalysis<T>(_ body: () throws -> T) throws -> T {
     }
 }
 
+/// A duration option: a number with a unit (ns, us, µs, ms, s, m). A bare number is refused (is
+/// `--hang-threshold 10` ten seconds or ten milliseconds?), and so is a negative one.
 func parseThreshold(_ text: String, _ flag: String) throws -> Int64 {
-    guard let ns = parseDuration(text) else { throw ValidationError("\(flag): cannot read the duration \(text.debugDescription) (e.g. 250ms)") }
+    if text.hasPrefix("-") { throw ValidationError("\(flag): \(text.debugDescription) is negative; give a duration such as 250ms") }
+    if Double(text) != nil { throw ValidationError("\(flag): \(text.debugDescription) has no unit; write e.g. \(text)ms or \(text)s") }
+    guard let ns = parseDuration(text) else { throw ValidationError("\(flag): cannot read the duration \(text.debugDescription) (e.g. 250ms, 1.5s)") }
     return ns
 }
+
+/// The thresholds every finding uses, shared by `report`, `timeline` and `hangs`.
+struct ThresholdOptions: ParsableArguments {
+    @Option(name: [.customLong("hang-threshold"), .customLong("threshold")], help: "An iteration busy at least this long is a hang (with a unit: 250ms).")
+    var hangThreshold = "250ms"
+    @Option(help: "An iteration busy at least this long counts as slow.") var slowThreshold = "100ms"
+    @Option(help: "A callout at least this long is a SLOW CALLOUT finding.") var slowCallout = "10ms"
+    @Option(help: "A timer fired at least this late is a LATE TIMER finding.") var lateTimer = "10ms"
+    @Option(help: "This many consecutive iterations without sleeping make a spin (at least 2).") var spinIterations = 100
+
+    func validate() throws {
+        _ = try options()
+        if spinIterations < 2 { throw ValidationError("--spin-iterations must be at least 2 (a spin is a run of iterations that never sleep)") }
+    }
+
+    func options() throws -> ReportOptions {
+        ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"),
+                      slowThresholdNs: try parseThreshold(slowThreshold, "--slow-threshold"),
+                      spinMinIterations: spinIterations,
+                      slowCalloutNs: try parseThreshold(slowCallout, "--slow-callout"),
+                      lateTimerNs: try parseThreshold(lateTimer, "--late-timer"))
+    }
+}
+
+/// The exit codes every analysis command documents.
+let exitCodesHelp = """
+Exit codes: 0 ok; 1 unreadable trace or output; 2 contradictory options (a window outside the trace);
+3 no trace found; 4 no runloop events; 5 unsupported runloop schema; 6 LTTng session set-up failed
+(record, demo); 64 bad command line.
+"""
 
 /// `rltrace report`: the overview per process and loop.
 struct ReportCommand: ParsableCommand {
@@ -63,8 +105,8 @@ struct ReportCommand: ParsableCommand {
           rltrace report TRACE --format json > report.json      (schema: docs/report-json.md)
           rltrace report TRACE --hang-threshold 100ms --procname rl-example
 
-        Exit codes: 0 ok; 1 unreadable trace; 2 bad options; 3 no trace found; 4 no runloop events;
-        5 unsupported runloop schema.
+        Times: +1.5s after the trace start, or @SECONDS on the trace clock (as dump and timeline print).
+        \(exitCodesHelp)
         """
     )
 
@@ -73,16 +115,12 @@ struct ReportCommand: ParsableCommand {
     @OptionGroup var analysis: AnalysisOptions
     @Option(help: "Output format: text, json (docs/report-json.md), csv, lami (LAMI 1.0 for Trace Compass), html.")
     var format: Format = .text
-    @Option(help: "An iteration busy at least this long is a hang.") var hangThreshold = "250ms"
-    @Option(help: "An iteration busy at least this long counts as slow.") var slowThreshold = "100ms"
-    @Option(help: "This many consecutive iterations without sleeping make a spin.") var spinIterations = 100
+    @OptionGroup var thresholds: ThresholdOptions
     @Option(name: .shortAndLong, help: "Write to this file instead of standard output (html: default report.html).")
     var output: String?
 
     func run() throws {
-        let opts = ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"),
-                                 slowThresholdNs: try parseThreshold(slowThreshold, "--slow-threshold"),
-                                 spinMinIterations: spinIterations)
+        let opts = try thresholds.options()
         let filter = try analysis.filter()
         let progress = Progress.start("reading")
         let strips = format == .html ? BusyStripCollector() : nil

@@ -5,8 +5,12 @@ struct RLTrace: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rltrace",
         abstract: "Record and analyse run-loop traces.",
+        version: rltraceVersion,
         subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, LAMICommand.self, Dump.self, Demo.self]
     )
 }
+
+/// The version `rltrace --version` prints.
+let rltraceVersion = "rltrace 0.2.0 (RunLoopTrace; rltrace-report/1)"
 
 RLTrace.main()

@@ -94,6 +94,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
         do {
             // Follow symbolic links (a `latest` link to a session, say), as babeltrace2 does.
             let resolved = paths.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+            // A path that does not exist holds no trace (exit 3), as an empty directory does.
+            let missing = resolved.filter { !FileManager.default.fileExists(atPath: $0) }
+            guard missing.isEmpty else { throw AnalysisError.noTrace(missing.map { "\($0) (no such file or directory)" }) }
             let found = try discoverCTFTraces(in: resolved)
             guard !found.isEmpty else { throw AnalysisError.noTrace(paths) }
             self.paths = found

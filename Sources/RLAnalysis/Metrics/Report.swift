@@ -51,11 +51,27 @@ public struct ReportOptions: Codable, Sendable {
     public var slowThresholdNs: Int64 = 100_000_000
     /// Consecutive non-sleeping iterations that make a spin.
     public var spinMinIterations: Int = 100
+    /// A callout at least this long is a SLOW CALLOUT finding.
+    public var slowCalloutNs: Int64 = 10_000_000
+    /// A timer at least this late is a LATE TIMER finding.
+    public var lateTimerNs: Int64 = 10_000_000
     /// Creates options.
-    public init(hangThresholdNs: Int64 = 250_000_000, slowThresholdNs: Int64 = 100_000_000, spinMinIterations: Int = 100) {
+    public init(hangThresholdNs: Int64 = 250_000_000, slowThresholdNs: Int64 = 100_000_000, spinMinIterations: Int = 100,
+                slowCalloutNs: Int64 = 10_000_000, lateTimerNs: Int64 = 10_000_000) {
         self.hangThresholdNs = hangThresholdNs
         self.slowThresholdNs = slowThresholdNs
         self.spinMinIterations = spinMinIterations
+        self.slowCalloutNs = slowCalloutNs
+        self.lateTimerNs = lateTimerNs
+    }
+    /// Decodes options, with the defaults for fields a report of an earlier rltrace lacks.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        hangThresholdNs = try c.decodeIfPresent(Int64.self, forKey: .hangThresholdNs) ?? 250_000_000
+        slowThresholdNs = try c.decodeIfPresent(Int64.self, forKey: .slowThresholdNs) ?? 100_000_000
+        spinMinIterations = try c.decodeIfPresent(Int.self, forKey: .spinMinIterations) ?? 100
+        slowCalloutNs = try c.decodeIfPresent(Int64.self, forKey: .slowCalloutNs) ?? 10_000_000
+        lateTimerNs = try c.decodeIfPresent(Int64.self, forKey: .lateTimerNs) ?? 10_000_000
     }
 }
 

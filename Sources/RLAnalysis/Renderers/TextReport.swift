@@ -1,15 +1,12 @@
 /// Renders a ``Report`` for a terminal: findings first (hangs, slow callouts, late timers, spins,
 /// losses) naming the items responsible, then per loop the figures of `docs/report-json.md`.
 public struct TextReportRenderer {
-    /// A callout longer than this is listed as slow in the findings.
-    public var slowCalloutNs: Int64 = 10_000_000
-    /// A timer later than this is listed as late in the findings.
-    public var lateTimerNs: Int64 = 10_000_000
-    /// Creates a renderer.
+    /// Creates a renderer (the thresholds of the findings are the report's options).
     public init() {}
 
     /// The report as text.
     public func render(_ r: Report) -> String {
+        let slowCalloutNs = r.options.slowCalloutNs, lateTimerNs = r.options.lateTimerNs
         var o = ""
         let span = r.trace.endNs - r.trace.beginNs
         o += "rltrace report — \(r.trace.paths.count) trace\(r.trace.paths.count == 1 ? "" : "s"), \(r.trace.events) events (\(r.trace.runloopEvents) runloop), \(formatDuration(span))\n"

@@ -39,8 +39,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
 
     /// The thresholds (for flags).
     public let options: ReportOptions
-    /// A timer later than this is flagged.
-    public var lateTimerNs: Int64 = 10_000_000
+    /// A timer later than this is flagged (the options' LATE TIMER threshold).
+    public var lateTimerNs: Int64 { options.lateTimerNs }
     /// The selection.
     public let selection: Selection
     /// The model, for names and open iterations.

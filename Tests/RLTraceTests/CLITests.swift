@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+// rltrace's command line as its users expect it (issue 17): thresholds with units shared by the
+// commands, exit codes and messages, --version, help with examples and enumerated values.
+
+@Suite("rltrace's command line: thresholds, exit codes, messages, help")
+struct CLITests {
+    @Test func versionIsPrinted() throws {
+        let r = try run("rltrace", ["--version"])
+        #expect(r.status == 0 && r.out.hasPrefix("rltrace 0."))
+    }
+
+    @Test func aMissingPathExits3AndNamesIt() throws {
+        let r = try run("rltrace", ["report", "/nonexistent/trace"])
+        #expect(r.status == 3)
+        #expect(r.err.contains("/nonexistent/trace") && r.err.contains("no such file"))
+    }
+
+    @Test func durationsNeedAUnitAndSpinsTwoIterations() throws {
+        for args in [["--hang-threshold", "10"], ["--slow-callout", "5"], ["--spin-iterations", "0"], ["--late-timer", "-1ms"]] {
+            let r = try run("rltrace", ["report", demoTrace] + args)
+            #expect(r.status == 64, "\(args)")
+            #expect(r.err.contains(args[0]) && r.err.contains("rltrace report"), "\(args): \(r.err)")
+        }
+        let h = try run("rltrace", ["hangs", demoTrace, "--threshold", "10"])
+        #expect(h.status == 64 && h.err.contains("no unit"))
+    }
+
+    @Test func timeErrorsNameTheOptionAndTheSubcommand() throws {
+        let bad = try run("rltrace", ["timeline", demoTrace, "--begin", "abc"])
+        #expect(bad.status == 64 && bad.err.contains("--begin") && bad.err.contains("rltrace timeline"), "\(bad.err)")
+        let neg = try run("rltrace", ["report", demoTrace, "--begin", "-1s"])
+        #expect(neg.status == 64 && neg.err.contains("before the trace start") && !neg.err.contains("Missing value"), "\(neg.err)")
+    }
+
+    @Test func thresholdsAreSharedByReportTimelineAndHangs() throws {
+        // compute-results peaks at 50.2 ms, late-timer is 18.3 ms late, the hang is 300 ms.
+        let base = try run("rltrace", ["report", demoTrace])
+        #expect(base.out.contains("SLOW CALLOUT") && base.out.contains("source0 \"compute-results\""))
+        let r = try run("rltrace", ["report", demoTrace, "--slow-callout", "60ms", "--late-timer", "20ms"])
+        #expect(!r.out.contains("source0 \"compute-results\" max") && !r.out.contains("\"late-timer\" up to"), "\(r.out)")
+        #expect(r.out.contains("\"heartbeat\" up to 201ms late"))
+        let t1 = try run("rltrace", ["timeline", demoTrace, "--flagged"]), t2 = try run("rltrace", ["timeline", demoTrace, "--flagged", "--late-timer", "20ms"])
+        #expect(t1.out.contains("LATE late-timer +18.3ms") && !t2.out.contains("LATE late-timer"))
+        let h = try run("rltrace", ["hangs", demoTrace, "--hang-threshold", "299ms"])
+        #expect(h.out.contains("iteration 446"))
+        let h2 = try run("rltrace", ["hangs", demoTrace, "--hang-threshold", "301ms"])
+        #expect(h2.out.contains("none"))
+    }
+
+    @Test func histogramRefusesOptionsItWouldIgnore() throws {
+        for args in [["--of", "sleep", "--min-duration", "1ms"], ["--of", "iteration", "--by", "item"], ["--of", "wake-latency", "--kind", "timer"]] {
+            let r = try run("rltrace", ["histogram", demoTrace] + args)
+            #expect(r.status == 64, "\(args): \(r.err)")
+        }
+        // For callouts --min-duration applies, as --min does.
+        let ok = try run("rltrace", ["histogram", demoTrace, "--of", "callout", "--min-duration", "1ms"])
+        let same = try run("rltrace", ["histogram", demoTrace, "--of", "callout", "--min", "1ms"])
+        let all = try run("rltrace", ["histogram", demoTrace, "--of", "callout"])
+        #expect(ok.status == 0 && ok.out == same.out && ok.out != all.out && ok.out.hasPrefix("callout: 11 values"), "\(ok.out)")
+    }
+
+    @Test func everySubcommandsHelpHasAnExampleAndItsValues() throws {
+        for sub in ["record", "report", "timeline", "histogram", "hangs", "export", "lami", "demo"] {
+            let r = try run("rltrace", [sub, "--help"])
+            #expect(r.status == 0, "\(sub)")
+            #expect(r.out.contains("Example"), "\(sub) --help has no example")
+        }
+        // (Help text is wrapped: compare with the white space folded.)
+        func folded(_ s: String) -> String { s.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let report = folded(try run("rltrace", ["report", "--help"]).out)
+        #expect(report.contains("values: text, json, csv, lami, html") && report.contains("64 bad command line")
+                && report.contains("6 LTTng session"), "\(report)")
+        let hist = folded(try run("rltrace", ["histogram", "--help"]).out)
+        #expect(hist.contains("values: sleep, iteration, callout, wake-latency, timer-lateness, signal-latency"), "\(hist)")
+    }
+
+    @Test func recordRefusesAMissingProgramAndAnExistingTrace() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-cli-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let missing = try run("rltrace", ["record", "-o", dir, "--", "/no/such/program"])
+        #expect(missing.status == 127 && missing.err.contains("no such program") && !missing.err.contains("trace written"))
+        // An existing trace is not overwritten without --force.
+        try FileManager.default.createDirectory(atPath: dir + "/ust", withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: dir + "/ust/metadata", contents: Data("/* CTF 1.8 */".utf8))
+        let again = try run("rltrace", ["record", "-o", dir, "--", "/bin/true"])
+        #expect(again.status == 2 && again.err.contains("already holds a trace") && again.err.contains("--force"))
+    }
+}
