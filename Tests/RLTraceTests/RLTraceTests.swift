@@ -237,9 +237,10 @@ struct RLTraceTruthTests {
         let events = doc["traceEvents"] as! [[String: Any]]
         #expect(events.contains { $0["ph"] as? String == "M" && $0["name"] as? String == "thread_name" })
         #expect(events.contains { $0["ph"] as? String == "C" })
-        // Complete slices of one thread never overlap partially (run ⊃ iteration ⊃ callout).
+        // Complete slices of one thread never overlap partially (run ⊃ iteration ⊃ callout), flow
+        // anchors included.
         var byThread: [Int: [(Double, Double)]] = [:]
-        for ev in events where ev["ph"] as? String == "X" && ev["cat"] as? String != "flow" {
+        for ev in events where ev["ph"] as? String == "X" {
             byThread[ev["tid"] as! Int, default: []].append((ev["ts"] as! Double, ev["ts"] as! Double + (ev["dur"] as! Double)))
         }
         var violations = 0

@@ -213,6 +213,11 @@ public final class LoopModel {
         return m
     }
 
+    /// Whether `tid` of process `pid` runs one of the loops seen.
+    public func isLoopThread(_ tid: Int64, pid: Int64) -> Bool {
+        states.contains { $0.info.key.pid == pid && $0.info.tid == tid }
+    }
+
     /// What is known so far of the loop `key` (nil if no event of it was seen).
     public func info(of key: LoopKey) -> LoopInfo? {
         if key == lastKey, let s = lastState { return s.info }

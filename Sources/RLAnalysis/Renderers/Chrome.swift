@@ -78,19 +78,22 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
                 out.write("\"fd\":"); out.int(s.fd); out.write(",\"reason\":\""); out.write(s.reason.label); out.byte(0x22)
             }
         }
-        for cl in it.callouts {
-            let cat: StaticString
-            switch cl.kind {
-            case .observer: cat = "observer"
-            case .source0: cat = "source0"
-            case .source1: cat = "source1"
-            case .timer: cat = "timer"
-            case .mainQueue: cat = "main_queue"
-            case .block: cat = "block"
-            }
-            slice({ out.write(sliceName(cl, pid: pid)) }, cat: cat, pid: pid, tid: t, ts: cl.begin, dur: cl.duration) {
-                out.write("\"detail\":"); out.int(cl.detail); out.write(",\"item\":"); out.uint(cl.item)
-            }
+    }
+
+    /// Every callout, also those outside any iteration (a run's entry and exit observers).
+    public func callout(_ cl: CalloutRecord, of key: LoopKey) {
+        guard let t = tid(key) else { return }
+        let cat: StaticString
+        switch cl.kind {
+        case .observer: cat = "observer"
+        case .source0: cat = "source0"
+        case .source1: cat = "source1"
+        case .timer: cat = "timer"
+        case .mainQueue: cat = "main_queue"
+        case .block: cat = "block"
+        }
+        slice({ out.write(sliceName(cl, pid: key.pid)) }, cat: cat, pid: key.pid, tid: t, ts: cl.begin, dur: cl.duration) {
+            out.write("\"detail\":"); out.int(cl.detail); out.write(",\"item\":"); out.uint(cl.item)
         }
     }
 
@@ -116,8 +119,12 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     public func flow(_ f: Flow) {
         guard let t = tid(f.to) else { return }
         flowID += 1
-        // A 1 µs slice on the requesting thread anchors the arrow's start.
-        slice({ out.jsonString(f.kind) }, cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 1000, hasArgs: false) {}
+        // On a loop's thread the arrow starts from the slice the request was made in (the enclosing
+        // callout: `s` binds to it); elsewhere a zero-length slice anchors it (a 1 µs one could
+        // outlast its enclosing callout, or overlap the next anchor).
+        if !(resolver?.isLoopThread(f.fromTid, pid: f.to.pid) ?? false) {
+            slice({ out.jsonString(f.kind) }, cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false) {}
+        }
         for (ph, ts, th) in [("s", f.fromTs, f.fromTid), ("f", f.toTs, t)] {
             begin()
             if ph == "f" { out.write("{\"bp\":\"e\",") } else { out.byte(0x7B) }
@@ -161,7 +168,6 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         out.flush()
     }
 
-    public func callout(_ c: CalloutRecord, of key: LoopKey) {}
     public func wake(_ reason: WakeReason, of key: LoopKey) {}
     public func unmatchedCallout(of key: LoopKey) {}
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
