@@ -5,7 +5,7 @@
         [--slow-threshold-ns N] [--spin-min-iterations N] TRACE [TRACE...]
 
 Reads the `runloop` events (docs/tracepoints.md) of one or more CTF traces through bt2 and prints
-a JSON document of schema `rltrace-report/1` (docs/report-json.md), the same shape as
+a JSON document of schema `rltrace-report/2` (docs/report-json.md), the same shape as
 `rltrace report --format json`.
 
 This is an independent implementation: it was written from the two documents above, not from
@@ -27,7 +27,7 @@ import sys
 
 import bt2
 
-SCHEMA = "rltrace-report/1"
+SCHEMA = "rltrace-report/2"
 
 # Enumerations of docs/tracepoints.md, by container value (we read the integer, not bt2's label,
 # so the mapping is ours and checked by the tests).
@@ -503,7 +503,7 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Per-loop run loop report (rltrace-report/1 JSON) through babeltrace2.")
+    ap = argparse.ArgumentParser(description="Per-loop run loop report (rltrace-report/2 JSON) through babeltrace2.")
     ap.add_argument("traces", nargs="+", help="CTF trace directories (or a directory holding them)")
     ap.add_argument("--indent", type=int, default=2)
     ap.add_argument("--hang-threshold-ns", type=int, default=250_000_000)

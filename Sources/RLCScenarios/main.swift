@@ -222,15 +222,32 @@ func wakesScenario() {
     print("performed \(performed)")
 }
 
+/// On-CPU time (issue 17): one timer computes for 120 ms of CPU time, another sleeps 120 ms in
+/// usleep; both hold the loop at least as long, only one is on the CPU.
+func onCPUScenario() {
+    let loop = RLRunLoop.current
+    loop.add(RLTimer(fireAfter: 0.02, name: "compute") { _ in
+        // 120 ms of this thread's CPU time, however busy the machine is.
+        func cpu() -> Int64 { var t = timespec(); clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec) }
+        let end = cpu() + 120_000_000
+        var x: UInt64 = 1
+        while cpu() < end { for i in 0..<1000 { x = x &* 6364136223846793005 &+ UInt64(i) } }
+        if x == 42 { print("") }
+    }, forMode: .default)
+    loop.add(RLTimer(fireAfter: 0.3, name: "block") { _ in usleep(120_000) }, forMode: .default)
+    _ = loop.run(mode: .default, seconds: 0.6, returnAfterSourceHandled: false)
+}
+
 let args = CommandLine.arguments.dropFirst()
 switch args.first {
 case "killed": killedScenario()
 case "wakes": wakesScenario()
+case "oncpu": onCPUScenario()
 case "mainqueue": mainQueueScenario()
 case "stall": stallMonitorScenario()
 case "truth": truthScenario()
 default:
-    print("usage: rlc-scenarios mainqueue|stall|truth|killed|wakes")
+    print("usage: rlc-scenarios mainqueue|stall|truth|killed|wakes|oncpu")
     exit(2)
 }
 log.flush()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CTFReader
 import Dispatch
 import Foundation
 import LTTngControl
@@ -19,7 +20,9 @@ struct Record: ParsableCommand {
 
         Examples:
           rltrace record -- ./my-service --port 8080
-          rltrace record -o /tmp/trace --context vpid,vtid,procname,perf:thread:cpu-cycles -- ./service
+          rltrace record -o /tmp/trace --context vpid,vtid,procname -- ./service     (no on-CPU time)
+        The per-thread CPU clock (perf:thread:task-clock) is added when the kernel allows it: the
+        report then tells a callout that computed from one that blocked.
           rltrace record --snapshot -- ./service      (flight recorder: only the last buffers are kept)
         """
     )
@@ -28,8 +31,8 @@ struct Record: ParsableCommand {
     var output: String?
     @Flag(help: "Snapshot mode: record into memory and keep only the last buffers when the program ends.")
     var snapshot = false
-    @Option(help: "Comma-separated context fields to add to every event.")
-    var context = "vpid,vtid,procname"
+    @Option(help: "Comma-separated context fields to add to every event (default: vpid,vtid,procname, and perf:thread:task-clock when the kernel allows it).")
+    var context: String?
     @Option(help: "Event pattern to enable.")
     var events = "runloop:*"
     @Flag(help: "Do not print the summary at the end.")
@@ -53,9 +56,9 @@ struct Record: ParsableCommand {
             warn("rltrace: cannot run \(command[0]): no such program (not found on PATH, or not executable); nothing recorded")
             throw ExitCode(127)
         }
-        let status = try recordProgram(command, output: out, snapshot: snapshot,
-                                       contexts: context.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) },
-                                       events: events, announce: !quiet)
+        let contexts = context.map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } } ?? defaultContexts()
+        let status = try recordProgram(command, output: out, snapshot: snapshot, contexts: contexts, events: events, announce: !quiet)
+        try checkContextsWereAccepted(contexts, at: out.path)
         if !quiet { printSummary(of: out.path) }
         if status != 0 { throw ExitCode(status) }
     }
@@ -172,6 +175,30 @@ func resolveCommand(_ c: String) -> String {
         if access(p, X_OK) == 0 { return p }
     }
     return c
+}
+
+/// vpid, vtid, procname — and the per-thread CPU clock when this process may open it (root, or
+/// `perf_event_paranoid` ≤ 2), so the report can tell computing from blocking.
+func defaultContexts() -> [String] {
+    var c = ["vpid", "vtid", "procname"]
+    if let p = try? String(contentsOfFile: "/proc/sys/kernel/perf_event_paranoid", encoding: .utf8),
+       let level = Int(p.trimmingCharacters(in: .whitespacesAndNewlines)), geteuid() == 0 || level <= 2 {
+        c.append("perf:thread:task-clock")
+    }
+    return c
+}
+
+/// LTTng accepts a perf counter context it cannot open in the traced program, which then records
+/// nothing: a trace with metadata and no event, recorded with a perf context, is that refusal.
+func checkContextsWereAccepted(_ contexts: [String], at path: String) throws {
+    let perf = contexts.filter { $0.hasPrefix("perf:") }
+    guard !perf.isEmpty, holdsTrace(path) else { return }
+    if let set = try? CTFTraceSet(paths: [path]) {
+        var it = set.makeMergedIterator()
+        if (try? it.next()) == true { return }
+    }
+    warn("rltrace: no event was recorded: LTTng could not open the context \(perf.joined(separator: ", ")) in the program (a perf counter this kernel or machine does not provide?); record without it (--context vpid,vtid,procname)")
+    throw ExitCode(6)
 }
 
 /// Whether a CTF trace (a `metadata` file) lies below `path`.

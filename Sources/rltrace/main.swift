@@ -11,6 +11,6 @@ struct RLTrace: ParsableCommand {
 }
 
 /// The version `rltrace --version` prints.
-let rltraceVersion = "rltrace 0.2.0 (RunLoopTrace; rltrace-report/1)"
+let rltraceVersion = "rltrace 0.2.0 (RunLoopTrace; rltrace-report/2)"
 
 RLTrace.main()

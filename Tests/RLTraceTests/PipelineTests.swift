@@ -54,6 +54,9 @@ func withoutChangedFields(_ json: String) throws -> (rest: NSDictionary, procnam
     var trace = doc["trace"] as! [String: Any]
     trace["paths"] = nil
     doc["trace"] = trace
+    // The meaning of two fields changed (issue 17): rltrace-report/1 → /2.
+    #expect(doc["schema"] as? String == "rltrace-report/1" || doc["schema"] as? String == "rltrace-report/2")
+    doc["schema"] = nil
     // Thresholds the findings use, now options (issue 17): added to `options`.
     var options = doc["options"] as! [String: Any]
     options["slowCalloutNs"] = nil; options["lateTimerNs"] = nil
@@ -216,6 +219,51 @@ struct PipelineTests {
         let loop = try #require((doc["loops"] as! [[String: Any]]).first)
         #expect((loop["wakeReasons"] as! [String: Int])["wake_up"] == 17)
         #expect(loop["spuriousWakes"] as? Int == 7)
+    }
+
+    @Test func onCPUTimeTellsComputingFromBlocking() throws {
+        // rlc-scenarios oncpu: timer "compute" spins 120 ms, timer "block" sleeps 120 ms. `record`
+        // adds the thread CPU clock context by default (root here).
+        let dir = NSTemporaryDirectory() + "rltrace-oncpu-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "oncpu"])
+        #expect(r.status == 0, "\(r.err)")
+        let j = try run("rltrace", ["report", "--format", "json", "--hang-threshold", "100ms", dir])
+        let doc = try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as! [String: Any]
+        let loop = try #require((doc["loops"] as! [[String: Any]]).first)
+        let items = Dictionary(uniqueKeysWithValues: (loop["items"] as! [[String: Any]]).map { ($0["name"] as! String, $0) })
+        let compute = try #require(items["compute"]?["onCpuNs"] as? Int64), block = try #require(items["block"]?["onCpuNs"] as? Int64)
+        // "compute" spins for 120 ms of its thread's CPU time (the timer callout adds a few µs).
+        #expect(compute >= 120_000_000 && compute < 125_000_000 && block < 12_000_000, "compute \(compute) ns, block \(block) ns on CPU")
+        let hangs = (loop["hangs"] as! [[String: Any]]).map {
+            (name: ($0["culprit"] as! [String: Any])["name"] as! String, state: $0["state"] as! String,
+             busy: $0["busyNs"] as! Int64, cpu: $0["onCpuNs"] as! Int64)
+        }
+        #expect(hangs.count == 2, "\(hangs)")
+        // The rule: computing when on the CPU at least a quarter of the busy time (a loaded machine
+        // stretches the computing one's wall time, not its CPU time).
+        for h in hangs { #expect(h.state == (h.cpu * 4 >= h.busy ? "computing" : "blocked"), "\(h)") }
+        #expect(hangs.contains { $0.name == "block" && $0.state == "blocked" })
+        let text = try run("rltrace", ["report", "--hang-threshold", "100ms", dir])
+        #expect(text.out.contains(": blocked) — held by timer \"block\""))
+        // Without the context, no on-CPU figures (the demo fixture has none).
+        #expect(!(try run("rltrace", ["report", "--format", "json", demoTrace]).out.contains("onCpuNs")))
+    }
+
+    @Test func aPerfContextLTTngCannotOpenIsAnError() throws {
+        // This machine has no hardware counters: LTTng accepts the context, the program records nothing.
+        let dir = NSTemporaryDirectory() + "rltrace-cycles-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--context", "vpid,vtid,perf:thread:cpu-cycles", "--",
+                                    binDir.appendingPathComponent("rlc-scenarios").path, "oncpu"])
+        if r.status == 0 {
+            // A machine with the counter: events were recorded with it.
+            #expect(try run("rltrace", ["dump", dir]).out.contains("perf_thread_cpu_cycles"))
+        } else {
+            #expect(r.status == 6 && r.err.contains("perf:thread:cpu-cycles"), "\(r.err)")
+        }
     }
 
     @Test func aProcessKilledInsideACalloutIsReportedAsStillRunning() throws {

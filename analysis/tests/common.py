@@ -1,5 +1,5 @@
 """Shared test fixtures: where the binaries are, the recorded traces (recorded once per test run),
-and the projection of a `rltrace-report/1` document onto the figures that must agree exactly."""
+and the projection of a `rltrace-report/2` document onto the figures that must agree exactly."""
 
 import atexit
 import json

@@ -43,7 +43,7 @@ class CrossCheck(unittest.TestCase):
         kinds, reasons = set(), set()
         nested = sleeps = polls = hangs = spins = 0
         for doc in self.reports.values():
-            self.assertEqual(doc["schema"], "rltrace-report/1")
+            self.assertEqual(doc["schema"], "rltrace-report/2")
             self.assertEqual(doc["trace"]["discardedEvents"], 0)
             self.assertEqual(doc["trace"]["lostPackets"], 0)
             for lp in doc["loops"]:

@@ -113,8 +113,9 @@ final class StreamPlan {
     let kinds: UnsafeMutablePointer<UInt8>
     let incomplete: UnsafeMutablePointer<UInt8>
     let missing: [String?]
-    /// Stream event context positions of `vpid`, `vtid` and `procname` (-1: absent).
-    let vpid: Int, vtid: Int, procname: Int
+    /// Stream event context positions of `vpid`, `vtid`, `procname` and the thread's CPU clock
+    /// (`perf_thread_task_clock`, ns) (-1: absent).
+    let vpid: Int, vtid: Int, procname: Int, taskClock: Int
     /// The procname of the last thread seen in this stream (a thread's events come in runs).
     var lastVtid: Int64 = .min
     var lastProcname: Int32 = -1
@@ -138,6 +139,7 @@ final class StreamPlan {
         vpid = ctx.firstIndex(of: "vpid") ?? -1
         vtid = ctx.firstIndex(of: "vtid") ?? -1
         procname = ctx.firstIndex(of: "procname") ?? -1
+        taskClock = ctx.firstIndex(of: "perf_thread_task_clock") ?? -1
     }
 
     deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate() }

@@ -200,6 +200,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
         } else if sp.procname >= 0 {
             e.procname = s.streamContextStringBytes(at: sp.procname).map { readerNames.intern($0) } ?? -1
         }
+        if sp.taskClock >= 0 { e.cpu = s.streamContextInteger(at: sp.taskClock) ?? -1 }
         let p = p.pointee
         e.calloutKind = p.callout
         e.loop = UInt64(bitPattern: int(s, p.loop))

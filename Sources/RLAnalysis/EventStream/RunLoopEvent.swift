@@ -110,6 +110,8 @@ public struct RunLoopEvent: Sendable {
     public var name: Int32 = -1
     /// The `procname` context as a ``NameTable`` id, decoded once per loop (-1 otherwise).
     public var procname: Int32 = -1
+    /// The thread's CPU time (the `perf_thread_task_clock` context, ns), or -1 without it.
+    public var cpu: Int64 = -1
 
     /// Creates an event.
     public init(kind: Kind, ts: Int64) {

@@ -30,6 +30,9 @@ public struct CalloutRecord: Sendable {
     public var blockName: Int32 = -1
     /// Whether a time window cut it (its begin or end is the window's edge, not its own).
     public var clipped = false
+    /// On-CPU time of the loop's thread during it (ns; -1 when the trace has no CPU clock context,
+    /// or the callout was clipped). While open: the CPU clock at entry.
+    public var cpuNs: Int64 = -1
     /// The duration.
     public var duration: Int64 { end &- begin }
 }
@@ -73,6 +76,9 @@ public struct IterationRecord: Sendable {
     /// Whether a time window cut it (it began before the window or ends after it): its begin, end,
     /// sleeps and callouts are clipped to the window.
     public var clipped = false
+    /// On-CPU time of the loop's thread during it (ns; -1 without a CPU clock context or when
+    /// clipped). While open: the CPU clock at its begin.
+    public var cpuNs: Int64 = -1
 
     /// The duration.
     public var duration: Int64 { end &- begin }
@@ -293,8 +299,8 @@ public final class LoopModel {
     private func clip(_ it: inout IterationRecord) -> Bool {
         if lo == .min && hi == .max { return true }
         guard it.end >= lo && it.begin <= hi else { return false }
-        if it.begin < lo { it.begin = lo; it.clipped = true }
-        if it.end > hi { it.end = hi; it.clipped = true }
+        if it.begin < lo { it.begin = lo; it.clipped = true; it.cpuNs = -1 }
+        if it.end > hi { it.end = hi; it.clipped = true; it.cpuNs = -1 }
         return true
     }
 
@@ -316,6 +322,7 @@ public final class LoopModel {
                 var rec = rec0
                 rec.end = hi
                 rec.clipped = true
+                rec.cpuNs = -1
                 if rec.begin < lo { rec.begin = lo }
                 if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
                 sink.callout(rec, of: key)
@@ -324,6 +331,7 @@ public final class LoopModel {
                 let idx = s.open - 1
                 s.stack[idx].end = hi
                 s.stack[idx].clipped = true
+                s.stack[idx].cpuNs = -1
                 finishIteration(s, idx)
             }
         }
@@ -403,6 +411,7 @@ public final class LoopModel {
             } else {
                 s.stack.append(IterationRecord(key: key, number: e.iteration, begin: e.ts, depth: s.open, mode: mode))
             }
+            s.stack[s.open].cpuNs = e.cpu
             s.open += 1
         case .iterationEnd:
             var idx = s.open - 1
@@ -412,9 +421,11 @@ public final class LoopModel {
             if idx < s.open - 1 { s.callouts.removeAll { $0.iterationIndex > idx } }
             s.stack[idx].end = e.ts
             s.stack[idx].handledSource = e.b != 0
+            s.stack[idx].cpuNs = cpuSpan(s.stack[idx].cpuNs, e.cpu)
             finishIteration(s, idx)
         case .calloutEntry:
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
+            rec.cpuNs = e.cpu
             if e.calloutKind == .block { rec.blockName = max(0, e.name) } else if e.name >= 0 {
                 itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
             }
@@ -438,8 +449,9 @@ public final class LoopModel {
             while s.callouts.count > idx + 1 { s.callouts.removeLast(); if now { sink.unmatchedCallout(of: key) } }
             s.callouts.removeLast()
             rec.end = e.ts
+            rec.cpuNs = cpuSpan(rec.cpuNs, e.cpu)
             guard now else { return }
-            if rec.begin < lo { rec.begin = lo; rec.clipped = true }
+            if rec.begin < lo { rec.begin = lo; rec.clipped = true; rec.cpuNs = -1 }
             if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
             sink.callout(rec, of: key)
         case .sleepBegin:
@@ -485,7 +497,7 @@ extension IterationRecord {
         self.key = key; self.number = number; self.begin = begin; end = 0; self.depth = depth; self.mode = mode
         sleeps.removeAll(keepingCapacity: true)
         callouts.removeAll(keepingCapacity: true)
-        polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false
+        polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false; cpuNs = -1
     }
 }
 
@@ -502,4 +514,11 @@ public func saturatingDifference(_ a: Int64, _ b: Int64) -> Int64 {
 public func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
     let (d, o) = a.addingReportingOverflow(b)
     return o ? (b < 0 ? .min : .max) : d
+}
+
+/// CPU time between two CPU clock readings of one thread (-1 if either is missing, or they are
+/// inconsistent).
+@inline(__always)
+func cpuSpan(_ a: Int64, _ b: Int64) -> Int64 {
+    a >= 0 && b >= a ? b &- a : -1
 }

@@ -21,6 +21,10 @@ public final class Aggregator: LoopModelSink {
         var wakeUp = DurationAccumulator()
         var wakeUpTids: Set<Int64> = []
         var spurious = 0
+        /// On-CPU time of top-level iterations, and whether the trace had it.
+        var cpu: Int64 = 0, cpuKnown = false
+        /// Per item (parallel to `itemAcc`): on-CPU time, -1 while unknown.
+        var itemCpu: [Int64] = []
         /// The last iteration to end woke idle: spurious unless the next one works.
         var wokeIdle = false
         var hangs: [HangReport] = []
@@ -92,10 +96,18 @@ public final class Aggregator: LoopModelSink {
         l.polls += it.polls + it.nestedPolls
         l.iterHist[log2Bucket(busy)] += 1
         if busy >= options.slowThresholdNs { l.slow += 1 }
+        if it.cpuNs >= 0 { l.cpu &+= it.cpuNs; l.cpuKnown = true }
         if busy >= options.hangThresholdNs {
             let c = it.callouts.max { $0.duration < $1.duration }
-            l.hangs.append(HangReport(iteration: it.number, beginNs: it.begin, durationNs: it.duration, busyNs: busy,
-                                      culprit: c.map { ref($0, info.key) }))
+            var h = HangReport(iteration: it.number, beginNs: it.begin, durationNs: it.duration, busyNs: busy,
+                               culprit: c.map { ref($0, info.key) })
+            if it.cpuNs >= 0 {
+                h.onCpuNs = it.cpuNs
+                // On a busy machine a computing thread still gets a good share of a core; one that
+                // waits (I/O, locks, sleep) gets next to none. A quarter separates them robustly.
+                h.state = it.cpuNs * 4 >= busy ? "computing" : "blocked"
+            }
+            l.hangs.append(h)
         }
         // Spins: runs of consecutive top-level iterations that never slept.
         if it.slept || it.nestedSleeps > 0 {
@@ -163,10 +175,12 @@ public final class Aggregator: LoopModelSink {
                 i = l.itemAcc.count
                 l.items[k] = i
                 l.itemAcc.append(DurationAccumulator())
+                l.itemCpu.append(-1)
             }
             l.cache[slot] = (k, i)
         }
         l.itemAcc[i].add(c.duration)
+        if c.cpuNs >= 0 { l.itemCpu[i] = max(0, l.itemCpu[i]) &+ c.cpuNs }
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) {
@@ -256,7 +270,8 @@ public final class Aggregator: LoopModelSink {
             let items = l.items.map { k, i in
                 let a = l.itemAcc[i]
                 return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
-                           maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99))
+                                  maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99),
+                                  onCpuNs: l.itemCpu[i] >= 0 ? l.itemCpu[i] : nil)
             }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
             func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
                 d.map { item, a in
@@ -294,6 +309,10 @@ public final class Aggregator: LoopModelSink {
                     SlowIteration(iteration: s.it.number, beginNs: s.it.begin, busyNs: s.busy,
                                   callouts: s.it.callouts.sorted { $0.duration > $1.duration }.prefix(8).map { ref($0, info.key) })
                 }))
+        }
+        for (i, info) in infos.enumerated() where i < reports.count {
+            let l = loop(info.key)
+            if l.cpuKnown { reports[i].onCpuNs = l.cpu }
         }
         return Report(trace: summary, options: options, loops: reports, warnings: warnings)
     }

@@ -1,9 +1,9 @@
 import Histogram
 
-/// The `rltrace-report/1` document (see `docs/report-json.md`).
+/// The `rltrace-report/2` document (see `docs/report-json.md`).
 public struct Report: Codable, Sendable {
     /// The schema name.
-    public var schema = "rltrace-report/1"
+    public var schema = "rltrace-report/2"
     /// The traces read.
     public var trace: TraceSummary
     /// The thresholds used.
@@ -95,6 +95,8 @@ public struct ItemReport: Codable, Sendable {
     public var name: String
     /// Callout count, total, max and percentiles.
     public var count: Int, totalNs: Int64, maxNs: Int64, p50Ns: Int64, p99Ns: Int64
+    /// On-CPU time of its callouts (the thread's CPU clock; absent without that context).
+    public var onCpuNs: Int64? = nil
 }
 
 /// Latency of one item (timer lateness, signal latency).
@@ -121,6 +123,9 @@ public struct HangReport: Codable, Sendable {
     public var iteration: UInt64, beginNs: Int64, durationNs: Int64, busyNs: Int64
     /// Its longest callout.
     public var culprit: CalloutRef?
+    /// On-CPU time of the loop's thread during it, and what that says: `computing` (on CPU for at
+    /// least a quarter of its busy time) or `blocked` (absent without a CPU clock context).
+    public var onCpuNs: Int64? = nil, state: String? = nil
 }
 
 /// A run of iterations that never slept.
@@ -157,6 +162,8 @@ public struct LoopReport: Codable, Sendable {
     public var iterations: Int, topLevelIterations: Int, iterationsPerSecond: Double
     /// Busy and sleep time (completed top-level iterations).
     public var busyNs: Int64, sleepNs: Int64, sleeps: Int, polls: Int, busyRatio: Double
+    /// On-CPU time of the loop's thread in those iterations (absent without a CPU clock context).
+    public var onCpuNs: Int64? = nil
     /// Callouts.
     public var callouts: Int, calloutsPerIteration: Double, unmatchedCallouts: Int
     /// Per kind.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `--format json`: the report as `rltrace-report/1` JSON (keys sorted, stable).
+/// `--format json`: the report as `rltrace-report/2` JSON (keys sorted, stable).
 public enum JSONReportRenderer {
     /// Encodes the report.
     public static func render(_ r: Report) throws -> String {

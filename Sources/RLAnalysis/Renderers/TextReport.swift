@@ -26,7 +26,8 @@ public struct TextReportRenderer {
             let who = loopName(l)
             for h in l.hangs {
                 let c = h.culprit.map { "\($0.kind) \"\($0.name)\" (\(formatDuration($0.durationNs)))" } ?? "no callout"
-                findings.append("HANG \(who): iteration \(h.iteration) at \(rel(h.beginNs, r)) busy \(formatDuration(h.busyNs)) — held by \(c)")
+                let cpu = h.onCpuNs.map { " (on CPU \(formatDuration($0)): \(h.state ?? ""))" } ?? ""
+                findings.append("HANG \(who): iteration \(h.iteration) at \(rel(h.beginNs, r)) busy \(formatDuration(h.busyNs))\(cpu) — held by \(c)")
             }
             for i in l.items where i.maxNs >= slowCalloutNs && i.kind != "observer" {
                 if l.hangs.contains(where: { $0.culprit?.item == i.item && $0.culprit?.kind == i.kind }) && i.count == 1 { continue }
@@ -45,7 +46,7 @@ public struct TextReportRenderer {
 
         for l in r.loops {
             o += "\nloop \(l.loop) — pid \(l.pid) \(l.procname.isEmpty ? "" : "\(l.procname) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\"")\n"
-            o += "  span \(formatDuration(l.spanNs)) · \(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s) · busy \(formatDuration(l.busyNs)) / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))) · \(String(format1(l.calloutsPerIteration))) callouts/iteration\n"
+            o += "  span \(formatDuration(l.spanNs)) · \(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s) · busy \(formatDuration(l.busyNs))\(l.onCpuNs.map { " (on CPU \(formatDuration($0)))" } ?? "") / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))) · \(String(format1(l.calloutsPerIteration))) callouts/iteration\n"
             if l.unmatchedCallouts > 0 { o += "  ⚠ \(l.unmatchedCallouts) callout entries/exits could not be paired\n" }
             if !l.calloutKinds.isEmpty {
                 o += "  " + pad("callouts", 12) + lpad("count", 9) + lpad("total", 10) + lpad("p50", 9) + lpad("p90", 9) + lpad("p99", 9) + lpad("p99.9", 9) + lpad("max", 9) + "\n"
@@ -59,7 +60,8 @@ public struct TextReportRenderer {
                 o += "  items by total time:\n"
                 for i in l.items.prefix(12) {
                     o += "    " + pad(i.kind, 10) + pad("\"\(i.name)\"" + (i.kind == "block" ? "" : " #\(i.item)"), 30) + lpad("\(i.count)×", 8) + lpad(formatDuration(i.totalNs), 10)
-                        + "  p50 " + formatDuration(i.p50Ns) + "  p99 " + formatDuration(i.p99Ns) + "  max " + formatDuration(i.maxNs) + "\n"
+                        + "  p50 " + formatDuration(i.p50Ns) + "  p99 " + formatDuration(i.p99Ns) + "  max " + formatDuration(i.maxNs)
+                        + (i.onCpuNs.map { "  on CPU " + formatDuration($0) } ?? "") + "\n"
                 }
                 if l.items.count > 12 { o += "    … \(l.items.count - 12) more\n" }
             }
