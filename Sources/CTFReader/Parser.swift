@@ -8,11 +8,28 @@ struct MetadataParser {
     private var meta = CTFMetadata()
     private var sawTrace = false
     private var depth = 0
+    /// Fields declared so far in each enclosing structure or variant body (innermost last), by unescaped name,
+    /// to check variant tags where they are declared.
+    private var fieldStack: [[String: CTFType]] = []
+    /// Byte order of the metadata packet headers when the metadata is packetized (nil for plain text).
+    private let packetByteOrder: CTFByteOrder?
 
-    init(text: String, path: String) throws {
+    /// CTF 1.8 keywords (the TSDL lexer's reserved words): never a field, typedef or variant tag name.
+    static let keywords: Set<String> = [
+        "align", "callsite", "const", "char", "clock", "double", "enum", "env", "event", "floating_point", "float",
+        "integer", "int", "long", "short", "signed", "stream", "string", "struct", "trace", "typealias", "typedef",
+        "unsigned", "variant", "void", "_Bool", "_Complex", "_Imaginary",
+    ]
+    /// Keywords that are C type specifiers: a typealias may name a type with them (`typealias uint32_t := int;`).
+    static let cTypeKeywords: Set<String> = [
+        "const", "char", "double", "float", "int", "long", "short", "signed", "unsigned", "void", "_Bool", "_Complex", "_Imaginary",
+    ]
+
+    init(text: String, path: String, packetByteOrder: CTFByteOrder? = nil) throws {
         var lexer = Lexer(text: text, path: path)
         self.toks = try lexer.tokenize()
         self.path = path
+        self.packetByteOrder = packetByteOrder
         meta.text = text
     }
 
@@ -42,7 +59,30 @@ struct MetadataParser {
         for s in scopes.reversed() { if let t = s[name] { return t } }
         return nil
     }
-    private mutating func define(_ name: String, _ t: CTFType) { scopes[scopes.count - 1][name] = t }
+    /// Declares a type name in the innermost scope; a name declared twice in one scope is an error (CTF 1.8 §7.3).
+    private mutating func define(_ name: String, _ t: CTFType, at tok: Token) throws {
+        guard scopes[scopes.count - 1][name] == nil else {
+            throw semantic("`\(name)` is already declared in this scope (a name may be declared once per scope)", tok)
+        }
+        scopes[scopes.count - 1][name] = t
+    }
+
+    /// Records a warning about the metadata (unknown attribute, ignored declaration) at a token.
+    private mutating func warn(_ msg: String, _ t: Token) {
+        // Byte offset of the token in the metadata text, from its line and column.
+        var line = 1, off = 0
+        let bytes = meta.text.utf8
+        var it = bytes.makeIterator()
+        while line < t.line, let b = it.next() { off += 1; if b == 10 { line += 1 } }
+        meta.warnings.append(CTFWarning(path: path, offset: off + t.column - 1, message: "line \(t.line), column \(t.column): \(msg)"))
+    }
+
+    /// Refuses a reserved keyword used as a name.
+    private func checkNotKeyword(_ name: String, _ t: Token, _ what: String) throws {
+        if MetadataParser.keywords.contains(name) {
+            throw semantic("`\(name)` is a reserved keyword and cannot be used as \(what)", t)
+        }
+    }
 
     // MARK: top level
 
@@ -57,7 +97,11 @@ struct MetadataParser {
             if isIdent("typealias") { try parseTypealias(); continue }
             if isIdent("typedef") { try parseTypedef(); continue }
             // A type declaration such as `struct name { ... } align(8);`, possibly with declarators (ignored).
+            // Like C, one declaration may hold several specifiers (`struct a { … } struct b { … };`).
             _ = try parseTypeSpecifier(allowDeclarator: true)
+            while cur.kind == .identifier && ["struct", "variant", "enum"].contains(cur.text) {
+                _ = try parseTypeSpecifier(allowDeclarator: true)
+            }
             while !isPunct(";") {
                 if cur.kind == .eof { throw err("expected `;`") }
                 _ = advance()
@@ -79,20 +123,28 @@ struct MetadataParser {
         let t = try parseTypeSpecifier(allowDeclarator: false)
         try expect(":=")
         var name: [String] = []
-        while cur.kind == .identifier { name.append(advance().text) }
+        let nameTok = cur
+        while cur.kind == .identifier {
+            // C type keywords may form an alias name (`unsigned int`); CTF's own keywords may not.
+            if MetadataParser.keywords.contains(cur.text) && !MetadataParser.cTypeKeywords.contains(cur.text) {
+                throw semantic("`\(cur.text)` is a reserved keyword and cannot be used as a typealias name", cur)
+            }
+            name.append(advance().text)
+        }
         guard !name.isEmpty else { throw err("expected alias name after `:=`") }
         // A pointer or array declarator in an alias is not supported.
         if isPunct("*") || isPunct("[") { throw err("unsupported declarator in typealias `\(name.joined(separator: " "))`") }
         try expect(";")
-        define(name.joined(separator: " "), t)
+        try define(name.joined(separator: " "), t, at: nameTok)
     }
 
     private mutating func parseTypedef() throws {
         try expect("typedef")
         let t = try parseTypeSpecifier(allowDeclarator: true)
-        let (name, type) = try parseDeclarator(base: t)
+        let d = try parseDeclarator(base: t)
+        try checkNotKeyword(d.raw.text, d.raw, "a typedef name")
         try expect(";")
-        define(name, type)
+        try define(d.raw.text, d.type, at: d.raw)
     }
 
     // MARK: blocks
@@ -181,6 +233,32 @@ struct MetadataParser {
             if case .int(let i, _) = v { return i }
             throw semantic("`\(key)` must be an integer", t)
         }
+        func uuidValue(_ v: Value, _ t: Token, _ key: String) throws -> String {
+            guard case .string(let u) = v else { throw semantic("`\(key)` must be a string literal UUID", t) }
+            // xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx: 36 characters, hex digits and dashes at 8, 13, 18, 23.
+            let b = Array(u.utf8)
+            let ok = b.count == 36 && b.indices.allSatisfy { i in
+                [8, 13, 18, 23].contains(i) ? b[i] == UInt8(ascii: "-")
+                    : (b[i] >= 48 && b[i] <= 57) || (b[i] | 0x20 >= 97 && b[i] | 0x20 <= 102)
+            }
+            guard ok else {
+                let shown = u.count > 40 ? String(u.prefix(40)) + "…" : u
+                let printable = shown.unicodeScalars.map { $0.value < 32 ? "\\x" + String($0.value, radix: 16) : String($0) }.joined()
+                throw semantic("`\(key)` \"\(printable)\" (\(b.count) bytes) is not a UUID (expected 36 characters xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx of hex digits)", t)
+            }
+            return u
+        }
+        let known: [String: Set<String>] = [
+            "trace": ["major", "minor", "uuid", "byte_order", "packet.header"],
+            "clock": ["name", "uuid", "description", "freq", "precision", "offset_s", "offset", "absolute"],
+            "stream": ["id", "packet.context", "event.header", "event.context"],
+            "event": ["name", "id", "stream_id", "loglevel", "context", "fields", "model.emf.uri"],
+        ]
+        if let k = known[kind] {
+            for (key, _, t) in entries where !k.contains(key) {
+                warn("unknown attribute `\(key)` in `\(kind)` block ignored", t)
+            }
+        }
         func stringValue(_ v: Value) -> String {
             switch v {
             case .int(let i, _): return String(i)
@@ -201,7 +279,10 @@ struct MetadataParser {
                     case "be", "big", "network": meta.byteOrder = .big
                     default: throw semantic("trace byte_order must be le or be, not `\(s)`", t)
                     }
-                case "uuid": meta.uuid = stringValue(v)
+                    if let pb = packetByteOrder, pb != meta.byteOrder {
+                        throw semantic("trace byte_order = \(s) contradicts the \(pb == .big ? "big" : "little")-endian headers of the packetized metadata (they must match)", t)
+                    }
+                case "uuid": meta.uuid = try uuidValue(v, t, "trace uuid")
                 case "packet.header":
                     guard case .type(let ty) = v else { throw semantic("packet.header must be a type", t) }
                     meta.packetHeader = ty
@@ -222,9 +303,14 @@ struct MetadataParser {
                     let f = try intValue(v, t, k)
                     guard f > 0 else { throw semantic("clock freq must be positive", t) }
                     c.frequency = UInt64(f)
-                case "offset_s": c.offsetSeconds = try intValue(v, t, k)
+                case "offset_s":
+                    c.offsetSeconds = try intValue(v, t, k)
+                    // Timestamps are Int64 ns within ±2^62 (CTFClock.timestampLimitNanoseconds).
+                    guard c.offsetSeconds.magnitude <= UInt64(CTFClock.timestampLimitNanoseconds / 1_000_000_000) else {
+                        throw semantic("clock offset_s = \(c.offsetSeconds) is beyond ±\(CTFClock.timestampLimitNanoseconds / 1_000_000_000) s (years 1824–2116), which 64-bit nanosecond timestamps cannot hold", t)
+                    }
                 case "offset": c.offsetCycles = try intValue(v, t, k)
-                case "uuid": c.uuid = stringValue(v)
+                case "uuid": c.uuid = try uuidValue(v, t, "clock uuid")
                 case "description": c.description = stringValue(v)
                 default: break
                 }
@@ -236,7 +322,12 @@ struct MetadataParser {
                 var s = c.offsetCycles / f
                 var r = c.offsetCycles % f
                 if r < 0 { r += f; s -= 1 }
-                c.offsetSeconds &+= s
+                let limit = CTFClock.timestampLimitNanoseconds / 1_000_000_000
+                let (sum, o) = c.offsetSeconds.addingReportingOverflow(s)
+                guard !o, sum.magnitude <= UInt64(limit) else {
+                    throw semantic("clock `\(c.name)`: offset_s + offset / freq is beyond ±\(limit) s (years 1824–2116), which 64-bit nanosecond timestamps cannot hold", tok)
+                }
+                c.offsetSeconds = sum
                 c.offsetCycles = r
             }
             meta.clocks[c.name] = c
@@ -293,9 +384,13 @@ struct MetadataParser {
         case "string":
             _ = advance()
             if isPunct("{") {
-                let attrs = try parseAttributeList()
-                for (k, v, t) in attrs where k == "encoding" && !["UTF8", "ASCII", "utf8", "ascii"].contains(v) {
-                    throw semantic("unsupported string encoding `\(v)`", t)
+                for (k, v, t) in try parseAttributeList() {
+                    if k == "encoding" {
+                        let e = text(v)
+                        guard ["UTF8", "ASCII", "utf8", "ascii"].contains(e) else { throw semantic("unsupported string encoding `\(e)`", t) }
+                    } else {
+                        warn("unknown string attribute `\(k)` ignored", t)
+                    }
                 }
             }
             return .string
@@ -315,9 +410,10 @@ struct MetadataParser {
                     guard case .integer(let i)? = lookup("int") else { throw err("enum without container type and no `int` alias", start) }
                     container = i
                 }
+                guard container!.size <= 64 else { throw semantic("enumeration container of \(container!.size) bits is not supported (at most 64)", start) }
                 let maps = try parseEnumBody(container!)
                 let t = CTFType.enumeration(container!, maps)
-                if let n = name { define("enum " + n, t) }
+                if let n = name { try define("enum " + n, t, at: start) }
                 return t
             }
             guard let n = name, let t = lookup("enum " + n) else { throw err("unknown enum `\(name ?? "")`", start) }
@@ -339,7 +435,7 @@ struct MetadataParser {
                     try expect(")")
                 }
                 let t = CTFType.structure(fields, alignment: align)
-                if let n = name { define("struct " + n, t) }
+                if let n = name { try define("struct " + n, t, at: start) }
                 return t
             }
             guard let n = name, let t = lookup("struct " + n) else { throw err("unknown struct `\(name ?? "")`", start) }
@@ -349,23 +445,32 @@ struct MetadataParser {
             var name: String?
             if cur.kind == .identifier { name = advance().text }
             var tag: String?
+            var tagTok = cur
             if isPunct("<") {
                 _ = advance()
-                var s = try expectIdentifier("variant tag")
-                while isPunct(".") { _ = advance(); s += "." + (try expectIdentifier("variant tag")) }
+                tagTok = cur
+                var parts = [try expectIdentifier("variant tag")]
+                while isPunct(".") { _ = advance(); parts.append(try expectIdentifier("variant tag")) }
                 try expect(">")
-                tag = s
+                // Scope prefixes (`stream.event.header.id`) are keywords; the field name itself may not be one.
+                let scoped = parts.count > 1 && ["trace", "stream", "event", "env", "clock"].contains(parts[0])
+                if let k = (scoped ? [parts.last!] : parts).first(where: { MetadataParser.keywords.contains($0) }) {
+                    throw semantic("variant tag `\(parts.joined(separator: "."))`: `\(k)` is a reserved keyword, not a field name", tagTok)
+                }
+                tag = parts.joined(separator: ".")
             }
             if isPunct("{") {
                 _ = advance()
                 let fields = try parseFieldList()
                 let t = CTFType.variant(tag: tag ?? "", options: fields)
-                if let n = name { define("variant " + n, t) }
+                if let n = name { try define("variant " + n, t, at: start) }
                 if tag == nil { return t }
+                try checkVariantTag(stripUnderscore(tag!), options: fields, at: tagTok)
                 return .variant(tag: stripUnderscore(tag!), options: fields)
             }
             guard let n = name, case .variant(_, let opts)? = lookup("variant " + n) else { throw err("unknown variant `\(name ?? "")`", start) }
             guard let tg = tag else { throw err("variant `\(n)` used without a tag", start) }
+            try checkVariantTag(stripUnderscore(tg), options: opts, at: tagTok)
             return .variant(tag: stripUnderscore(tg), options: opts)
         default:
             // A (possibly multi-word) alias name.
@@ -393,29 +498,52 @@ struct MetadataParser {
         }
     }
 
-    private mutating func parseAttributeList() throws -> [(String, String, Token)] {
+    /// The text of an attribute value (an integer's literal as written).
+    private func text(_ v: Value) -> String {
+        switch v {
+        case .int(_, let raw): return raw
+        case .string(let x): return x
+        case .ident(let x): return x
+        case .type: return ""
+        }
+    }
+
+    private mutating func parseAttributeList() throws -> [(String, Value, Token)] {
         try expect("{")
-        var out: [(String, String, Token)] = []
+        var out: [(String, Value, Token)] = []
         while !isPunct("}") {
             if cur.kind == .eof { throw err("unterminated attribute list") }
             if isPunct(";") { _ = advance(); continue }
             let kt = cur
             let k = try expectIdentifier("attribute name")
             try expect("=")
-            let v = try parseValue()
-            let s: String
-            switch v {
-            case .int(_, let raw): s = raw
-            case .string(let x): s = x
-            case .ident(let x): s = x
-            case .type: s = ""
-            }
-            out.append((k, s, kt))
+            out.append((k, try parseValue(), kt))
             if !isPunct("}") { try expect(";") }
         }
         _ = advance()
         return out
     }
+
+    /// An attribute that must be an unquoted integer constant (CTF 1.8: `size = "32"` is not an integer).
+    private func constant(_ v: Value, _ k: String, _ tok: Token, _ what: String) throws -> (negative: Bool, magnitude: UInt64) {
+        switch v {
+        case .int(let i, let raw):
+            let neg = raw.hasPrefix("-")
+            return (neg, neg ? UInt64(bitPattern: 0 &- i) : UInt64(bitPattern: i))
+        case .string(let x): throw semantic("\(what) attribute `\(k)` must be an integer constant, not the string \"\(x)\"", tok)
+        case .ident(let x): throw semantic("\(what) attribute `\(k)` must be an integer constant, not `\(x)`", tok)
+        case .type: throw semantic("\(what) attribute `\(k)` must be an integer constant", tok)
+        }
+    }
+
+    /// An attribute that must be an unquoted identifier or integer (`signed = true`, `base = hex`, `encoding = UTF8`).
+    private func word(_ v: Value, _ k: String, _ tok: Token, _ what: String) throws -> String {
+        if case .string(let x) = v { throw semantic("\(what) attribute `\(k)` must not be a string literal (\"\(x)\"): write it unquoted", tok) }
+        return text(v)
+    }
+
+    /// Widest integer decoded (wider than 64 bits: read as a whole and shown in hexadecimal).
+    static let maxIntegerSize = 1 << 16
 
     private mutating func parseIntegerAttributes() throws -> CTFIntegerType {
         let open = cur
@@ -423,40 +551,45 @@ struct MetadataParser {
         for (k, v, tok) in try parseAttributeList() {
             switch k {
             case "size":
-                guard let s = parseIntLiteral(v), s >= 1 else { throw semantic("bad integer size `\(v)`", tok) }
-                guard s <= 64 else { throw semantic("unsupported integer size \(s) bits (at most 64)", tok) }
+                let (neg, s) = try constant(v, k, tok, "integer")
+                guard !neg, s >= 1 else { throw semantic("bad integer size `\(text(v))`", tok) }
+                guard s <= UInt64(MetadataParser.maxIntegerSize) else { throw semantic("unsupported integer size \(s) bits (at most \(MetadataParser.maxIntegerSize))", tok) }
                 t.size = Int(s)
             case "align":
-                guard let a = parseIntLiteral(v), a >= 1, a <= 4096 * 8, a & (a - 1) == 0 else { throw semantic("integer alignment must be a power of two, not `\(v)`", tok) }
+                let (neg, a) = try constant(v, k, tok, "integer")
+                guard !neg, a >= 1, a <= 4096 * 8, a & (a - 1) == 0 else { throw semantic("integer alignment must be a power of two, not `\(text(v))`", tok) }
                 t.alignment = Int(a)
             case "signed":
-                switch v { case "true", "1", "TRUE": t.isSigned = true; case "false", "0", "FALSE": t.isSigned = false
-                default: throw semantic("bad signed value `\(v)`", tok) }
+                switch try word(v, k, tok, "integer") { case "true", "1", "TRUE": t.isSigned = true; case "false", "0", "FALSE": t.isSigned = false
+                default: throw semantic("bad signed value `\(text(v))`", tok) }
             case "byte_order":
-                switch v { case "le", "little": t.byteOrder = .little; case "be", "big", "network": t.byteOrder = .big
+                switch try word(v, k, tok, "integer") { case "le", "little": t.byteOrder = .little; case "be", "big", "network": t.byteOrder = .big
                 case "native": t.byteOrder = .native
-                default: throw semantic("bad byte_order `\(v)`", tok) }
+                default: throw semantic("bad byte_order `\(text(v))`", tok) }
             case "base":
-                switch v {
+                switch try word(v, k, tok, "integer") {
                 case "10", "decimal", "dec", "d", "i", "u": t.base = .decimal
                 case "16", "hexadecimal", "hex", "x", "X", "p": t.base = .hexadecimal
                 case "8", "octal", "oct", "o": t.base = .octal
                 case "2", "binary", "b": t.base = .binary
-                default: throw semantic("bad integer base `\(v)`", tok)
+                default: throw semantic("bad integer base `\(text(v))`", tok)
                 }
             case "encoding":
-                switch v { case "none": t.isText = false; case "UTF8", "ASCII", "utf8", "ascii": t.isText = true
-                default: throw semantic("unsupported integer encoding `\(v)`", tok) }
+                switch try word(v, k, tok, "integer") { case "none": t.isText = false; case "UTF8", "ASCII", "utf8", "ascii": t.isText = true
+                default: throw semantic("unsupported integer encoding `\(text(v))`", tok) }
             case "map":
                 // clock.NAME.value
-                let parts = v.split(separator: ".")
-                guard parts.count == 3, parts[0] == "clock", parts[2] == "value" else { throw semantic("unsupported integer map `\(v)`", tok) }
+                let m = try word(v, k, tok, "integer")
+                let parts = m.split(separator: ".")
+                guard parts.count == 3, parts[0] == "clock", parts[2] == "value" else { throw semantic("unsupported integer map `\(m)`", tok) }
                 t.mappedClock = String(parts[1])
             default:
-                throw semantic("unknown integer attribute `\(k)`", tok)
+                // CTF 1.8 §4: unknown attributes are ignored with a warning.
+                warn("unknown integer attribute `\(k)` ignored", tok)
             }
         }
         guard t.size > 0 else { throw err("integer without size", open) }
+        if t.size > 64 && t.mappedClock != nil { throw err("a clock cannot map an integer of \(t.size) bits (at most 64)", open) }
         if t.alignment == 0 { t.alignment = t.size % 8 == 0 ? 8 : 1 }
         return t
     }
@@ -466,16 +599,17 @@ struct MetadataParser {
         var f = CTFFloatType(exponentDigits: 0, mantissaDigits: 0, alignment: 8, byteOrder: .native)
         for (k, v, tok) in try parseAttributeList() {
             switch k {
-            case "exp_dig": f.exponentDigits = Int(parseIntLiteral(v) ?? 0)
-            case "mant_dig": f.mantissaDigits = Int(parseIntLiteral(v) ?? 0)
+            case "exp_dig": let (n, m) = try constant(v, k, tok, "floating_point"); f.exponentDigits = n || m > 1024 ? 0 : Int(m)
+            case "mant_dig": let (n, m) = try constant(v, k, tok, "floating_point"); f.mantissaDigits = n || m > 1024 ? 0 : Int(m)
             case "align":
-                guard let a = parseIntLiteral(v), a >= 1, a <= 4096 * 8, a & (a - 1) == 0 else { throw semantic("bad alignment `\(v)`", tok) }
+                let (neg, a) = try constant(v, k, tok, "floating_point")
+                guard !neg, a >= 1, a <= 4096 * 8, a & (a - 1) == 0 else { throw semantic("bad alignment `\(text(v))`", tok) }
                 f.alignment = Int(a)
             case "byte_order":
-                switch v { case "le", "little": f.byteOrder = .little; case "be", "big", "network": f.byteOrder = .big
+                switch try word(v, k, tok, "floating_point") { case "le", "little": f.byteOrder = .little; case "be", "big", "network": f.byteOrder = .big
                 case "native": f.byteOrder = .native
-                default: throw semantic("bad byte_order `\(v)`", tok) }
-            default: throw semantic("unknown floating_point attribute `\(k)`", tok)
+                default: throw semantic("bad byte_order `\(text(v))`", tok) }
+            default: warn("unknown floating_point attribute `\(k)` ignored", tok)
             }
         }
         guard (f.exponentDigits == 8 && f.mantissaDigits == 24) || (f.exponentDigits == 11 && f.mantissaDigits == 53) else {
@@ -485,36 +619,80 @@ struct MetadataParser {
     }
 
     private mutating func parseEnumBody(_ container: CTFIntegerType) throws -> [CTFEnumMapping] {
+        let open = cur
         try expect("{")
         var out: [CTFEnumMapping] = []
-        var next: Int64 = 0
+        // Values are checked against the container's range in 128-bit arithmetic (no literal can overflow it).
+        let n = container.size
+        let minV: Int128 = container.isSigned ? -(Int128(1) << (n - 1)) : 0
+        let maxV: Int128 = container.isSigned ? (Int128(1) << (n - 1)) - 1 : (Int128(1) << n) - 1
+        func literal(_ v: Value) -> Int128? {
+            guard case .int(let i, let raw) = v else { return nil }
+            return raw.hasPrefix("-") ? -Int128(UInt64(bitPattern: 0 &- i)) : Int128(UInt64(bitPattern: i))
+        }
+        var next: Int128 = 0
         while !isPunct("}") {
             if cur.kind == .eof { throw err("unterminated enum") }
             guard cur.kind == .identifier || cur.kind == .string else { throw err("expected an enum label but found `\(cur.text)`") }
-            let label = advance().text
+            let labelTok = advance()
+            let label = labelTok.text
             var lo = next, hi = next
             if isPunct("=") {
                 _ = advance()
-                guard case .int(let a, _) = try parseValue() else { throw err("enum value must be an integer") }
+                guard let a = literal(try parseValue()) else { throw err("enum value must be an integer") }
                 lo = a; hi = a
                 if isPunct("...") {
                     _ = advance()
-                    guard case .int(let b, _) = try parseValue() else { throw err("enum range end must be an integer") }
+                    guard let b = literal(try parseValue()) else { throw err("enum range end must be an integer") }
                     hi = b
                 }
             }
-            out.append(CTFEnumMapping(label: label, lower: lo, upper: hi))
-            next = hi &+ 1
+            for v in [lo, hi] where v < minV || v > maxV {
+                throw semantic("enumerator `\(label)` value \(v) is outside the range of its \(n)-bit \(container.isSigned ? "signed" : "unsigned") container (\(minV) … \(maxV))", labelTok)
+            }
+            out.append(CTFEnumMapping(label: label, lower: Int64(truncatingIfNeeded: lo), upper: Int64(truncatingIfNeeded: hi)))
+            next = hi + 1
             if isPunct(",") { _ = advance() } else if !isPunct("}") { throw err("expected `,` or `}` in enum") }
         }
+        guard !out.isEmpty else { throw semantic("enumeration without any entry (CTF 1.8 requires at least one)", open) }
         _ = advance()
         return out
+    }
+
+    /// Checks a variant's tag where it can be resolved at declaration time (a field of an enclosing structure):
+    /// it must be an enumeration, and at least one option must match one of its labels.
+    private func checkVariantTag(_ tag: String, options: [CTFField], at tok: Token) throws {
+        let parts = tag.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        var found: CTFType?
+        for scope in fieldStack.reversed() { if let t = scope[parts[0]] { found = t; break } }
+        guard var t = found else { return }   // an absolute path or an outer scope: checked when compiled
+        for p in parts.dropFirst() {
+            guard case .structure(let fs, _) = t, let f = fs.last(where: { $0.name == p }) else { return }
+            t = f.type
+        }
+        let kind: String
+        switch t {
+        case .enumeration(_, let maps):
+            let labels = Set(maps.map(\.label))
+            if !options.isEmpty && !options.contains(where: { labels.contains($0.name) }) {
+                throw semantic("variant tag `\(tag)`: no option of the variant matches a label of the enumeration (\(maps.prefix(4).map { "\"\($0.label)\"" }.joined(separator: ", ")))", tok)
+            }
+            return
+        case .string: kind = "a string"
+        case .floatingPoint: kind = "a floating point number"
+        case .integer: kind = "an integer"
+        case .structure: kind = "a structure"
+        case .variant: kind = "a variant"
+        case .array, .sequence: kind = "an array"
+        }
+        throw semantic("variant tag `\(tag)` is \(kind), not an enumeration", tok)
     }
 
     /// Parses `type declarator[, declarator];` entries up to and including the closing `}`.
     private mutating func parseFieldList() throws -> [CTFField] {
         scopes.append([:])
-        defer { scopes.removeLast() }
+        fieldStack.append([:])
+        defer { scopes.removeLast(); fieldStack.removeLast() }
         var fields: [CTFField] = []
         var names = Set<String>()   // O(1) duplicate check: a hostile list may have 100k fields
         while !isPunct("}") {
@@ -523,11 +701,14 @@ struct MetadataParser {
             if isIdent("typealias") { try parseTypealias(); continue }
             if isIdent("typedef") { try parseTypedef(); continue }
             let base = try parseTypeSpecifier(allowDeclarator: true)
-            if isPunct(";") { _ = advance(); continue } // a bare type declaration
+            if isPunct(";") { _ = advance(); continue } // a bare type declaration (e.g. a named struct)
             while true {
-                let (name, t) = try parseDeclarator(base: base)
-                if !names.insert(name).inserted { throw err("duplicate field `\(name)`") }
-                fields.append(CTFField(name: name, type: t))
+                let d = try parseDeclarator(base: base)
+                try checkNotKeyword(d.raw.text, d.raw, "a field name")
+                // Names are compared as written: `_x` escapes `x`, and `x`, `_x`, `__x` are distinct declarations.
+                if !names.insert(d.raw.text).inserted { throw semantic("duplicate field `\(d.raw.text)` in this structure", d.raw) }
+                fields.append(CTFField(name: d.name, type: d.type))
+                fieldStack[fieldStack.count - 1][d.name] = d.type
                 if isPunct(",") { _ = advance(); continue }
                 break
             }
@@ -542,9 +723,13 @@ struct MetadataParser {
         s.split(separator: ".", omittingEmptySubsequences: false).map { $0.hasPrefix("_") ? String($0.dropFirst()) : String($0) }.joined(separator: ".")
     }
 
-    private mutating func parseDeclarator(base: CTFType) throws -> (String, CTFType) {
+    /// Parses a declarator: the name as written (`raw`), the unescaped name, and the type with its array and
+    /// sequence dimensions.
+    private mutating func parseDeclarator(base: CTFType) throws -> (name: String, raw: Token, type: CTFType) {
         if isPunct("*") { throw err("pointer declarators are not supported") }
-        let raw = try expectIdentifier("field name")
+        guard cur.kind == .identifier else { throw err("expected field name but found `\(cur.text)`") }
+        let rawTok = advance()
+        let raw = rawTok.text
         var dims: [(Int?, String?)] = []
         while isPunct("[") {
             // Each dimension is a level of nesting: counted against the same limit as nested types.
@@ -555,8 +740,20 @@ struct MetadataParser {
                 guard let n = parseIntLiteral(t.text), n >= 0, n <= 1 << 28 else { throw err("bad array length `\(t.text)`", t) }
                 dims.append((Int(n), nil))
             } else {
-                var s = try expectIdentifier("sequence length field")
-                while isPunct(".") { _ = advance(); s += "." + (try expectIdentifier("sequence length field")) }
+                let lenTok = cur
+                var parts = [try expectIdentifier("array length (an integer constant or a length field)")]
+                while isPunct(".") { _ = advance(); parts.append(try expectIdentifier("sequence length field")) }
+                let s = parts.joined(separator: ".")
+                let scoped = parts.count > 1 && ["trace", "stream", "event", "env", "clock"].contains(parts[0])
+                if let k = (scoped ? [parts.last!] : parts).first(where: { MetadataParser.keywords.contains($0) }) {
+                    throw semantic("array length `\(s)`: `\(k)` is a reserved keyword, not a constant or a length field", lenTok)
+                }
+                if parts.count == 1, lookup(s) != nil {
+                    throw semantic("array length `\(s)` names a type, not a constant or a length field", lenTok)
+                }
+                if fieldStack.isEmpty && !scoped {
+                    throw semantic("array length `\(s)` must be an integer constant here: a sequence length field is only meaningful inside a structure", lenTok)
+                }
                 dims.append((nil, stripUnderscore(s)))
             }
             try expect("]")
@@ -566,6 +763,6 @@ struct MetadataParser {
         for (n, s) in dims.reversed() {
             if let n = n { t = .array(t, length: n) } else { t = .sequence(t, lengthField: s!) }
         }
-        return (stripUnderscore(raw), t)
+        return (stripUnderscore(raw), rawTok, t)
     }
 }

@@ -155,7 +155,7 @@ struct ProgramCompiler {
             guard case .structure(let fields, _) = t else {
                 throw CTFReaderError.metadataSemantic(path: path, message: "\(scope) must be a structure")
             }
-            if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment))) }
+            if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment), field: nameIndex(scope))) }
             known = max(1, t.alignment)
             for f in fields {
                 layouts.append(try compileField(f, prefix: "", into: &ops, depth: 0))
@@ -187,6 +187,12 @@ struct ProgramCompiler {
             }
         }
         switch t {
+        case .integer(let it) where it.size > 64:
+            // Wider than a slot: skipped by size here, read whole (and shown in hex) when the field is decoded.
+            let slot = allocSlots(2)
+            cls.types.append(t)
+            ops.append(Op(kind: .generic, slot: Int32(slot), aux2: Int32(cls.types.count - 1), field: fieldIdx))
+            return FieldLayout(name: f.name, type: t, slot: slot, storage: .generic)
         case .integer(let it), .enumeration(let it, _):
             let slot = allocSlots(1)
             var op = Op(kind: .intBits, size: Int32(it.size), align: Int32(it.alignment), slot: Int32(slot), field: fieldIdx)
@@ -230,10 +236,9 @@ struct ProgramCompiler {
             guard let lslot = resolve(lengthField) else {
                 throw CTFReaderError.metadataSemantic(path: path, message: "sequence `\(dotted)`: length field `\(lengthField)` not found")
             }
-            guard let lt = cls.slotTypes[lslot], case .integer(let li) = lt, !li.isSigned || true else {
+            guard let lt = cls.slotTypes[lslot], case .integer = lt else {
                 throw CTFReaderError.metadataSemantic(path: path, message: "sequence `\(dotted)`: length field `\(lengthField)` is not an integer")
             }
-            _ = li
             let slot = allocSlots(2)
             if let bits = e.fixedBitSize, bits % max(1, e.alignment) == 0, bits <= Int(Int32.max) {
                 ops.append(Op(kind: .seqFixed, slot: Int32(slot), aux: Int32(lslot), aux2: Int32(bits), field: fieldIdx))
@@ -273,6 +278,9 @@ struct ProgramCompiler {
                 for m in maps where m.label == opt.name {
                     table.ranges.append((m.lower, m.upper, pidx))
                 }
+            }
+            if table.ranges.isEmpty && !options.isEmpty {
+                throw CTFReaderError.metadataSemantic(path: path, message: "variant `\(dotted)`: no option matches a label of its tag enumeration `\(tag)`")
             }
             cls.variants.append(table)
             ops.append(Op(kind: .variant, slot: Int32(slot), aux: Int32(cls.variants.count - 1), field: fieldIdx))

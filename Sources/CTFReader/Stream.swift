@@ -58,6 +58,9 @@ public final class CTFStream: @unchecked Sendable {
     private let clock: CTFClock?
     private let clockIsNS: Bool
     private let clockOffsetNS: Int64
+    /// Clock values convert within ±2^62 ns iff `value &- minCycles <= cycleSpan` (one compare per event).
+    private let minCycles: UInt64
+    private let cycleSpan: UInt64
     /// 0: generic header program; 1: LTTng compact header (5-bit id, 27-bit timestamp); 2: LTTng large header.
     private let headerKind: Int
     private let headerIDSlot: Int
@@ -174,6 +177,13 @@ public final class CTFStream: @unchecked Sendable {
         clock = c.clockName.flatMap { metadata.clocks[$0] } ?? (metadata.clocks.count == 1 ? metadata.clocks.first!.value : nil)
         clockIsNS = clock == nil || clock!.frequency == 1_000_000_000
         clockOffsetNS = clock.map { $0.offsetSeconds &* 1_000_000_000 &+ ($0.frequency == 1_000_000_000 ? $0.offsetCycles : 0) } ?? 0
+        let validCycles: ClosedRange<UInt64>? = clock.map(\.validCycleRange) ?? (0...UInt64(CTFClock.timestampLimitNanoseconds - 1))
+        guard let validCycles else {
+            throw CTFReaderError.metadataSemantic(path: (path as NSString).deletingLastPathComponent + "/metadata",
+                message: "clock `\(clock!.name)`: its offset places every timestamp beyond ±2^62 ns of the epoch (years 1824–2116)")
+        }
+        minCycles = validCycles.lowerBound
+        cycleSpan = validCycles.upperBound - validCycles.lowerBound
         headerKind = metadata.byteOrder == .little ? c.lttngHeaderKind : 0
         headerIDSlot = c.eventHeaderLayout.first(where: { $0.name == "id" })?.slot ?? 0
         traceBigEndian = metadata.byteOrder == .big
@@ -217,6 +227,8 @@ public final class CTFStream: @unchecked Sendable {
                 case .arrayFixed: if op.aux2 % 8 == 0 { bits += Int(op.aux) * Int(op.aux2) } else { ok = false }
                 default: ok = false
                 }
+                // Each term is below 2^62; stopping past sizeCap keeps the sum from overflowing.
+                if bits > sizeCap { ok = false }
                 if !ok { break }
             }
             fixed.append(ok ? bits : -1)
@@ -318,7 +330,12 @@ public final class CTFStream: @unchecked Sendable {
             i += 1
             switch op.kind {
             case .align:
-                p = (p + Int(op.align) - 1) & ~(Int(op.align) - 1)
+                let q = (p + Int(op.align) - 1) & ~(Int(op.align) - 1)
+                guard q <= e else {
+                    pos = p
+                    throw OutOfBounds(pos: p, field: op.field, message: "alignment to \(op.align) bits moves to byte \(q >> 3), past the end of the packet content (byte \(e >> 3))")
+                }
+                p = q
             case .int8:
                 guard p + 8 <= e else { pos = p; throw OutOfBounds(pos: p, field: op.field, message: "8-bit integer runs past the end of the packet content") }
                 let v = UInt64(b.load(fromByteOffset: p >> 3, as: UInt8.self))
@@ -380,7 +397,7 @@ public final class CTFStream: @unchecked Sendable {
             case .seqFixed:
                 let n = s[Int(op.aux)]
                 let elemBits = Int(op.aux2)
-                let remaining = e - p
+                let remaining = max(0, e - p)
                 if elemBits > 0 {
                     guard n <= UInt64(remaining / elemBits) else {
                         pos = p
@@ -523,12 +540,12 @@ public final class CTFStream: @unchecked Sendable {
         if cls.packetSizeSlot >= 0 {
             guard packetBits > 0, packetBits % 8 == 0, packetBits >= headerBits else {
                 throw CTFReaderError.malformed(path: path, offset: offset, field: "stream.packet.context.packet_size",
-                                               message: "packet size \(packetBits) bits is impossible (header and context take \(headerBits) bits)")
+                                               message: "packet size \(slots[cls.packetSizeSlot]) bits is impossible (a positive multiple of 8 of at least the \(headerBits) bits of header and context)")
             }
         }
         guard contentBits <= packetBits, contentBits >= headerBits else {
             throw CTFReaderError.malformed(path: path, offset: offset, field: "stream.packet.context.content_size",
-                                           message: "content size \(contentBits) bits is outside [\(headerBits), packet size \(packetBits)] bits")
+                                           message: "content size \(cls.contentSizeSlot >= 0 ? slots[cls.contentSizeSlot] : UInt64(contentBits)) bits is outside [\(headerBits), packet size \(packetBits)] bits")
         }
         let available = (fileSize - offset) * 8
         if packetBits > available {
@@ -540,15 +557,29 @@ public final class CTFStream: @unchecked Sendable {
             nextPacketOffset = offset + packetBits / 8
             end = offset * 8 + contentBits
         }
-        // Loss accounting.
+        // Packet timestamps: a value converting outside ±2^62 ns is corrupt; the packet is skipped with a warning
+        // (its events' timestamps derive from it).
+        for (slot, name) in [(cls.tsBeginSlot, "timestamp_begin"), (cls.tsEndSlot, "timestamp_end")] where slot >= 0 {
+            let v = slots[slot]
+            if v &- minCycles > cycleSpan {
+                warn(offset, "field `stream.packet.context.\(name)`: clock value \(v) cycles converts outside ±2^62 ns of the epoch (corrupt); packet of \(packetBits / 8) bytes skipped")
+                end = pos   // no events: next() moves on to the next packet
+                return true
+            }
+        }
+        // Loss accounting. Counters at or above 2^63 are corrupt (no tracer gets there): warned about and not counted,
+        // so every reported count, and their sum per stream, fits an Int64.
         let beginNS = cls.tsBeginSlot >= 0 ? nanoseconds(slots[cls.tsBeginSlot]) : (lastPacketEndNS ?? 0)
         let endNS = cls.tsEndSlot >= 0 ? nanoseconds(slots[cls.tsEndSlot]) : beginNS
+        let corrupt: UInt64 = 1 << 63
         if cls.discardedSlot >= 0 {
             // The counter is cumulative per ring buffer; LTTng may write packets whose snapshot is older than a
             // previous one, so only growth beyond the highest value seen counts (never a negative loss).
             let d = slots[cls.discardedSlot]
             let prev = lastDiscarded ?? 0
-            if d > prev {
+            if d >= corrupt {
+                warn(offset, "field `stream.packet.context.events_discarded`: counter value \(d) is implausible (≥ 2^63, corrupt); not counted")
+            } else if d > prev {
                 losses.append(CTFLoss(kind: .discardedEvents(d - prev), streamPath: path,
                                       beginNanoseconds: lastPacketEndNS ?? beginNS, endNanoseconds: endNS))
                 lastDiscarded = d
@@ -556,11 +587,15 @@ public final class CTFStream: @unchecked Sendable {
         }
         if cls.seqNumSlot >= 0 {
             let sq = slots[cls.seqNumSlot]
-            if let prev = lastSeq, sq > prev &+ 1 {
-                losses.append(CTFLoss(kind: .lostPackets(sq - prev - 1), streamPath: path,
-                                      beginNanoseconds: lastPacketEndNS ?? beginNS, endNanoseconds: beginNS))
+            if sq >= corrupt {
+                warn(offset, "field `stream.packet.context.packet_seq_num`: sequence number \(sq) is implausible (≥ 2^63, corrupt); ignored")
+            } else {
+                if let prev = lastSeq, sq > prev, sq - prev > 1 {
+                    losses.append(CTFLoss(kind: .lostPackets(sq - prev - 1), streamPath: path,
+                                          beginNanoseconds: lastPacketEndNS ?? beginNS, endNanoseconds: beginNS))
+                }
+                lastSeq = sq
             }
-            lastSeq = sq
         }
         lastPacketBeginNS = beginNS
         lastPacketEndNS = endNS
@@ -667,6 +702,10 @@ public final class CTFStream: @unchecked Sendable {
             guard pos > start else {
                 throw CTFReaderError.malformed(path: path, offset: start >> 3, field: eventClass.name, message: "event of zero size")
             }
+            guard clockValue &- minCycles <= cycleSpan else {
+                throw CTFReaderError.malformed(path: path, offset: start >> 3, field: "stream.event.header.timestamp",
+                                               message: "clock value \(clockValue) cycles converts outside ±2^62 ns of the epoch (years 1824–2116): corrupt timestamp")
+            }
             cycles = clockValue
             timestamp = nanoseconds(clockValue)
             if debug { materialize(); print("DEBUG event \(eventClass.name) at \(start >> 3)..<\(pos >> 3) slots \(Array(UnsafeBufferPointer(start: slots, count: cls.slotCount)))") }
@@ -753,7 +792,8 @@ public final class CTFStream: @unchecked Sendable {
         let entries = packetIndex!
         // The first packet that may hold an event at or after the target.
         var start = entries.count
-        for (i, e) in entries.enumerated() where e.tsEnd == UInt64.max || nanoseconds(e.tsEnd) >= target {
+        // An end time that does not convert (corrupt index or packet) is treated as unknown: the packet is kept.
+        for (i, e) in entries.enumerated() where e.tsEnd &- minCycles > cycleSpan || nanoseconds(e.tsEnd) >= target {
             start = i
             break
         }
@@ -765,9 +805,11 @@ public final class CTFStream: @unchecked Sendable {
         }
         let e = entries[start]
         nextPacketOffset = e.offset
-        lastDiscarded = e.discarded
-        lastSeq = e.seq
-        lastPacketEndNS = start > 0 ? nanoseconds(entries[start - 1].tsEnd) : nil
+        // Index values at or above 2^63 are corrupt, as in the packet contexts (see `loadPacket`).
+        lastDiscarded = e.discarded.flatMap { $0 < 1 << 63 ? $0 : nil }
+        lastSeq = e.seq.flatMap { $0 < 1 << 63 ? $0 : nil }
+        let prevEnd = start > 0 ? entries[start - 1].tsEnd : 0
+        lastPacketEndNS = start > 0 && prevEnd &- minCycles <= cycleSpan ? nanoseconds(prevEnd) : nil
         // The packet's timestamp_begin sets the clock when it is loaded.
         while try next() {
             if timestamp >= target {

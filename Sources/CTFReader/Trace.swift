@@ -11,6 +11,8 @@ public final class CTFTrace: @unchecked Sendable {
     public let metadata: CTFMetadata
     /// The data streams (one per file, in file name order).
     public private(set) var streams: [CTFStream] = []
+    /// Warnings about the metadata (unknown attributes ignored, …), with line and column.
+    public var warnings: [CTFWarning] { metadata.warnings }
     /// The `hostname` from the `env` block, if any.
     public var hostname: String? { metadata.environment["hostname"] }
     let compiled: [UInt64: CompiledStreamClass]
@@ -20,8 +22,8 @@ public final class CTFTrace: @unchecked Sendable {
     public init(directory: String) throws {
         path = directory
         let metaPath = (directory as NSString).appendingPathComponent("metadata")
-        let text = try CTFTrace.readMetadataText(metaPath)
-        var parser = try MetadataParser(text: text, path: metaPath)
+        let (text, packetOrder) = try CTFTrace.readMetadata(metaPath)
+        var parser = try MetadataParser(text: text, path: metaPath, packetByteOrder: packetOrder)
         metadata = try parser.parse()
         compiled = try CTFTrace.compile(metadata, path: metaPath)
         let fm = FileManager.default
@@ -39,20 +41,23 @@ public final class CTFTrace: @unchecked Sendable {
     }
 
     /// Reads the metadata file, unpacking the packetized form (magic 0x75D11D57) when present.
-    static func readMetadataText(_ path: String) throws -> String {
+    static func readMetadataText(_ path: String) throws -> String { try readMetadata(path).text }
+
+    /// Reads the metadata file: its text and, when packetized, the byte order of its packet headers.
+    static func readMetadata(_ path: String) throws -> (text: String, packetByteOrder: CTFByteOrder?) {
         guard let data = FileManager.default.contents(atPath: path) else {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot read file" : "no such file"
             throw CTFReaderError.io(path: path, message: reason)
         }
         let bytes = [UInt8](data)
         guard bytes.count >= 4 else {
-            return String(decoding: bytes, as: UTF8.self)
+            return (String(decoding: bytes, as: UTF8.self), nil)
         }
         let le = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
         let be = le.byteSwapped
         let magic: UInt32 = 0x75D1_1D57
         guard le == magic || be == magic else {
-            return String(decoding: bytes, as: UTF8.self)
+            return (String(decoding: bytes, as: UTF8.self), nil)
         }
         let isBE = be == magic
         func u32(_ o: Int) -> Int {
@@ -86,7 +91,7 @@ public final class CTFTrace: @unchecked Sendable {
             out.append(contentsOf: bytes[(off + headerSize)..<contentEnd])
             off += packetBits / 8
         }
-        return String(decoding: out, as: UTF8.self)
+        return (String(decoding: out, as: UTF8.self), isBE ? .big : .little)
     }
 
     static func compile(_ m: CTFMetadata, path: String) throws -> [UInt64: CompiledStreamClass] {

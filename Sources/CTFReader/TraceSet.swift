@@ -29,8 +29,8 @@ public final class CTFTraceSet: @unchecked Sendable {
 
     /// Losses reported by all streams so far.
     public var losses: [CTFLoss] { streams.flatMap(\.losses) }
-    /// Warnings reported by all streams so far.
-    public var warnings: [CTFWarning] { streams.flatMap(\.warnings) }
+    /// Warnings about the traces' metadata, then those reported by all streams so far.
+    public var warnings: [CTFWarning] { traces.flatMap(\.metadata.warnings) + streams.flatMap(\.warnings) }
 }
 
 /// Owns the merge heap's raw storage.

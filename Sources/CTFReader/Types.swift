@@ -22,7 +22,7 @@ public enum CTFDisplayBase: Int, Sendable {
 
 /// A CTF integer type.
 public struct CTFIntegerType: Sendable, Equatable {
-    /// Size in bits (1…64).
+    /// Size in bits (1…65536; integers wider than 64 bits decode to their hexadecimal text, see ``wideIntegerDisplayText(_:_:)``).
     public var size: Int
     /// Alignment in bits.
     public var alignment: Int
@@ -171,17 +171,59 @@ public struct CTFClock: Sendable {
     /// Description, if declared.
     public var description: String?
 
-    /// Converts a cycle count to nanoseconds since the epoch (overflow-safe for realistic values).
+    /// Timestamps the reader hands out stay within ±2^62 ns of the epoch (about 1824–2116), so that the
+    /// difference of any two of them fits an `Int64`; a clock value converting outside is treated as corrupt.
+    public static let timestampLimitNanoseconds: Int64 = 1 << 62
+
+    /// Converts a cycle count to nanoseconds since the epoch. Exact for every cycle count in
+    /// ``validCycleRange``; outside it the result wraps (the reader never converts such values).
     @inline(__always)
     public func nanoseconds(fromCycles cycles: UInt64) -> Int64 {
         let base = offsetSeconds &* 1_000_000_000
         if frequency == 1_000_000_000 {
             return base &+ offsetCycles &+ Int64(bitPattern: cycles)
         }
-        let total = UInt64(bitPattern: offsetCycles) &+ cycles
+        let (total, o) = UInt64(bitPattern: offsetCycles).addingReportingOverflow(cycles)
+        if o { return Int64(truncatingIfNeeded: exactNanoseconds(fromCycles: cycles)) }
         let secs = total / frequency
         let rem = total % frequency
-        return base &+ Int64(bitPattern: secs &* 1_000_000_000) &+ Int64(bitPattern: rem &* 1_000_000_000 / frequency)
+        // rem < frequency, so rem × 10^9 / frequency < 10^9: a full-width product never overflows.
+        let sub = frequency.dividingFullWidth(rem.multipliedFullWidth(by: 1_000_000_000)).quotient
+        return base &+ Int64(bitPattern: secs &* 1_000_000_000) &+ Int64(bitPattern: sub)
+    }
+
+    /// The exact conversion in 128-bit arithmetic (never overflows for any 64-bit cycle count and offset).
+    func exactNanoseconds(fromCycles cycles: UInt64) -> Int128 {
+        let f = Int128(frequency)
+        let total = Int128(offsetCycles) + Int128(cycles)
+        var secs = total / f, rem = total % f
+        if rem < 0 { rem += f; secs -= 1 }
+        return (Int128(offsetSeconds) + secs) * 1_000_000_000 + rem * 1_000_000_000 / f
+    }
+
+    /// The cycle counts whose conversion lies within ±``timestampLimitNanoseconds`` (nil when none does).
+    public var validCycleRange: ClosedRange<UInt64>? {
+        let lim = Int128(CTFClock.timestampLimitNanoseconds)
+        // The conversion is non-decreasing in the cycle count: binary search both ends.
+        func firstCycle(where ok: (Int128) -> Bool) -> UInt64? {
+            var lo: UInt64 = 0, hi = UInt64.max
+            if ok(exactNanoseconds(fromCycles: 0)) { return 0 }
+            guard ok(exactNanoseconds(fromCycles: hi)) else { return nil }
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2
+                if ok(exactNanoseconds(fromCycles: mid)) { hi = mid } else { lo = mid }
+            }
+            return hi
+        }
+        guard let minC = firstCycle(where: { $0 >= -lim }) else { return nil }
+        let maxC: UInt64
+        if let tooBig = firstCycle(where: { $0 >= lim }) {
+            guard tooBig > minC else { return nil }
+            maxC = tooBig - 1
+        } else {
+            maxC = UInt64.max
+        }
+        return minC...maxC
     }
 }
 
@@ -236,6 +278,8 @@ public struct CTFMetadata: Sendable {
     public var streamClasses: [UInt64: CTFStreamClass] = [:]
     /// Event classes in declaration order.
     public var eventClasses: [CTFEventClass] = []
+    /// Non-fatal findings of the metadata parser (unknown attributes, ignored declarations).
+    public var warnings: [CTFWarning] = []
     /// The metadata text.
     public var text: String = ""
 }

@@ -128,9 +128,10 @@ struct MalformedTests {
         let weirdFloat = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: "floating_point { exp_dig = 5; mant_dig = 11; align = 8; } _h; uint32_t _len;")
         let p2 = try TinyTrace.write("float16", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: weirdFloat)
         expectReaderError([p2]) { e in "\(e)".contains("unsupported floating_point with exp_dig = 5, mant_dig = 11") }
-        let bigInt = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: "integer { size = 128; } _big; uint32_t _len;")
-        let p3 = try TinyTrace.write("int128", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: bigInt)
-        expectReaderError([p3]) { e in "\(e)".contains("unsupported integer size 128") }
+        // Integers wider than 64 bits are decoded (MetadataRulesTests.wideIntegers), up to 65536 bits.
+        let bigInt = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: "integer { size = 65537; } _big; uint32_t _len;")
+        let p3 = try TinyTrace.write("int65537", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: bigInt)
+        expectReaderError([p3]) { e in "\(e)".contains("unsupported integer size 65537 bits (at most 65536)") }
     }
 
     @Test("absurd declarations (nesting 200 deep, arrays of 2^28 × 2^28 elements) are refused or bounded, never a crash")
