@@ -77,6 +77,38 @@ struct TimeWindowTests {
         #expect(d.out.contains("[\(abs)]"), "dump has no event at \(abs)")
     }
 
+    @Test(arguments: [[String](), ["--begin", "400ms", "--end", "500ms"], ["--begin", "650ms", "--end", "1.2s"], ["--begin", "1s", "--end", "2s"]])
+    func reportTimelineAndExportAgreeOnEveryCount(window: [String]) throws {
+        // Per loop: iterations (report) = timeline rows = iteration slices (export); callouts (report)
+        // = callout slices; spinning iterations (report) = SPIN rows.
+        let doc = try reportJSON(window)
+        let t = try run("rltrace", ["timeline", demoTrace] + window)
+        let out = NSTemporaryDirectory() + "rltrace-agree-\(getpid())-\(window.joined()).json"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let x = try run("rltrace", ["export", "-o", out, demoTrace] + window)
+        #expect(t.status == 0 && x.status == 0)
+        let events = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as! [String: Any])["traceEvents"] as! [[String: Any]]
+        let kinds: Set<String> = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+        var rows: [Int: Int] = [:], spinRows: [Int: Int] = [:]
+        var current = -1
+        for line in t.out.split(separator: "\n") {
+            if line.hasPrefix("loop ") { current = Int(line.split(separator: " ")[1])!; continue }
+            if line.trimmingCharacters(in: .whitespaces).hasPrefix("#") {
+                rows[current, default: 0] += 1
+                if line.contains("SPIN") { spinRows[current, default: 0] += 1 }
+            }
+        }
+        for l in doc["loops"] as! [[String: Any]] {
+            let loop = l["loop"] as! Int, tid = l["tid"] as! Int
+            let slices = events.filter { $0["ph"] as? String == "X" && $0["tid"] as? Int == tid }
+            #expect(rows[loop] == l["iterations"] as? Int, "loop \(loop) \(window): timeline rows")
+            #expect(slices.filter { $0["cat"] as? String == "iteration" }.count == l["iterations"] as? Int, "loop \(loop) \(window): iteration slices")
+            #expect(slices.filter { kinds.contains($0["cat"] as? String ?? "") }.count == l["callouts"] as? Int, "loop \(loop) \(window): callout slices")
+            let spinning = (l["spins"] as! [[String: Any]]).map { $0["iterations"] as! Int }.reduce(0, +)
+            #expect(spinRows[loop, default: 0] == spinning, "loop \(loop) \(window): SPIN rows")
+        }
+    }
+
     @Test func aWindowOutsideTheTraceIsAnError() throws {
         let r = try run("rltrace", ["report", demoTrace, "--begin", "10s"])
         #expect(r.status == 2)
