@@ -119,6 +119,31 @@ class CrossCheck(unittest.TestCase):
         """The other exactly defined figures: latencies (count/total/max), hangs, spins, identity."""
         self.compare_with_rltrace(common.comparable_beyond)
 
+    def test_percentiles_within_the_stated_precision(self):
+        """docs/report-json.md, "Percentiles": rltrace's are exact up to 32 values and from an
+        HdrHistogram (3 significant digits) beyond; rl_bt2_report.py's are exact. So they are equal
+        up to 32 values and within 0.1 % beyond, for every item and callout kind."""
+        checked = 0
+        for name, theirs in self.rltrace_reports().items():
+            mine = self.reports[name]
+            for lp_b, lp_r in zip(mine["loops"], theirs["loops"]):
+                pairs = [(k, lp_b["calloutKinds"][k], v) for k, v in lp_r["calloutKinds"].items() if k in lp_b["calloutKinds"]]
+                items_b = {(i["kind"], i["item"], i["name"] if i["kind"] == "block" else ""): i for i in lp_b["items"]}
+                for i in lp_r["items"]:
+                    key = (i["kind"], i["item"], i["name"] if i["kind"] == "block" else "")
+                    if key in items_b:
+                        pairs.append((key, items_b[key], i))
+                for key, b, r in pairs:
+                    for p in ("p50Ns", "p90Ns", "p99Ns", "p999Ns"):
+                        if p not in b or p not in r or b[p] is None or r[p] is None:
+                            continue
+                        checked += 1
+                        if r["count"] <= 32:
+                            self.assertEqual(r[p], b[p], "%s %s %s" % (name, key, p))
+                        else:
+                            self.assertLessEqual(abs(r[p] - b[p]), 0.001 * b[p] + 1, "%s %s %s: %d vs exact %d" % (name, key, p, r[p], b[p]))
+        self.assertGreater(checked, 20)
+
     def test_procname_of_every_loop(self):
         """docs/report-json.md: `procname` names the loop's process — its main thread's procname
         context (LTTng's is per thread) — also for a process's second loop, on rl-example's
