@@ -207,6 +207,31 @@ struct PipelineTests {
         #expect(FileManager.default.contentsEqual(atPath: export1, andPath: export2))
     }
 
+    @Test func htmlPlotsHaveAxesTitlesAndExactHoverText() throws {
+        // Issue 15: every plot says what it counts, has a scale with ticks and units, bucket
+        // ranges, and hover text with the exact figures; the busy strip a 0–100 % scale and a time axis.
+        let out = NSTemporaryDirectory() + "rltrace-html-\(getpid()).html"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let r = try run("rltrace", ["report", demoTrace, "--format", "html", "-o", out])
+        #expect(r.status == 0)
+        let html = try String(contentsOfFile: out, encoding: .utf8)
+        for needle in ["Busy over time: share of each", ">100 %</text>", ">0 %</text>", "time after the trace start",
+                       ">+1s</text>", "Busy time per top-level iteration", "Sleeps ended by wake_up: how long the loop slept",
+                       "duration (log2 buckets: from ≤ d &lt; to)", ">sleeps</text>", ">iterations</text>",
+                       "<title>hang: iteration 446, busy 300ms</title>"] {
+            #expect(html.contains(needle), "no \(needle)")
+        }
+        // Hover text gives each bar's exact range and count, equal to the report's histogram.
+        let doc = try reportJSON([])
+        let l = try #require(loop17(doc))
+        let wakeUp = (l["sleepHistogram"] as! [String: [String: Int]])["wake_up"]!
+        for (k, n) in wakeUp {
+            let b = Int(k)!
+            let range = "[\(b == 0 ? "0ns" : durationText(Int64(1) << b)), \(durationText(Int64(1) << (b + 1))))"
+            #expect(html.contains("<title>\(range): \(n) sleeps</title>"), "no hover text for \(range)")
+        }
+    }
+
     @Test func aWakeIsSpuriousOnlyWhenNothingFollowsIt() throws {
         // 10 signal-then-wake (the source is performed in the next iteration) and 7 bare wakeUps.
         let dir = NSTemporaryDirectory() + "rltrace-wakes-\(getpid())"
@@ -289,4 +314,17 @@ func parseSeconds(_ s: String) -> Int64? {
     let p = s.split(separator: ".")
     guard p.count == 2, let a = Int64(p[0]), let b = Int64(p[1]), p[1].count == 9 else { return nil }
     return a * 1_000_000_000 + b
+}
+
+/// `formatDuration` as rltrace writes it (a copy of its rounding, for expected strings).
+func durationText(_ ns: Int64) -> String {
+    let a = abs(Double(ns))
+    func f(_ v: Double, _ u: String) -> String {
+        let r = v >= 100 ? v.rounded() : (v >= 10 ? (v * 10).rounded() / 10 : (v * 100).rounded() / 100)
+        return (r == r.rounded() ? String(Int64(r)) : String(r)) + u
+    }
+    if a < 1_000 { return "\(Int64(a))ns" }
+    if a < 1_000_000 { return f(a / 1e3, "µs") }
+    if a < 1_000_000_000 { return f(a / 1e6, "ms") }
+    return f(a / 1e9, "s")
 }

@@ -1,3 +1,4 @@
+import Foundation
 /// `--format html`: one self-contained file (no network) with SVG plots: per-loop busy strip,
 /// sleep and iteration histograms, callouts per item, and the hangs table.
 public enum HTMLReportRenderer {
@@ -31,18 +32,7 @@ public enum HTMLReportRenderer {
             o += "<h2>Loop \(l.loop) — \(esc(l.procname)) pid \(l.pid), thread \(l.tid) \(esc(l.threadName))</h2>\n"
             o += "<p>\(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s), busy \(formatDuration(l.busyNs)) / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))), \(l.callouts) callouts, \(l.spuriousWakes) spurious wakes.</p>\n"
             if let strips {
-                let bins = 400
-                let s = strips.strip(LoopKey(pid: l.pid, loop: l.loop), begin: r.trace.beginNs, end: r.trace.endNs, bins: bins)
-                o += "<h3>Busy over time</h3>\n<svg width=\"1000\" height=\"70\" viewBox=\"0 0 1000 70\" role=\"img\" aria-label=\"busy strip\">"
-                for (i, v) in s.enumerated() where v > 0 {
-                    let h = max(1, v * 50)
-                    o += "<rect class=\"busy\" x=\"\(fmt(Double(i) * 1000 / Double(bins)))\" y=\"\(fmt(50 - h))\" width=\"\(fmt(1000 / Double(bins)))\" height=\"\(fmt(h))\"/>"
-                }
-                for h in l.hangs {
-                    let x = Double(h.beginNs - r.trace.beginNs) / Double(max(1, r.trace.endNs - r.trace.beginNs)) * 1000
-                    o += "<line x1=\"\(fmt(x))\" x2=\"\(fmt(x))\" y1=\"0\" y2=\"55\" stroke=\"#000\" stroke-dasharray=\"2\"/>"
-                }
-                o += "<text class=\"axis\" x=\"0\" y=\"66\">+0</text><text class=\"axis\" x=\"1000\" y=\"66\" text-anchor=\"end\">+\(formatDuration(r.trace.endNs - r.trace.beginNs))</text></svg>\n"
+                o += busyStrip(strips, l, r)
             }
             o += "<h3>Callouts per item</h3>\n<table><tr><th class=\"l\">kind</th><th class=\"l\">name</th><th>count</th><th>total</th><th>p50</th><th>p99</th><th>max</th></tr>\n"
             for i in l.items.prefix(20) {
@@ -50,9 +40,11 @@ public enum HTMLReportRenderer {
             }
             o += "</table>\n"
             for (reason, h) in l.sleepHistogram.sorted(by: { $0.key < $1.key }) {
-                o += "<h3>Sleeps ended by \(esc(reason))</h3>\n" + svgHistogram(h)
+                o += svgHistogram(h, title: "Sleeps ended by \(reason): how long the loop slept", what: "sleeps")
             }
-            if !l.iterationHistogram.isEmpty { o += "<h3>Busy time per iteration</h3>\n" + svgHistogram(l.iterationHistogram) }
+            if !l.iterationHistogram.isEmpty {
+                o += svgHistogram(l.iterationHistogram, title: "Busy time per top-level iteration (iteration minus its sleeps)", what: "iterations")
+            }
             o += "<h3>Hangs (≥ \(formatDuration(r.options.hangThresholdNs)))</h3>\n"
             if l.hangs.isEmpty { o += "<p>None.</p>\n" } else {
                 o += "<table><tr><th>iteration</th><th>at</th><th>busy</th><th class=\"l\">held by</th></tr>\n"
@@ -67,18 +59,84 @@ public enum HTMLReportRenderer {
         return o
     }
 
-    static func svgHistogram(_ h: [String: Int]) -> String {
+    /// A nice step for `n` ticks over `[0, max]` (1, 2 or 5 × 10^k).
+    static func tickStep(_ max: Double, ticks: Int) -> Double {
+        guard max > 0 else { return 1 }
+        let raw = max / Double(ticks)
+        let p = pow(10, floor(log10(raw)))
+        for m in [1.0, 2.0, 5.0, 10.0] where m * p >= raw { return m * p }
+        return 10 * p
+    }
+
+    /// A histogram of log2 buckets as an SVG bar chart: a title saying what is counted, a y axis of
+    /// counts with ticks, each bar labelled with its bucket's range, and hover text with the exact
+    /// range and count.
+    static func svgHistogram(_ h: [String: Int], title: String, what: String) -> String {
         let buckets = h.compactMap { k, v in Int(k).map { ($0, v) } }.sorted { $0.0 < $1.0 }
         guard let maxCount = buckets.map(\.1).max(), maxCount > 0 else { return "" }
-        let w = 40, gap = 6, height = 120
-        var o = "<svg width=\"\(buckets.count * (w + gap) + 10)\" height=\"\(height + 40)\" role=\"img\" aria-label=\"histogram\">"
-        for (i, (k, v)) in buckets.enumerated() {
-            let bh = max(1, Double(v) / Double(maxCount) * Double(height))
-            let x = i * (w + gap) + 5
-            o += "<rect class=\"bar\" x=\"\(x)\" y=\"\(fmt(Double(height) - bh))\" width=\"\(w)\" height=\"\(fmt(bh))\"><title>[\(formatDuration(k == 0 ? 0 : Int64(1) << k)), \(formatDuration(Int64(1) << (k + 1)))): \(v)</title></rect>"
-            o += "<text class=\"axis\" x=\"\(x + w / 2)\" y=\"\(height + 14)\" text-anchor=\"middle\">\(v)</text>"
-            o += "<text class=\"axis\" x=\"\(x + w / 2)\" y=\"\(height + 30)\" text-anchor=\"middle\">\(formatDuration(k == 0 ? 0 : Int64(1) << k))</text>"
+        let w = 64, gap = 6, height = 140, left = 56, top = 18
+        let step = tickStep(Double(maxCount), ticks: 4)
+        let yMax = ceil(Double(maxCount) / step) * step
+        let width = left + buckets.count * (w + gap) + 10
+        var o = "<h3>\(esc(title))</h3>\n<svg width=\"\(width)\" height=\"\(height + top + 58)\" role=\"img\" aria-label=\"\(esc(title))\">"
+        // y axis: counts, with ticks and grid lines.
+        o += "<line x1=\"\(left)\" x2=\"\(left)\" y1=\"\(top)\" y2=\"\(top + height)\" stroke=\"#555\"/>"
+        var t = 0.0
+        while t <= yMax + step / 2 {
+            let y = Double(top + height) - t / yMax * Double(height)
+            o += "<line x1=\"\(left - 4)\" x2=\"\(width - 10)\" y1=\"\(fmt(y))\" y2=\"\(fmt(y))\" stroke=\"#eee\"/>"
+            o += "<text class=\"axis\" x=\"\(left - 6)\" y=\"\(fmt(y + 4))\" text-anchor=\"end\">\(Int(t))</text>"
+            t += step
         }
+        o += "<text class=\"axis\" x=\"12\" y=\"\(top + height / 2)\" transform=\"rotate(-90 12 \(top + height / 2))\" text-anchor=\"middle\">\(what)</text>"
+        for (i, (k, v)) in buckets.enumerated() {
+            let lo = k == 0 ? 0 : Int64(1) << k, hi = Int64(1) << (k + 1)
+            let bh = max(1, Double(v) / yMax * Double(height))
+            let x = left + 6 + i * (w + gap)
+            let range = "[\(formatDuration(lo)), \(formatDuration(hi)))"
+            o += "<rect class=\"bar\" x=\"\(x)\" y=\"\(fmt(Double(top + height) - bh))\" width=\"\(w)\" height=\"\(fmt(bh))\"><title>\(range): \(v) \(what)</title></rect>"
+            o += "<text class=\"axis\" x=\"\(x + w / 2)\" y=\"\(fmt(Double(top + height) - bh - 3))\" text-anchor=\"middle\">\(v)</text>"
+            o += "<text class=\"axis\" x=\"\(x + w / 2)\" y=\"\(top + height + 14)\" text-anchor=\"middle\">\(formatDuration(lo))–</text>"
+            o += "<text class=\"axis\" x=\"\(x + w / 2)\" y=\"\(top + height + 27)\" text-anchor=\"middle\">\(formatDuration(hi))</text>"
+        }
+        o += "<text class=\"axis\" x=\"\(left + (width - left) / 2)\" y=\"\(top + height + 46)\" text-anchor=\"middle\">duration (log2 buckets: from ≤ d &lt; to)</text>"
+        return o + "</svg>\n"
+    }
+
+    /// The loop's busy ratio over the trace: a 0–100 % y scale with grid lines, a time axis with
+    /// ticks (time after the trace start), hangs marked, and hover text per bin.
+    static func busyStrip(_ strips: BusyStripCollector, _ l: LoopReport, _ r: Report) -> String {
+        let bins = 400, left = 44, plotW = 920, height = 80, top = 8
+        let span = max(1, r.trace.endNs - r.trace.beginNs)
+        let s = strips.strip(LoopKey(pid: l.pid, loop: l.loop), begin: r.trace.beginNs, end: r.trace.endNs, bins: bins)
+        var o = "<h3>Busy over time: share of each \(formatDuration(span / Int64(bins))) the loop was busy (not asleep)</h3>\n"
+        o += "<svg width=\"\(left + plotW + 20)\" height=\"\(height + top + 40)\" role=\"img\" aria-label=\"busy over time\">"
+        for pct in [0, 25, 50, 75, 100] {
+            let y = Double(top + height) - Double(pct) / 100 * Double(height)
+            o += "<line x1=\"\(left)\" x2=\"\(left + plotW)\" y1=\"\(fmt(y))\" y2=\"\(fmt(y))\" stroke=\"#eee\"/>"
+            o += "<text class=\"axis\" x=\"\(left - 5)\" y=\"\(fmt(y + 4))\" text-anchor=\"end\">\(pct) %</text>"
+        }
+        let bw = Double(plotW) / Double(bins)
+        for (i, v) in s.enumerated() where v > 0 {
+            let h = max(1, v * Double(height))
+            let at = Int64(Double(span) * Double(i) / Double(bins))
+            o += "<rect class=\"busy\" x=\"\(fmt(Double(left) + Double(i) * bw))\" y=\"\(fmt(Double(top + height) - h))\" width=\"\(fmt(bw))\" height=\"\(fmt(h))\"><title>+\(formatDuration(at)): busy \(pct(v))</title></rect>"
+        }
+        for h in l.hangs {
+            let x = Double(left) + Double(h.beginNs - r.trace.beginNs) / Double(span) * Double(plotW)
+            o += "<line x1=\"\(fmt(x))\" x2=\"\(fmt(x))\" y1=\"\(top)\" y2=\"\(top + height)\" stroke=\"#000\" stroke-dasharray=\"3\"><title>hang: iteration \(h.iteration), busy \(formatDuration(h.busyNs))</title></line>"
+        }
+        // Time axis: ticks at a round step after the trace start.
+        let step = Int64(tickStep(Double(span), ticks: 8))
+        o += "<line x1=\"\(left)\" x2=\"\(left + plotW)\" y1=\"\(top + height)\" y2=\"\(top + height)\" stroke=\"#555\"/>"
+        var t: Int64 = 0
+        while t <= span && step > 0 {
+            let x = Double(left) + Double(t) / Double(span) * Double(plotW)
+            o += "<line x1=\"\(fmt(x))\" x2=\"\(fmt(x))\" y1=\"\(top + height)\" y2=\"\(top + height + 4)\" stroke=\"#555\"/>"
+            o += "<text class=\"axis\" x=\"\(fmt(x))\" y=\"\(top + height + 16)\" text-anchor=\"middle\">+\(formatDuration(t))</text>"
+            t += step
+        }
+        o += "<text class=\"axis\" x=\"\(left + plotW / 2)\" y=\"\(top + height + 32)\" text-anchor=\"middle\">time after the trace start (dashed: hangs)</text>"
         return o + "</svg>\n"
     }
 
