@@ -94,7 +94,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen"],
+        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload"],
                     swiftSettings: [.swiftLanguageMode(.v5)]),
+
+        // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------
+        // Whole rltrace commands vs babeltrace2 on recorded rl-example traces: time, CPU, peak RSS
+        // (scripts/bench-pipeline.sh, docs/benchmarks.md; not part of the test suite).
+        .executableTarget(name: "pipeline-bench", path: "Sources/PipelineBench", swiftSettings: [.swiftLanguageMode(.v5)]),
+        // A deterministic RunLoopCore workload (a fixed number of steps, every callout kind) for traces
+        // of a chosen size; RLTraceTests' BoundedMemoryTests records it.
+        .executableTarget(name: "trace-workload", dependencies: ["RunLoopCore", "CRunLoopShims"],
+                          path: "Sources/TraceWorkload", swiftSettings: [.swiftLanguageMode(.v5)]),
     ]
 )

@@ -5,7 +5,8 @@ import HeapModule
 /// Lines come out in the order of the iterations' begin times (a parent before the iterations
 /// nested in it), grouped under a loop header whenever the loop changes. An iteration is printed
 /// once nothing that began before it can still arrive: iterations of other loops, or nested ones,
-/// wait in a heap until every iteration that began earlier has closed; non-sleeping top-level
+/// wait in a heap until every iteration that began earlier has closed (or, for at most
+/// ``holdLimitNs`` of trace time, while one stays open: memory stays bounded); non-sleeping top-level
 /// iterations wait (at most ``ReportOptions/spinMinIterations`` per loop) until their run of
 /// iterations is known to be a spin or not — the same per-loop rule as the report.
 public final class TimelineSink: LoopModelSink, NameResolving {
@@ -92,12 +93,18 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         } else {
             heap.insert(row)
         }
-        release(upTo: watermark())
+        release(upTo: watermark(now: it.end))
     }
 
+    /// How long (trace time) lines may wait for an iteration still open on another loop: a loop
+    /// asleep for an hour would otherwise hold an hour of lines in memory. An iteration open longer
+    /// is printed when it ends, after lines of other loops that began after it.
+    public static let holdLimitNs: Int64 = 100_000_000
+
     /// Everything that began before this can be printed.
-    private func watermark() -> Int64 {
+    private func watermark(now: Int64) -> Int64 {
         var m = resolver?.openWatermark ?? .max
+        m = max(m, now &- TimelineSink.holdLimitNs)
         for (_, st) in spins { if let f = st.pending.first, f.record.begin < m { m = f.record.begin } }
         return m
     }
