@@ -72,6 +72,43 @@ final class Stats: @unchecked Sendable {
 }
 let stats = Stats()
 
+/// When the injected problems happen (after the service starts) and how long they hold the loop.
+enum Schedule {
+    static let hang: Duration = .milliseconds(300), hangHold: Duration = .milliseconds(300)
+    static let spin: Duration = .milliseconds(900), spinIterations = 200
+    static let blocker: Duration = .milliseconds(1300), blockerHold: Duration = .milliseconds(40), lateBy: Duration = .milliseconds(5)
+    static let slowCalloutHold: Duration = .milliseconds(50)
+    /// The last injection's time: a shorter run ends before it.
+    static let last: Duration = .milliseconds(1400)
+}
+
+/// What the injections did, as the program measured it, printed at the end, one line per problem:
+/// `injected PROBLEM: WHAT — N×, max NS ns (MS ms)`.
+final class Injected: @unchecked Sendable {
+    struct Entry { var problem: String, what: String, count: Int, maxNs: Int64 }
+    let entries = Mutex<[Entry]>([])
+    /// Records one occurrence of `problem` measuring `ns`.
+    func record(_ problem: String, _ what: String, _ ns: Int64) {
+        entries.withLock { e in
+            if let i = e.firstIndex(where: { $0.problem == problem }) { e[i].count += 1; e[i].maxNs = max(e[i].maxNs, ns) }
+            else { e.append(Entry(problem: problem, what: what, count: 1, maxNs: ns)) }
+        }
+    }
+    var lines: [String] {
+        entries.withLock { $0.map { "injected \($0.problem): \($0.what) — \($0.count)×, max \($0.maxNs) ns (\(Double($0.maxNs / 1_000) / 1_000) ms)" } }
+    }
+}
+let injected = Injected()
+
+/// Holds the calling thread (the loop) for `d`, resuming any interrupted sleep; returns how long it
+/// actually held (ns).
+@discardableResult
+func hold(_ d: Duration) -> Int64 {
+    let start = RLInstant.now, end = start + d
+    while RLInstant.now < end { usleep(UInt32(max(1, nsOf(end - RLInstant.now) / 1_000))) }
+    return nsOf(RLInstant.now - start)
+}
+
 // MARK: the service
 
 final class Connection {
@@ -124,9 +161,13 @@ final class Service: @unchecked Sendable {
         resultsReady = RLSource0(order: 0, name: "compute-results") { [unowned self] in
             let ready = self.results.withLock { r -> [(Int32, String)] in defer { r.removeAll() }; return r }
             for (fd, line) in ready { self.reply(fd, line) }
-            // injected: every 25th perform spends 50 ms in this named callout
+            // injected, a SLOW CALLOUT: every 25th perform spends 50 ms in this named callout (the
+            // threshold is 10 ms); a compute request takes one perform, and at most one per client
+            // is pending, so 4 clients × 100 requests (25 computes each) reach the 25th.
             self.resultsPerformed += 1
-            if self.options.inject.contains("slow-callout") && self.resultsPerformed % 25 == 0 { usleep(50_000) }
+            if self.options.inject.contains("slow-callout") && self.resultsPerformed % 25 == 0 {
+                injected.record("slow-callout", "source0 \"compute-results\" held the loop", hold(Schedule.slowCalloutHold))
+            }
         }
         loop.add(resultsReady, forMode: .commonModes)
 
@@ -150,29 +191,51 @@ final class Service: @unchecked Sendable {
             }
         }
 
-        // Injected problems.
+        // Injected problems: each at its own time, far from the others, and each made by the program
+        // itself, whatever the others did to the loop's timing (a late or long callout before it only
+        // moves it later). The program measures what it injected and prints it at the end.
         if options.inject.contains("hang") {
-            loop.add(RLTimer(fireAt: .now + .milliseconds(300), name: "hang-timer") { _ in usleep(300_000) }, forMode: .commonModes)
-        }
-        if options.inject.contains("late-timer") {
-            let due = RLInstant.now + .milliseconds(1200)   // after the hang (300–600 ms) and the spin (700 ms)
-            loop.add(RLTimer(fireAt: due, name: "late-timer") { _ in stats.bump("late-timer-fired") }, forMode: .commonModes)
-            // A block that holds the loop for 20 ms right before the timer is due.
-            loop.add(RLTimer(fireAt: due + .milliseconds(-2), name: "blocker") { [unowned self] _ in
-                self.loop.perform(name: "blocking-block") { usleep(20_000) }
+            // A HANG: +300 ms, the timer holds the loop 300 ms (the threshold is 250 ms).
+            loop.add(RLTimer(fireAt: .now + Schedule.hang, name: "hang-timer") { _ in
+                injected.record("hang", "timer \"hang-timer\" held the loop", hold(Schedule.hangHold))
             }, forMode: .commonModes)
         }
         if options.inject.contains("spin") {
-            spinLeft = 200
+            // A SPIN: +900 ms (300 ms after the hang's end), the source re-signals itself 200 times, so
+            // 200 iterations in a row never sleep (a spin is 100).
+            spinLeft = Schedule.spinIterations
             let spinner = RLSource0(name: "spinner") { [unowned self] in
-                if self.spinLeft > 0 { self.spinLeft -= 1; self.spinnerSource?.signal() }
+                if self.spinLeft == Schedule.spinIterations { self.spinStarted = .now }
+                if self.spinLeft > 0 {
+                    self.spinLeft -= 1
+                    self.spinnerSource?.signal()
+                    if self.spinLeft == 0 {
+                        injected.record("spin", "source0 \"spinner\" re-signalled itself \(Schedule.spinIterations) times in a row",
+                                        nsOf(RLInstant.now - self.spinStarted))
+                    }
+                }
             }
             spinnerSource = spinner
             loop.add(spinner, forMode: .commonModes)
-            loop.add(RLTimer(fireAt: .now + .milliseconds(700), name: "start-spin") { _ in spinner.signal() }, forMode: .commonModes)
+            loop.add(RLTimer(fireAt: .now + Schedule.spin, name: "start-spin") { _ in spinner.signal() }, forMode: .commonModes)
+        }
+        if options.inject.contains("late-timer") {
+            // A LATE TIMER: +1300 ms, "blocker" schedules "late-timer" 5 ms after the moment it actually
+            // runs, then holds the loop 40 ms: the late timer fires at least 35 ms late (the threshold is
+            // 10 ms), however late the blocker itself was. (A due date fixed in advance could be passed
+            // by a late blocker, and fire in the same timer pass only a little late.)
+            loop.add(RLTimer(fireAt: .now + Schedule.blocker, name: "blocker") { [unowned self] _ in
+                let due = RLInstant.now + Schedule.lateBy
+                self.loop.add(RLTimer(fireAt: due, name: "late-timer") { _ in
+                    stats.bump("late-timer-fired")
+                    injected.record("late-timer", "timer \"late-timer\" fired late", nsOf(RLInstant.now - due))
+                }, forMode: .commonModes)
+                hold(Schedule.blockerHold)
+            }, forMode: .commonModes)
         }
     }
     var spinnerSource: RLSource0?
+    var spinStarted = RLInstant.now
 
     func acceptAll(_ fd: Int32) {
         while true {
@@ -312,6 +375,9 @@ enum Thread {
 // MARK: main
 
 let options = parseOptions()
+if !options.inject.isEmpty && Duration.seconds(options.duration) <= Schedule.last {
+    warn("--duration \(options.duration) s ends before the last injected problem (at \(Double(nsOf(Schedule.last)) / 1e9) s)")
+}
 let service = Service(options: options)
 do { try service.start() } catch { fail("cannot start: \(error)") }
 print("rl-example: serving on 127.0.0.1:\(service.port) for \(options.duration) s; load \(options.clients) clients × \(options.requests) requests; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
@@ -335,4 +401,5 @@ connections \(stats.get("connections")), requests \(stats.get("requests")), repl
 load: ok \(stats.get("load-ok")), wrong \(stats.get("load-wrong")), broken \(stats.get("load-broken")), clients done \(stats.get("load-clients-done"))/\(options.clients)
 heartbeats \(stats.get("heartbeats")), main-queue updates \(stats.get("main-queue-updates")), main-actor updates \(stats.get("main-actor-updates")), flushes \(stats.get("flushes"))
 """)
+for line in injected.lines { print(line) }
 exit(stats.get("load-wrong") == 0 && stats.get("load-broken") == 0 ? 0 : 1)

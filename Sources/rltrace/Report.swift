@@ -131,7 +131,7 @@ struct ReportCommand: ParsableCommand {
         case .text: text = TextReportRenderer().render(report)
         case .json: text = try JSONReportRenderer.render(report)
         case .csv: text = CSVReportRenderer.render(report)
-        case .lami: text = try LAMIReportRenderer.render(report)
+        case .lami: text = try LAMIReportRenderer.render(report, window: LAMIReportRenderer.window(for: filter, in: report))
         case .html: text = HTMLReportRenderer.render(report, strips: strips)
         }
         try emit(text, to: output ?? (format == .html ? "report.html" : nil))

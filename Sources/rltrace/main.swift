@@ -1,7 +1,12 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import RLAnalysis
 
 /// The `rltrace` root command; each subcommand lives in its own file.
 struct RLTrace: ParsableCommand {
+
     static let configuration = CommandConfiguration(
         commandName: "rltrace",
         abstract: "Record and analyse run-loop traces.",
@@ -12,5 +17,12 @@ struct RLTrace: ParsableCommand {
 
 /// The version `rltrace --version` prints.
 let rltraceVersion = "rltrace 0.2.0 (RunLoopTrace; rltrace-report/2)"
+
+// Trace Compass asks an external analysis for its LAMI version with only the command's first word
+// (`rltrace --mi-version`), then runs the configured command line (`rltrace lami …`).
+if CommandLine.arguments.dropFirst() == ["--mi-version"] {
+    writeStdout(LAMIReportRenderer.miVersionLine)
+    exit(0)
+}
 
 RLTrace.main()

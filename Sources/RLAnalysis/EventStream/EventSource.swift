@@ -127,10 +127,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
         if threads >= 2 {
             try forEachPipelined(filter: filter, body)
         } else {
-            let gate = EventGate(filter)
-            try produce { e in
-                guard gate.accepts(e, epochOffset: clockOffset) else { return true }
-                if window == nil { window = (gate.lo, gate.hi) }
+            try produce(EventGate(filter)) { e in
                 try body(e)
                 return true
             }
@@ -141,7 +138,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
     }
 
     /// Reads every event and hands each decoded `runloop` event to `body`, until `body` returns false.
-    private func produce(_ body: (RunLoopEvent) throws -> Bool) throws {
+    private func produce(_ gate: EventGate, _ body: (RunLoopEvent) throws -> Bool) throws {
         var it = traceSet.makeMergedIterator()
         // Unretained references (the source owns the streams and plans for its whole life): the
         // per-event path then makes no retain or release for them.
@@ -165,6 +162,8 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 runLoopEvents &+= 1
                 var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
                 decode(s, sp, sp.plan(ci), into: &e)
+                guard gate.accepts(e, epochOffset: clockOffset) else { continue }
+                if window == nil { window = (gate.lo, gate.hi) }
                 if try !body(e) { break }
             }
         } catch let e as AnalysisError {
@@ -254,7 +253,6 @@ public final class RunLoopEventSource: @unchecked Sendable {
             var chunk = ring[0]
             free.wait()
             chunk.count = 0
-            let gate = EventGate(filter)
             func publish(last: Bool, error: Error? = nil) {
                 chunk.newNames = mine.takeAdded()
                 chunk.last = last
@@ -267,9 +265,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 chunk.count = 0
             }
             do {
-                try produce { e in
-                    guard gate.accepts(e, epochOffset: clockOffset) else { return true }
-                    if window == nil { window = (gate.lo, gate.hi) }
+                try produce(EventGate(filter)) { e in
                     (chunk.events + chunk.count).initialize(to: e)
                     chunk.count += 1
                     if chunk.count == Chunk.capacity {
