@@ -104,7 +104,8 @@ public struct LoopInfo: Sendable {
     public var first: Int64 = .max, last: Int64 = .min
 }
 
-/// Receives what the loop model reconstructs.
+/// Receives what the loop model reconstructs (every method has a default that ignores it: a sink
+/// implements what it uses).
 public protocol LoopModelSink: AnyObject {
     /// A completed iteration.
     func iteration(_ it: IterationRecord, of loop: LoopInfo)
@@ -143,6 +144,24 @@ public struct Flow: Sendable {
 }
 
 extension LoopModelSink {
+    /// A completed iteration (default: ignored).
+    public func iteration(_ it: IterationRecord, of loop: LoopInfo) {}
+    /// A matched callout (default: ignored).
+    public func callout(_ c: CalloutRecord, of key: LoopKey) {}
+    /// A sleep pair (default: ignored).
+    public func sleep(_ s: SleepRecord, of key: LoopKey) {}
+    /// Any wake event (default: ignored).
+    public func wake(_ reason: WakeReason, of key: LoopKey) {}
+    /// A callout pair that could not be matched (default: ignored).
+    public func unmatchedCallout(of key: LoopKey) {}
+    /// Timer lateness (default: ignored).
+    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
+    /// Signal latency (default: ignored).
+    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {}
+    /// wakeUp latency (default: ignored).
+    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {}
+    /// A run entered or exited (default: ignored).
+    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {}
     /// A cross-thread request and the loop's reaction (default: ignored).
     public func flow(_ f: Flow) {}
     /// The trace's first event time (CLOCK_MONOTONIC ns), before any other call (default: ignored).

@@ -50,13 +50,6 @@ public final class BusyStripCollector: LoopModelSink {
         if it.depth == 0 { add(loop.key, it.begin, it.end, sign: 1) }
     }
     public func sleep(_ s: SleepRecord, of key: LoopKey) { add(key, s.begin, s.end, sign: -1) }
-    public func callout(_ c: CalloutRecord, of key: LoopKey) {}
-    public func wake(_ reason: WakeReason, of key: LoopKey) {}
-    public func unmatchedCallout(of key: LoopKey) {}
-    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
-    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {}
-    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {}
-    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {}
 
     /// Busy fraction (0…1) of each of `bins` equal slices of `[begin, end]` for `key`.
     public func strip(_ key: LoopKey, begin: Int64, end: Int64, bins: Int) -> [Double] {

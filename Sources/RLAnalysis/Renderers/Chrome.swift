@@ -168,9 +168,4 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         out.flush()
     }
 
-    public func wake(_ reason: WakeReason, of key: LoopKey) {}
-    public func unmatchedCallout(of key: LoopKey) {}
-    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
-    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {}
-    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {}
 }

@@ -120,9 +120,6 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         guard nameMatches(ik) else { return }
         add(by == .item ? ik : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
     }
-    public func wake(_ reason: WakeReason, of key: LoopKey) {}
-    public func unmatchedCallout(of key: LoopKey) {}
-    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {}
 
     private func label(_ k: Key) -> String {
         switch k.b {

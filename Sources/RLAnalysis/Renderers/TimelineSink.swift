@@ -206,12 +206,4 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         return true
     }
 
-    public func callout(_ c: CalloutRecord, of key: LoopKey) {}
-    public func sleep(_ s: SleepRecord, of key: LoopKey) {}
-    public func wake(_ reason: WakeReason, of key: LoopKey) {}
-    public func unmatchedCallout(of key: LoopKey) {}
-    public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {}
-    public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {}
-    public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {}
-    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {}
 }
