@@ -14,63 +14,50 @@ public struct CTFEventFormatter {
     /// The output style.
     public var style: Style
     private var lastTimestamp: Int64?
+    /// Plans per event class (resolved when first seen) and a scratch buffer. A copy of the formatter that
+    /// formats gets its own (value semantics: copies may be used on different threads).
+    private var cache = FormatterCache()
 
     /// Creates a formatter.
     public init(style: Style = .text) { self.style = style }
 
     /// Appends the current event of `stream` to `out` (with a trailing newline).
     public mutating func format(_ stream: CTFStream, into out: inout String) {
-        switch style {
-        case .text: formatText(stream, into: &out)
-        case .json: formatJSON(stream, into: &out)
+        if !isKnownUniquelyReferenced(&cache) { cache = FormatterCache() }
+        let b = cache.scratch
+        b.removeAll()
+        format(stream, into: b)
+        b.withUnsafeBytes { out += String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Appends the current event of `stream` to `out` as bytes (with a trailing newline): the fast path of
+    /// `rltrace dump`, with no `String` or allocation per event. Flush `out` when it has grown large enough.
+    public mutating func format(_ stream: CTFStream, into out: CTFOutputBuffer) {
+        if !isKnownUniquelyReferenced(&cache) { cache = FormatterCache() }
+        cache.plan(stream)._withUnsafeGuaranteedRef { plan in
+            switch style {
+            case .text: out.w.pointee.textEvent(stream, plan, previous: lastTimestamp)
+            case .json: out.w.pointee.jsonEvent(stream, plan)
+            }
         }
         lastTimestamp = stream.timestamp
     }
 
-    private func formatText(_ s: CTFStream, into out: inout String) {
-        let ts = s.timestamp
-        out += "["
-        out += secondsString(ts)
-        out += "] ("
-        if let l = lastTimestamp {
-            let d = ts - l
-            out += d < 0 ? "-" : "+"
-            out += secondsString(abs(d))
-        } else {
-            out += "+?.?????????"
-        }
-        out += ") "
-        // Like babeltrace2: hostname, then the per-process trace's procname and (vpid).
-        let env = s.environment
-        var origin = env["hostname"] ?? ""
-        if let pn = env["procname"] { origin += (origin.isEmpty ? "" : ":") + pn }
-        if let vp = env["vpid"] { origin += (origin.isEmpty ? "" : ":") + "(\(vp))" }
-        if !origin.isEmpty { out += origin; out += " " }
-        out += s.eventClass.name
-        out += ": "
-        var groups: [String] = []
-        if let cpu = s.cpuID { groups.append("{ cpu_id = \(cpu) }") }
-        if s.hasStreamEventContext { groups.append(typedStruct(s.typedStreamEventContext())) }
-        if s.eventClass.context != nil { groups.append(typedStruct(s.typedEventContext())) }
-        groups.append(typedStruct(s.typedPayload()))
-        out += groups.joined(separator: ", ")
-        out += "\n"
+    // MARK: the decoded fallback (fields of compound types; byte for byte what the fast path writes otherwise)
+
+    /// The text of an integer wider than 64 bits (decoded to `.string` holding its hexadecimal text):
+    /// printed unquoted, as an integer (`0x…`, `-0x…`): babeltrace2 refuses such integers.
+    static func wideIntegerText(_ v: CTFValue, _ t: CTFType) -> String {
+        wideIntegerDisplayText(v, t) ?? text(v, t)
     }
 
-    private func secondsString(_ ns: Int64) -> String {
-        let neg = ns < 0
-        let a = neg ? UInt64(0) &- UInt64(bitPattern: ns) : UInt64(ns)
-        let frac = String(a % 1_000_000_000)
-        return (neg ? "-" : "") + String(a / 1_000_000_000) + "." + String(repeating: "0", count: 9 - frac.count) + frac
-    }
-
-    private func typedStruct(_ fields: [(String, CTFType, CTFValue)]) -> String {
-        if fields.isEmpty { return "{ }" }
-        return "{ " + fields.map { "\($0.0) = \(text($0.2, $0.1))" }.joined(separator: ", ") + " }"
+    /// The JSON of an integer wider than 64 bits (see ``wideIntegerText(_:_:)``).
+    static func wideIntegerJSON(_ v: CTFValue, _ t: CTFType) -> String {
+        json(v)
     }
 
     /// Formats a value with its type (integer display bases, nested types).
-    func text(_ v: CTFValue, _ t: CTFType) -> String {
+    static func text(_ v: CTFValue, _ t: CTFType) -> String {
         switch (v, t) {
         case (.signed, .integer(let it)), (.unsigned, .integer(let it)):
             return intText(v, it)
@@ -93,7 +80,7 @@ public struct CTFEventFormatter {
         }
     }
 
-    private func intText(_ v: CTFValue, _ it: CTFIntegerType) -> String {
+    private static func intText(_ v: CTFValue, _ it: CTFIntegerType) -> String {
         let bits: UInt64
         switch v { case .signed(let i): bits = UInt64(bitPattern: i); case .unsigned(let u): bits = u; default: return text(v) }
         let masked = it.size >= 64 ? bits : bits & ((UInt64(1) << UInt64(it.size)) - 1)
@@ -108,12 +95,12 @@ public struct CTFEventFormatter {
         }
     }
 
-    private func textStruct(_ fields: [CTFNamedValue]) -> String {
+    private static func textStruct(_ fields: [CTFNamedValue]) -> String {
         if fields.isEmpty { return "{ }" }
         return "{ " + fields.map { "\($0.name) = \(text($0.value))" }.joined(separator: ", ") + " }"
     }
 
-    func text(_ v: CTFValue) -> String {
+    static func text(_ v: CTFValue) -> String {
         switch v {
         case .signed(let i): return String(i)
         case .unsigned(let u): return String(u)
@@ -130,7 +117,7 @@ public struct CTFEventFormatter {
     }
 
     /// An enumeration in babeltrace2's text form: its label(s) and its container value.
-    private func enumText(_ labels: [String], _ container: String) -> String {
+    private static func enumText(_ labels: [String], _ container: String) -> String {
         let l: String
         switch labels.count {
         case 0: l = "<unknown>"
@@ -141,22 +128,11 @@ public struct CTFEventFormatter {
     }
 
     /// A string in babeltrace2's text form (control characters as `\xNN`).
-    func quote(_ s: String) -> String {
+    static func quote(_ s: String) -> String {
         escaped(s) { v in "\\x" + (v < 16 ? "0" : "") + String(v, radix: 16) }
     }
 
-    private func formatJSON(_ s: CTFStream, into out: inout String) {
-        out += "{\"timestamp_ns\":\(s.timestamp),\"name\":"
-        out += jsonString(s.eventClass.name)
-        if let cpu = s.cpuID { out += ",\"cpu_id\":\(cpu)" }
-        if let h = s.environment["hostname"] { out += ",\"hostname\":" + jsonString(h) }
-        let ctx = s.streamEventContext() + s.eventContext()
-        if !ctx.isEmpty { out += ",\"context\":" + json(.structure(ctx)) }
-        out += ",\"fields\":" + json(.structure(s.payload()))
-        out += "}\n"
-    }
-
-    func json(_ v: CTFValue) -> String {
+    static func json(_ v: CTFValue) -> String {
         switch v {
         case .signed(let i): return String(i)
         case .unsigned(let u): return String(u)
@@ -171,7 +147,7 @@ public struct CTFEventFormatter {
     }
 
     /// A JSON string literal (control characters as `\u00NN`).
-    func jsonString(_ s: String) -> String {
+    static func jsonString(_ s: String) -> String {
         escaped(s) { v in
             let h = String(v, radix: 16)
             return "\\u" + String(repeating: "0", count: 4 - h.count) + h
@@ -180,7 +156,7 @@ public struct CTFEventFormatter {
 
     /// `s` in double quotes with `"`, `\`, newline, tab and return escaped, and other control
     /// characters written by `control`.
-    private func escaped(_ s: String, control: (UInt32) -> String) -> String {
+    private static func escaped(_ s: String, control: (UInt32) -> String) -> String {
         var r = "\""
         for c in s.unicodeScalars {
             switch c {
@@ -197,9 +173,9 @@ public struct CTFEventFormatter {
     }
 }
 
-/// Formats a double like C's `%g`.
+/// Formats a double like C's `%g` (glibc's `gcvt` with 6 digits is `%.6g`).
 func formatG(_ d: Double) -> String {
-    var buf = [CChar](repeating: 0, count: 64)
-    _ = withVaList([d]) { vsnprintf(&buf, 64, "%g", $0) }
-    return String(cString: buf)
+    var buf = [UInt8](repeating: 0, count: 64)
+    buf.withUnsafeMutableBytes { _ = gcvt(d, 6, $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+    return String(decoding: buf.prefix(while: { $0 != 0 }), as: UTF8.self)
 }

@@ -7,7 +7,14 @@ import Glibc
 /// `rltrace dump TRACE…`: prints every event of every trace below the given paths, in time order.
 struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print every event of CTF traces in time order (babeltrace2-like text or JSON lines)."
+        abstract: "Print every event of CTF traces in time order (babeltrace2-like text or JSON lines).",
+        discussion: """
+        Examples:
+          rltrace dump TRACE | less               (babeltrace2 --clock-seconds style: [epoch seconds] (+delta) …)
+          rltrace dump TRACE --format json | jq 'select(.name == "runloop:wake")'
+        Losses and reader warnings go to standard error; events decoded before an error are printed.
+        Exit codes: 0 ok; 1 unreadable trace; 3 no trace found; 64 bad command line.
+        """
     )
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -21,23 +28,34 @@ struct Dump: ParsableCommand {
     var traces: [String]
 
     func run() throws {
+        // Events are formatted as bytes into one reusable buffer, written out in 1 MiB chunks.
+        let out = CTFOutputBuffer(capacity: 1 << 20 + 1 << 16)
+        var writeError: Int32 = 0
+        let missing = traces.filter { access($0, F_OK) != 0 }
+        guard missing.isEmpty else {
+            warn("rltrace: no CTF trace (a directory holding a `metadata` file) below \(missing.map { "\($0) (no such file or directory)" }.joined(separator: ", "))")
+            throw ExitCode(3)
+        }
         do {
             let set = try CTFTraceSet(paths: traces)
             var it = set.makeMergedIterator()
             var formatter = CTFEventFormatter(style: format == .json ? .json : .text)
-            var out = ""
-            out.reserveCapacity(1 << 16)
             while try it.next() {
-                formatter.format(it.current, into: &out)
-                if out.utf8.count >= 1 << 16 {
-                    writeStdout(out)
-                    out.removeAll(keepingCapacity: true)
+                it.withCurrent { formatter.format($0, into: out) }
+                if out.count >= 1 << 20 {
+                    if writeError == 0 { writeError = out.flush(to: 1) } else { out.removeAll() }
                 }
             }
-            writeStdout(out)
+            if writeError == 0 { out.flush(to: 1) }
             for l in set.losses { warn("warning: \(l)") }
             for w in set.warnings { warn("warning: \(w)") }
+        } catch CTFReaderError.noTrace {
+            // The wording and exit code of every other command (a path that does not exist, an empty folder).
+            warn("rltrace: no CTF trace (a directory holding a `metadata` file) below \(traces.joined(separator: ", "))")
+            throw ExitCode(3)
         } catch let e as CTFReaderError {
+            // Every event decoded before the error is printed, then the error.
+            if writeError == 0 { out.flush(to: 1) }
             warn("rltrace: error: \(e)")
             throw ExitCode(1)
         }

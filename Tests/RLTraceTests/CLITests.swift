@@ -17,6 +17,17 @@ struct CLITests {
         #expect(r.err.contains("/nonexistent/trace") && r.err.contains("no such file"))
     }
 
+    @Test func dumpSaysNoTraceAsTheOtherCommandsDo() throws {
+        let empty = NSTemporaryDirectory() + "rltrace-empty-\(getpid())"
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        for path in [empty, "/nonexistent/trace"] {
+            let d = try run("rltrace", ["dump", path]), r = try run("rltrace", ["report", path])
+            #expect(d.status == 3 && r.status == 3, "\(path)")
+            #expect(d.err.hasPrefix("rltrace: no CTF trace") && r.err.hasPrefix("rltrace: no CTF trace"), "\(d.err) / \(r.err)")
+        }
+    }
+
     @Test func durationsNeedAUnitAndSpinsTwoIterations() throws {
         for args in [["--hang-threshold", "10"], ["--slow-callout", "5"], ["--spin-iterations", "0"], ["--late-timer", "-1ms"]] {
             let r = try run("rltrace", ["report", demoTrace] + args)
@@ -62,7 +73,7 @@ struct CLITests {
     }
 
     @Test func everySubcommandsHelpHasAnExampleAndItsValues() throws {
-        for sub in ["record", "report", "timeline", "histogram", "hangs", "export", "lami", "demo"] {
+        for sub in ["record", "report", "timeline", "histogram", "hangs", "export", "lami", "dump", "demo"] {
             let r = try run("rltrace", [sub, "--help"])
             #expect(r.status == 0, "\(sub)")
             #expect(r.out.contains("Example"), "\(sub) --help has no example")

@@ -149,7 +149,9 @@ let hostileCases: [HostileCase] = {
     c.append(.init(name: "array-length-UInt64.max", metadata: Hostile.replacing(field, "uint8_t _e[18446744073709551615]; " + field), stream: ok))
     c.append(.init(name: "enum-huge-range", metadata: Hostile.replacing(field, "enum : uint32_t { A = 0 ... 18446744073709551615, B } _en; " + field), stream: ok))
     let manyFields = (0..<100_000).map { "uint8_t f\($0);" }.joined(separator: " ")
-    c.append(.init(name: "fields-100k", metadata: Hostile.replacing(field, manyFields + " " + field), stream: ok, timeLimit: 5))
+    // The bound catches a quadratic pass over 100k fields (minutes), not machine load: ~1.5 s alone,
+    // 5.07 s once on CI's two cores with builds running, so the default 20 s like every other case.
+    c.append(.init(name: "fields-100k", metadata: Hostile.replacing(field, manyFields + " " + field), stream: ok))
     let someFields = (0..<5_000).map { "uint8_t f\($0);" }.joined(separator: " ")
     c.append(.init(name: "fields-5k", metadata: Hostile.replacing(field, someFields + " " + field), stream: ok))
     let manyEvents = (1..<50_000).map { "event { name = \"h:e\($0)\"; id = \($0); fields := struct { uint8_t x; }; };" }.joined(separator: "\n")
