@@ -103,13 +103,16 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
         self.perform = perform
     }
 
-    /// Marks the source as ready to perform. Does not wake any loop.
+    /// Marks the source as ready to perform. Does not wake any loop. An invalidated source ignores
+    /// it (CF's `CFRunLoopSourceSignal`).
     public func signal() {
         let seq = RLSource0.signalClock.add(1, ordering: .relaxed).newValue
-        state.withLock { s in
+        let valid = state.withLock { s -> Bool in
+            guard s.valid else { return false }
             if !s.signalled { s.signalled = true; s.signalSeq = seq }
+            return true
         }
-        if RLTrace.isEnabled(.source0Signalled) { traceSignalled(seq) }
+        if valid && RLTrace.isEnabled(.source0Signalled) { traceSignalled(seq) }
     }
 
     /// `source0_signalled`, once per loop the source is in (each with that loop's iteration), or
@@ -136,11 +139,13 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
     public var isValid: Bool { state.withLock { $0.valid } }
 
     /// Removes the source from every mode of every loop (calling `cancel` for each) and makes it
-    /// unusable. A signalled source that is invalidated is never performed.
+    /// unusable: it is no longer signalled and ignores ``signal()``, so it is never performed (CF's
+    /// `CFRunLoopSourceInvalidate`).
     public func invalidate() {
         let loops: [WeakLoop] = state.withLock { s in
             guard s.valid else { return [] }
             s.valid = false
+            s.signalled = false
             return s.loops
         }
         for w in loops { w.loop?.removeEverywhere(self) }
@@ -263,7 +268,8 @@ struct FileIdentity: Equatable {
 
 /// A run-loop observer (CF's `CFRunLoopObserver`): called at the activities in its mask. Observers
 /// of a mode are called in order (lower first; ties in insertion order). A non-repeating observer
-/// is invalidated after its first callout. An observer never re-enters itself. Belongs to one loop.
+/// is invalidated after its first callout. An observer never re-enters itself. Belongs to one loop
+/// while it is in any of its modes; once removed from all of them it may join another (CF).
 public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
     /// Process-unique id.
     public let id: UInt64
@@ -280,7 +286,11 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
     struct State: LoopBoundState {
         var valid = true
         var firing = false
+        /// The loop it is bound to: set when it joins a first mode, released when it leaves its
+        /// last one (CF's `_runLoop` and `_rlCount`), so it may then join another loop.
         var loop = WeakLoop()
+        /// How many modes of its loop hold it.
+        var modeCount = 0
     }
     let state = Mutex(State())
 
@@ -315,7 +325,8 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
 /// then — if repeating — at the next `fire + k·interval` after now: missed fires are skipped and the
 /// phase is kept. With a tolerance it may fire anywhere in `[fire, fire + tolerance]`, which lets the
 /// loop serve several timers with one wake-up (CF on Linux ignores tolerance). A timer belongs to
-/// one loop and may be in several of its modes. Timers never count as "handled sources".
+/// one loop and may be in several of its modes; once removed from all of them it belongs to none
+/// and may join another loop (CF). Timers never count as "handled sources".
 public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// Process-unique id.
     public let id: UInt64
@@ -329,11 +340,18 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     static let intervalLimitNs: UInt64 = 504_911_232 * 1_000_000_000
 
     struct State: LoopBoundState {
+        /// When it is due: the date it was given, or the time it was given if that date was past
+        /// (CF's `_fireTSR`). The key the loop orders and fires timers by.
         var fireNs: UInt64
+        /// The date it reports (CF's `_nextFireDate`): the date as given (possibly past), or the
+        /// computed next fire after a repeating fire.
+        var dateNs: UInt64
         var intervalNs: UInt64
         var toleranceNs: UInt64
         var valid = true
         var firing = false
+        /// The loop it is bound to: set when it joins a first mode, released when it leaves its
+        /// last one (CF's `_runLoop`), so it may then join another loop.
         var loop = WeakLoop()
         var memberships = TimerMemberships()
     }
@@ -341,7 +359,9 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
 
     /// Creates a timer.
     /// - Parameters:
-    ///   - fireAt: the first fire date (in the past = now).
+    ///   - fireAt: the first fire date. A date in the past means the time of this call (CF's
+    ///     `CFRunLoopTimerCreate`): past-dated timers fire in the order they were made, after any
+    ///     timer already due before then; ``nextFireDate`` still reports the date as given.
     ///   - interval: 0 or negative = one-shot (invalidated after firing); longer than about 16 years
     ///     is clamped to CF's limit.
     ///   - tolerance: how late it may fire to share a wake-up (negative = 0; capped at the interval
@@ -354,7 +374,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         self.name = name
         self.callout = callout
         let iv = RLTimer.clampInterval(RLInstant.nanoseconds(of: interval))
-        state = Mutex(State(fireNs: fireAt.nanoseconds, intervalNs: iv,
+        state = Mutex(State(fireNs: max(fireAt.nanoseconds, rl_monotonic_ns()), dateNs: fireAt.nanoseconds, intervalNs: iv,
                             toleranceNs: RLTimer.clampTolerance(RLInstant.nanoseconds(of: tolerance), interval: iv)))
     }
 
@@ -382,29 +402,52 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     public var repeats: Bool { state.withLock { $0.intervalNs > 0 } }
     /// The interval (zero for a one-shot timer).
     public var interval: Duration { .nanoseconds(Int64(state.withLock { $0.intervalNs })) }
-    /// The next fire date.
-    public var nextFireDate: RLInstant { RLInstant(nanoseconds: state.withLock { $0.fireNs }) }
+    /// The next fire date (CF's `CFRunLoopTimerGetNextFireDate`): the date given to the initialiser
+    /// or to ``setNextFireDate(_:)`` — as given, even if it was in the past (the timer is then due
+    /// from the time it was given) — or, after a repeating fire, the computed next one. Inside the
+    /// timer's callout, the date being fired. An invalidated timer's is `RLInstant(nanoseconds: 0)`
+    /// (CF returns 0).
+    public var nextFireDate: RLInstant { RLInstant(nanoseconds: state.withLock { $0.valid ? $0.dateNs : 0 }) }
 
     /// The tolerance. Setting a negative value sets 0; a repeating timer's is capped at its interval.
     public var tolerance: Duration {
         get { .nanoseconds(Int64(state.withLock { $0.toleranceNs })) }
         set {
-            let loop = state.withLock { $0.loop.loop }
-            let apply = { (s: inout State) in
+            update { s in
                 s.toleranceNs = RLTimer.clampTolerance(RLInstant.nanoseconds(of: newValue), interval: s.intervalNs)
             }
-            if let loop { loop.reschedule(self, apply) } else { state.withLock { apply(&$0) } }
         }
     }
 
-    /// Moves the next fire date (any thread). Inside the timer's own callout, a date later than the
-    /// one being fired replaces the computed next fire (CF semantics).
+    /// Moves the next fire date (any thread; CF's `CFRunLoopTimerSetNextFireDate`). A date in the
+    /// past means now: the timer is due from the time of this call (so it fires after timers that
+    /// were already due), while ``nextFireDate`` reports the date as given. Inside the timer's own
+    /// callout the new date — never earlier than the one being fired, thanks to that rule — replaces
+    /// the computed next fire. Called from another thread than its loop's, it also wakes that loop,
+    /// as CF does. An invalidated timer ignores it.
     public func setNextFireDate(_ date: RLInstant) {
-        let loop = state.withLock { $0.loop.loop }
-        if let loop {
-            loop.reschedule(self) { $0.fireNs = date.nanoseconds }
-        } else {
-            state.withLock { $0.fireNs = date.nanoseconds }
+        let fire = max(date.nanoseconds, rl_monotonic_ns())
+        let loop = update { s in
+            guard s.valid else { return }
+            s.fireNs = fire
+            s.dateNs = date.nanoseconds
+        }
+        if let loop, isValid, !loop.isOnLoopThread { loop.wakeUp() }
+    }
+
+    /// Applies `change` to the timer's state; when the timer is bound to a loop, under that loop's
+    /// lock, repositioning it in the loop's modes (retried if it changes loops meanwhile). Returns
+    /// the loop it is bound to, if any.
+    @discardableResult
+    func update(_ change: (inout State) -> Void) -> RLRunLoop? {
+        while true {
+            let loop: RLRunLoop? = state.withLock { s in
+                if let l = s.loop.loop { return l }
+                change(&s)   // not bound (or its loop is gone): nothing to reposition
+                return nil
+            }
+            guard let loop else { return nil }
+            if loop.reschedule(self, change) { return loop }
         }
     }
 
@@ -413,7 +456,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         state.invalidate()?.removeEverywhere(self)
     }
 
-    /// `RLTimer #id "name" fire=… interval=… tolerance=…`.
+    /// `RLTimer #id "name" fire=… interval=… tolerance=…` (`fire` is when it is due).
     public var description: String {
         let s = state.withLock { $0 }
         return "RLTimer #\(id)\(name.map { " \"\($0)\"" } ?? "") fire=\(RLInstant(nanoseconds: s.fireNs)) interval=\(Double(s.intervalNs) / 1e9)s tolerance=\(Double(s.toleranceNs) / 1e9)s valid=\(s.valid)"

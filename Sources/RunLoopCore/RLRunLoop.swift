@@ -351,10 +351,13 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             for m in modes.values {
                 for s in m.sources0 { cancels.append((s, m.name)) }
                 for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
+                // Observers and timers leave every mode and so belong to no loop (CF's
+                // `__CFRunLoopDeallocateObservers` / `__CFRunLoopKillOneTimer`).
+                for o in m.observers { o.state.withLock { s in s.modeCount = 0; s.loop = WeakLoop() } }
                 m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll()
                 m.hasSources0.store(false, ordering: .sequentiallyConsistent)
                 m.observerMask.store(0, ordering: .sequentiallyConsistent)
-                for t in m.timers.liveTimers() { t.state.withLock { $0.memberships.removeAll() } }
+                for t in m.timers.liveTimers() { t.state.withLock { s in s.memberships.removeAll(); s.loop = WeakLoop() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
             for (s, _) in cancels { s.state.withLock { $0.loops.removeAll { $0.loop === self || $0.loop == nil } } }
@@ -429,14 +432,20 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public var commonModes: Set<RLMode> { locked { commonModeNames } }
 
     /// Marks `mode` common: every item added to ``RLMode/commonModes`` — now and later — is in it.
-    /// Existing common items are copied into it. Marking the pseudo-mode itself is ignored.
+    /// Existing common items are copied into it. Like CF's `CFRunLoopAddCommonMode`, this records the
+    /// name; the mode itself is created when a common item is copied into it (so marking a mode common
+    /// while there is no common item creates no mode: see ``allModes``). Marking the pseudo-mode
+    /// itself is ignored.
     public func addCommonMode(_ mode: RLMode) {
         guard mode != .commonModes else { return }
         var scheduled: [RLSource0] = []
         locked {
             guard !commonModeNames.contains(mode) else { return }
             commonModeNames.insert(mode)
-            let m = modeLocked(mode, create: true)!
+            let hasItems = !commonSources0.isEmpty || !commonSources1.isEmpty || !commonObservers.isEmpty || !commonTimers.isEmpty
+            // An existing mode becomes common at once; a missing one is created (common, with the
+            // main queue's fd on the main loop: see `modeLocked`) only to receive common items.
+            guard let m = modeLocked(mode, create: hasItems) else { return }
             m.isCommon = true
             if isMainLoop { registerMainQueueLocked(m) }
             for s in commonSources0 where addSource0Locked(s, m) { scheduled.append(s) }
@@ -626,7 +635,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Adds an observer to `mode` (or every common mode). An observer belongs to one loop: adding it
     /// to another, or adding an invalidated one, does nothing (CF).
     public func add(_ observer: RLObserver, forMode mode: RLMode) {
-        guard claim(observer) else { return }
+        guard mayJoin(observer) else { return }
         var joined: [RLMode] = []
         locked {
             if mode == .commonModes {
@@ -638,16 +647,23 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
     }
 
-    private func claim(_ o: RLObserver) -> Bool {
-        o.state.withLock { s in
-            guard s.valid else { return false }
-            return s.loop.claim(self)
-        }
+    /// Whether `o` may join this loop's modes: valid, and bound to this loop or to none (CF's
+    /// `CFRunLoopAddObserver` check; the binding itself is made by ``addObserverLocked(_:_:)``).
+    private func mayJoin(_ o: RLObserver) -> Bool {
+        o.state.withLock { s in s.valid && (!s.loop.bound || s.loop.isBound(to: self)) }
     }
 
+    /// Adds an observer to one mode: binds it to this loop when it joins its first mode (CF's
+    /// `__CFRunLoopObserverSchedule`); refused when invalid or bound to another loop.
     @discardableResult
     func addObserverLocked(_ o: RLObserver, _ m: ModeState) -> Bool {
         if m.observers.contains(where: { $0 === o }) { return false }
+        let joined = o.state.withLock { s -> Bool in
+            guard s.valid, s.loop.claim(self) else { return false }
+            s.modeCount += 1
+            return true
+        }
+        guard joined else { return false }
         // After every observer of lower or equal order: ties keep insertion order.
         let i = m.observers.firstIndex(where: { $0.order > o.order }) ?? m.observers.count
         m.observers.insert(o, at: i)
@@ -655,7 +671,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         return true
     }
 
-    /// Removes an observer from `mode` (or every common mode).
+    /// Removes an observer from `mode` (or every common mode). Out of all of this loop's modes, it
+    /// belongs to no loop any more and may be added to another (CF).
     public func remove(_ observer: RLObserver, forMode mode: RLMode) {
         var left: [RLMode] = []
         locked {
@@ -670,6 +687,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 m.observers.remove(at: i)
                 m.observerMask.store(m.observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .sequentiallyConsistent)
                 left.append(m.name)
+                // Out of its last mode: no longer bound to this loop (CF's `__CFRunLoopObserverCancel`).
+                observer.state.withLock { s in
+                    s.modeCount -= 1
+                    if s.modeCount == 0 { s.loop = WeakLoop() }
+                }
             }
         }
         for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
@@ -691,8 +713,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: - Timer registration
 
-    /// Adds a timer to `mode` (or every common mode). A timer belongs to one loop: adding it to
-    /// another, or adding an invalidated one, does nothing (CF). O(log n).
+    /// Adds a timer to `mode` (or every common mode). A timer belongs to one loop while it is in any
+    /// of its modes: adding it to another, or adding an invalidated one, does nothing (CF). O(log n).
     public func add(_ timer: RLTimer, forMode mode: RLMode) {
         var joined = ModeNames()
         locked {
@@ -705,8 +727,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 rearmIfSleepingLocked()
                 return
             }
-            // Otherwise claim it first: an invalidated timer, or another loop's, creates no mode.
-            guard timer.state.withLock({ $0.valid && $0.loop.claim(self) }) else { return }
+            // Otherwise check it first: an invalidated timer, or another loop's, creates no mode
+            // (`addTimerLocked` binds it when it joins a mode).
+            guard timer.state.withLock({ $0.valid && (!$0.loop.bound || $0.loop.isBound(to: self)) }) else { return }
             if let m = modeLocked(mode, create: true) {
                 if addTimerLocked(timer, m) { joined.append(m) }
             } else {
@@ -738,14 +761,22 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         return true
     }
 
+    /// Removes a timer from one mode; out of its last mode it is no longer bound to this loop (CF's
+    /// `CFRunLoopRemoveTimer`): a due timer removed so by an earlier callout of the pass does not fire.
     func removeTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
-        guard t.state.withLock({ $0.memberships.remove(m) }) else { return false }
+        let removed = t.state.withLock { s -> Bool in
+            guard s.memberships.remove(m) else { return false }
+            if s.memberships.isEmpty { s.loop = WeakLoop() }
+            return true
+        }
+        guard removed else { return false }
         m.timers.removed()
         return true
     }
 
     /// Removes a timer from `mode` (or every common mode). If it was the next to fire, the wake-up
-    /// timer is re-armed at once (no spurious wake, unlike CF on Linux).
+    /// timer is re-armed at once (no spurious wake, unlike CF on Linux). Out of all of this loop's
+    /// modes, it belongs to no loop any more and may be added to another (CF).
     public func remove(_ timer: RLTimer, forMode mode: RLMode) {
         var left = ModeNames()
         locked {
@@ -762,9 +793,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
     }
 
-    /// Whether `mode` holds `timer`.
+    /// Whether `mode` holds `timer` (false when the timer is not bound to this loop, as in CF's
+    /// `CFRunLoopContainsTimer`).
     public func contains(_ timer: RLTimer, inMode mode: RLMode) -> Bool {
         locked {
+            guard timer.state.withLock({ $0.loop.isBound(to: self) }) else { return false }
             if mode == .commonModes { return commonTimers[ObjectIdentifier(timer)] != nil }
             return modes[mode]?.timers.contains(timer) ?? false
         }
@@ -778,6 +811,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             left = timer.state.withLock { s in
                 let ms = s.memberships
                 s.memberships.removeAll()
+                if s.loop.isBound(to: self) { s.loop = WeakLoop() }
                 return ms
             }
             left.forEach { $0.mode.timers.removed() }
@@ -788,12 +822,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Applies `change` to a timer of this loop and repositions it in every mode it is in.
-    func reschedule(_ t: RLTimer, _ change: (inout RLTimer.State) -> Void) {
+    /// Applies `change` to a timer of this loop and repositions it in every mode it is in (a firing
+    /// timer too: its new place is ignored while its callout runs). Returns false, changing nothing,
+    /// when the timer is not (any more) bound to this loop.
+    func reschedule(_ t: RLTimer, _ change: (inout RLTimer.State) -> Void) -> Bool {
         var fire: UInt64 = 0, interval: UInt64 = 0
-        locked {
+        let bound: Bool = locked {
             var tol: UInt64 = 0
+            var bound = true
             let ms: TimerMemberships = t.state.withLock { s in
+                guard s.loop.isBound(to: self) else { bound = false; return TimerMemberships() }
                 change(&s)
                 fire = s.fireNs
                 interval = s.intervalNs
@@ -802,10 +840,45 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 s.memberships.restamp { nextStamp &+= 1; return nextStamp }
                 return s.memberships
             }
+            guard bound else { return false }
             ms.forEach { $0.mode.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
             rearmIfSleepingLocked()
+            return true
         }
+        guard bound else { return false }
         RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
+        return true
+    }
+
+    /// The next fire date of `mode`'s first timer (CF's `CFRunLoopGetNextTimerFireDate`): its
+    /// ``RLTimer/nextFireDate`` — the date as given, even a past one — where timers are taken in
+    /// the order they fire, a timer whose callout is running included. Nil when the mode does not
+    /// exist or has no timer (CF returns 0), and for ``RLMode/commonModes`` (not a mode). Any thread.
+    public func nextTimerFireDate(forMode mode: RLMode) -> RLInstant? {
+        let first: RLTimer? = locked { modes[mode].flatMap { m in m.timers.first() } }
+        guard let first else { return nil }
+        let date = first.state.withLock { $0.valid ? $0.dateNs : 0 }
+        return RLInstant(nanoseconds: date)
+    }
+
+    /// Foundation's `RunLoop.limitDate(forMode:)`: polls `mode` once (firing due timers, running
+    /// queued blocks and signalled sources, returning after the first source handled), then returns
+    /// nil if the mode has nothing to wait for (missing or empty), ``RLInstant/distantFuture`` if it
+    /// has no timer, else ``nextTimerFireDate(forMode:)``. Nil when called on another thread than the
+    /// loop's (Foundation's rule).
+    public func limitDate(forMode mode: RLMode) -> RLInstant? {
+        guard isOnLoopThread else { return nil }
+        _ = runSpecific(mode: mode, seconds: -10, stopAfterHandle: true)
+        if isFinished(mode) { return nil }
+        return nextTimerFireDate(forMode: mode) ?? .distantFuture
+    }
+
+    /// Whether a run of `mode` would return ``RLRunResult/finished`` at once: the mode does not
+    /// exist, is the common pseudo-mode, or has no source, timer or block for it (CF's
+    /// `_CFRunLoopFinished`, which Foundation's `run(mode:before:)` and `limitDate(forMode:)` use).
+    /// Any thread.
+    public func isFinished(_ mode: RLMode) -> Bool {
+        locked { deallocating || (modeLocked(mode, create: false).map { isEmptyLocked($0) } ?? true) }
     }
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.

@@ -347,7 +347,7 @@ extension RLRunLoop {
 
     /// CF's `__CFRunLoopDoTimers` / `__CFRunLoopDoTimer`: fire the due timers in fire order; then a
     /// one-shot timer is invalidated and a repeating one moves to the first `fire + k·interval`
-    /// after now (missed fires skipped, phase kept) unless its callout moved it later.
+    /// after now (missed fires skipped, phase kept) unless its callout set a later date.
     @discardableResult
     func doTimers(_ m: ModeState, now: UInt64) -> Bool {
         var due = timerScratch.popLast() ?? []
@@ -361,6 +361,8 @@ extension RLRunLoop {
 
     private func doTimer(_ m: ModeState, _ t: RLTimer) -> Bool {
         let now = rl_monotonic_ns()
+        // Fired only if still valid, due, not firing (a nested run inside its own callout), and still
+        // bound to this loop (not removed from all its modes by an earlier callout of this pass).
         let go: (old: UInt64, oneShot: Bool)? = t.state.withLock { s in
             guard s.valid, s.fireNs <= now, !s.firing, s.loop.isBound(to: self) else { return nil }
             s.firing = true
@@ -370,12 +372,15 @@ extension RLRunLoop {
         calloutToTimer(t, scheduled: go.old)
         if go.oneShot { t.invalidate() }
         var armed: (fire: UInt64, interval: UInt64, missed: UInt64)?
+        var elsewhere: RLRunLoop?
         locked {
             var tol: UInt64 = 0
             let ms: TimerMemberships = t.state.withLock { s in
                 s.firing = false
                 guard s.valid, s.intervalNs > 0 else { return TimerMemberships() }
-                if go.old < s.fireNs { return TimerMemberships() }   // the callout moved it later: honoured (and placed)
+                // A date set during the callout later than the one fired is kept (it was placed by
+                // `setNextFireDate`). Since a past date means "now", any date set during the callout is.
+                if go.old < s.fireNs { return TimerMemberships() }
                 let after = rl_monotonic_ns()
                 var next = go.old
                 var missed: UInt64 = 0
@@ -386,13 +391,30 @@ extension RLRunLoop {
                     next = (o1 || o2) ? UInt64(Int64.max) : min(sum, UInt64(Int64.max))
                     missed = k - 1
                 }
-                s.fireNs = next
-                tol = s.toleranceNs
                 armed = (next, s.intervalNs, missed)
+                tol = s.toleranceNs
+                guard s.loop.isBound(to: self) else {
+                    // Left all of this loop's modes during its callout: placed by the loop it joined
+                    // since, if any (below, outside this lock), else only its date changes.
+                    elsewhere = s.loop.loop
+                    if elsewhere == nil { s.fireNs = next; s.dateNs = next }
+                    return TimerMemberships()
+                }
+                s.fireNs = next
+                s.dateNs = next
                 s.memberships.restamp { nextStamp &+= 1; return nextStamp }
                 return s.memberships
             }
             ms.forEach { $0.mode.timers.insert(t, fireNs: armed!.fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
+        }
+        if elsewhere != nil, let next = armed?.fire {
+            // Placed in the modes of the loop it now belongs to, under that loop's lock (unless a
+            // date was set meanwhile).
+            t.update { s in
+                guard s.valid, go.old >= s.fireNs else { return }
+                s.fireNs = next
+                s.dateNs = next
+            }
         }
         if let armed {
             RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: armed.fire,

@@ -64,28 +64,58 @@ struct TimerQueue: ~Copyable {
         e.timer.state.withLock { $0.memberships.stamp(in: mode) == e.stamp }
     }
 
-    private static func liveTop(_ h: inout EntryHeap, mode: ObjectIdentifier) -> UInt64 {
+    /// The top live entry of `h` (stale ones are dropped on the way), skipping those of timers whose
+    /// callout is running (CF's `__CFArmNextTimerInMode` discounts a firing timer: a run nested in
+    /// its callout must not wait for its past date). Those stay queued — they are lifted out and put
+    /// back, which only happens inside a timer's callout.
+    private static func liveTop(_ h: inout EntryHeap, mode: ObjectIdentifier) -> Entry? {
+        var held: [Entry] = []
+        defer { for e in held { h.insert(e) } }
         while let top = h.min {
-            if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) { return top.key }
+            let (live, firing) = top.timer.state.withLock { ($0.memberships.stamp(in: mode) == top.stamp, $0.firing) }
+            if !live { _ = h.removeMin(); continue }
+            if firing { held.append(h.removeMin()); continue }
+            return top
+        }
+        return nil
+    }
+
+    /// The top live entry of `h`, firing timers included (stale ones are dropped on the way).
+    private static func liveTopIncludingFiring(_ h: inout EntryHeap, mode: ObjectIdentifier) -> Entry? {
+        while let top = h.min {
+            if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) { return top }
             _ = h.removeMin()
         }
-        return .max
+        return nil
     }
 
-    /// The wake-up deadline for this mode: the earliest fire + tolerance (`.max` when none).
+    /// The wake-up deadline for this mode: the earliest fire + tolerance of a timer not firing
+    /// (`.max` when none).
     mutating func hardDeadline() -> UInt64 {
         if count == 0 { return .max }   // only stale entries, if any (dropped on a later call)
-        return min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolHard, mode: mode))
+        return min(TimerQueue.liveTop(&zero, mode: mode)?.key ?? .max, TimerQueue.liveTop(&tolHard, mode: mode)?.key ?? .max)
     }
 
-    /// The earliest fire date (`.max` when none).
+    /// The earliest fire date of a timer not firing (`.max` when none).
     mutating func earliestFire() -> UInt64 {
         if count == 0 { return .max }
-        return min(TimerQueue.liveTop(&zero, mode: mode), TimerQueue.liveTop(&tolFire, mode: mode))
+        return min(TimerQueue.liveTop(&zero, mode: mode)?.key ?? .max, TimerQueue.liveTop(&tolFire, mode: mode)?.key ?? .max)
     }
 
-    /// Appends to `out`, in fire order, every live timer whose fire time is ≤ `now`. The timers stay
-    /// queued (a nested run in the same mode sees them too, as in CF); firing repositions them.
+    /// The first timer in fire order, a firing one included (CF's first timer of the mode's sorted
+    /// array, which `CFRunLoopGetNextTimerFireDate` reports); nil when the mode has none.
+    mutating func first() -> RLTimer? {
+        if count == 0 { return nil }
+        let a = TimerQueue.liveTopIncludingFiring(&zero, mode: mode)
+        let b = TimerQueue.liveTopIncludingFiring(&tolFire, mode: mode)
+        guard let a else { return b?.timer }
+        guard let b else { return a.timer }
+        return b < a ? b.timer : a.timer
+    }
+
+    /// Appends to `out`, in fire order, every live timer whose fire time is ≤ `now` and whose callout
+    /// is not running (CF's `__CFRunLoopDoTimers`). The timers stay queued (a nested run in the same
+    /// mode sees them too, as in CF); firing repositions them.
     mutating func collectDue(now: UInt64, into out: inout [RLTimer]) {
         let fromZero = TimerQueue.drainDue(&zero, now: now, mode: mode, into: &dueScratch)
         let fromTolerant = TimerQueue.drainDue(&tolFire, now: now, mode: mode, into: &dueScratch)
@@ -100,13 +130,18 @@ struct TimerQueue: ~Copyable {
 
     private static func drainDue(_ h: inout EntryHeap, now: UInt64, mode: ObjectIdentifier, into due: inout [Entry]) -> Bool {
         var took = false
+        var held: [Entry] = []
         while let key = h.minKey, key <= now {
             let top = h.removeMin()
-            if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) {
+            let (live, firing) = top.timer.state.withLock { ($0.memberships.stamp(in: mode) == top.stamp, $0.firing) }
+            if live && firing {
+                held.append(top)   // its callout is running (a nested run): stays queued, not due
+            } else if live {
                 due.append(top)
                 took = true
             }
         }
+        for e in held { h.insert(e) }
         return took
     }
 

@@ -360,21 +360,25 @@ struct RunLoopCoreTests {
     }
 
     @Test func manyTimersInsertRemoveAndFireInOrder() {
-        let fired = onFreshThread { () -> [Int] in
+        let (fired, inTime) = onFreshThread { () -> ([Int], Bool) in
             let loop = RLRunLoop.current
             var timers: [RLTimer] = []
             var fired: [Int] = []
-            let base = RLInstant.now + .milliseconds(30)
+            // The dates must still be ahead when the timers are made: a past date means the time the
+            // timer was made (CF), which would order them by creation instead.
+            let base = RLInstant.now + .milliseconds(1500)
             // 100k timers in a scattered order; remove all but every 1000th; the rest fire in date order.
             for i in 0..<100_000 {
                 let k = (i * 7919) % 100_000
                 timers.append(RLTimer(fireAt: base + .microseconds(k)) { _ in fired.append(k) })
                 loop.add(timers[i], forMode: .default)
             }
+            let inTime = RLInstant.now < base
             for (i, t) in timers.enumerated() where ((i * 7919) % 100_000) % 1000 != 0 { loop.remove(t, forMode: .default) }
             loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
-            return fired
+            return (fired, inTime)
         }
+        #expect(inTime, "making the timers took longer than the margin before their dates")
         #expect(fired == stride(from: 0, to: 100_000, by: 1000).map { $0 })
     }
 
@@ -386,7 +390,7 @@ struct RunLoopCoreTests {
             let loop = RLRunLoop.current
             var fired: [Int] = []
             var expected: [Int] = []
-            let base = RLInstant.now + .milliseconds(30)
+            let base = RLInstant.now + .milliseconds(300)   // ahead of the last timer made (a past date means "when made")
             var timers: [Int: RLTimer] = [:]
             func add(_ k: Int) {
                 // Every third timer has a tolerance (its own pair of heaps); fire dates are distinct.

@@ -50,6 +50,25 @@ final class CFEngine: LoopEngine {
     func add(timer: AnyObject, _ m: String) { CFRunLoopAddTimer(loop, (timer as! Tmr).ref, mode(m)) }
     func invalidate(timer: AnyObject) { CFRunLoopTimerInvalidate((timer as! Tmr).ref) }
     func setNextFire(timer: AnyObject, after: Double) { CFRunLoopTimerSetNextFireDate((timer as! Tmr).ref, CFAbsoluteTimeGetCurrent() + after) }
+    func remove(timer: AnyObject, _ m: String) { CFRunLoopRemoveTimer(loop, (timer as! Tmr).ref, mode(m)) }
+    func contains(timer: AnyObject, _ m: String) -> Bool { CFRunLoopContainsTimer(loop, (timer as! Tmr).ref, mode(m)) }
+    func nextFire(timer: AnyObject) -> Double { CFRunLoopTimerGetNextFireDate((timer as! Tmr).ref) }
+    func nextTimerFireDate(_ m: String) -> Double { CFRunLoopGetNextTimerFireDate(loop, mode(m)) }
+    func limitDate(_ m: String) -> String {
+        // Foundation's own RunLoop over this thread's CFRunLoop (the engine's loop).
+        precondition(CFRunLoopGetCurrent() === loop)
+        let name = m == "default" ? RunLoop.Mode.default : (m == "common" ? RunLoop.Mode.common : RunLoop.Mode(m))
+        guard let d = RunLoop.current.limitDate(forMode: name) else { return "nil" }
+        return d == Date.distantFuture ? "distantFuture" : String(d.timeIntervalSinceReferenceDate)
+    }
+    func remove(observer: AnyObject, _ m: String) { CFRunLoopRemoveObserver(loop, (observer as! Obs).ref, mode(m)) }
+    func contains(observer: AnyObject, _ m: String) -> Bool { CFRunLoopContainsObserver(loop, (observer as! Obs).ref, mode(m)) }
+    func isSignalled(_ s: AnyObject) -> Bool { cfSourceIsSignalled(Unmanaged.passUnretained((s as! Src).ref).toOpaque()) != 0 }
+    func isValid(timer: AnyObject) -> Bool { CFRunLoopTimerIsValid((timer as! Tmr).ref) }
+    var allModes: [String] {
+        let arr = CFRunLoopCopyAllModes(loop)! as AnyObject as! NSArray
+        return arr.map { ($0 as! NSString) as String }.map { $0 == "kCFRunLoopDefaultMode" ? "default" : $0 }.sorted()
+    }
     func performBlock(_ m: String, _ block: @escaping () -> Void) { CFRunLoopPerformBlock(loop, mode(m), block) }
     func performBlock(modes: [String], _ block: @escaping () -> Void) {
         let arr = modes.map { mode($0) as AnyObject } as NSArray
@@ -72,6 +91,10 @@ final class CFEngine: LoopEngine {
         return s == "kCFRunLoopDefaultMode" ? "default" : s
     }
 }
+
+/// `CFRunLoopSourceIsSignalled` is exported by CoreFoundation but declared in no installed header.
+@_silgen_name("CFRunLoopSourceIsSignalled")
+func cfSourceIsSignalled(_ source: UnsafeMutableRawPointer) -> UInt8
 
 /// `CFRunLoopRunInMode` runs the *current* thread's loop, which is the engine's loop.
 enum CFRunLoopRunSpecificHelper {
