@@ -118,13 +118,19 @@ struct ReportCommand: ParsableCommand {
     @OptionGroup var thresholds: ThresholdOptions
     @Option(name: .shortAndLong, help: "Write to this file instead of standard output (html: default report.html).")
     var output: String?
+    @Flag(help: "json: give each item its durations (\"distribution\": [[valueNs, count], …]) for `rltrace diff`'s tests.")
+    var distributions = false
+
+    func validate() throws {
+        if distributions && format != .json { throw ValidationError("--distributions needs --format json") }
+    }
 
     func run() throws {
         let opts = try thresholds.options()
         let filter = try analysis.filter()
         let progress = Progress.start("reading")
         let strips = format == .html ? BusyStripCollector() : nil
-        let report = try runAnalysis { try analyze(paths: analysis.traces, options: opts, filter: filter, also: strips) }
+        let report = try runAnalysis { try analyze(paths: analysis.traces, options: opts, filter: filter, also: strips, distributions: distributions && format == .json) }
         progress.stop()
         let text: String
         switch format {

@@ -11,7 +11,8 @@ struct RLTrace: ParsableCommand {
         commandName: "rltrace",
         abstract: "Record and analyse run-loop traces.",
         version: rltraceVersion,
-        subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, LAMICommand.self, Dump.self, Demo.self]
+        subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, LAMICommand.self, Dump.self, Demo.self,
+                      DiffCommand.self]
     )
 }
 

@@ -73,7 +73,7 @@ struct CLITests {
     }
 
     @Test func everySubcommandsHelpHasAnExampleAndItsValues() throws {
-        for sub in ["record", "report", "timeline", "histogram", "hangs", "export", "lami", "dump", "demo"] {
+        for sub in ["record", "report", "timeline", "histogram", "hangs", "export", "lami", "dump", "demo", "diff"] {
             let r = try run("rltrace", [sub, "--help"])
             #expect(r.status == 0, "\(sub)")
             #expect(r.out.contains("Example"), "\(sub) --help has no example")

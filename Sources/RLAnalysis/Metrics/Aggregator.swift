@@ -225,8 +225,9 @@ public final class Aggregator: LoopModelSink {
 
     // MARK: The document
 
-    /// Builds the report for `loops` (from the model) and the source's trace summary.
-    public func makeReport(source: RunLoopEventSource, loops infos: [LoopInfo]) -> Report {
+    /// Builds the report for `loops` (from the model) and the source's trace summary; with
+    /// `distributions`, each item carries its durations (`ItemReport.distribution`).
+    public func makeReport(source: RunLoopEventSource, loops infos: [LoopInfo], distributions: Bool = false) -> Report {
         var warnings: [String] = []
         var losses: [LossEntry] = []
         var discarded: Int64 = 0, lost: Int64 = 0
@@ -271,7 +272,8 @@ public final class Aggregator: LoopModelSink {
                 let a = l.itemAcc[i]
                 return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
                                   maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99),
-                                  onCpuNs: l.itemCpu[i] >= 0 ? l.itemCpu[i] : nil)
+                                  onCpuNs: l.itemCpu[i] >= 0 ? l.itemCpu[i] : nil,
+                                  distribution: distributions ? distributionPairs(a) : nil)
             }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
             func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
                 d.map { item, a in
@@ -332,9 +334,10 @@ public let defaultAnalysisThreads: Int = {
     return ProcessInfo.processInfo.activeProcessorCount >= 2 ? 2 : 1
 }()
 
-/// Runs the whole pipeline over `paths`: reader → event stream → loop model → metrics.
+/// Runs the whole pipeline over `paths`: reader → event stream → loop model → metrics. With
+/// `distributions`, each item of the report carries its durations (for `rltrace diff`).
 public func analyze(paths: [String], options: ReportOptions = ReportOptions(), filter: EventFilter = EventFilter(),
-                    also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads) throws -> Report {
+                    also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads, distributions: Bool = false) throws -> Report {
     let source = try RunLoopEventSource(paths: paths)
     let agg = Aggregator(options: options)
     agg.calloutFilter = filter
@@ -368,7 +371,7 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
         throw AnalysisError.contradictoryFilters("the time window \(w.lo == .min ? "start" : at(w.lo))…\(w.hi == .max ? "end" : at(w.hi)) lies outside the trace, \(at(source.firstTs))…\(at(source.lastTs))")
     }
     also?.finish(end: source.lastTs)
-    return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) })
+    return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) }, distributions: distributions)
 }
 
 /// A sink that needs item names once the stream is read.

@@ -97,6 +97,9 @@ public struct ItemReport: Codable, Sendable {
     public var count: Int, totalNs: Int64, maxNs: Int64, p50Ns: Int64, p99Ns: Int64
     /// On-CPU time of its callouts (the thread's CPU clock; absent without that context).
     public var onCpuNs: Int64? = nil
+    /// Its durations as `[valueNs, count]` pairs, ascending: exact up to 32 values, HdrHistogram
+    /// bucket medians beyond (only with `report --format json --distributions`; for `rltrace diff`).
+    public var distribution: [[Int64]]? = nil
 }
 
 /// Latency of one item (timer lateness, signal latency).

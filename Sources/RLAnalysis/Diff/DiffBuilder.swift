@@ -1,0 +1,182 @@
+import Foundation
+
+/// Builds the `rltrace-diff/1` document from two reports (docs/diff-json.md).
+public struct DiffBuilder {
+    /// The significance level (default 0.01).
+    public var alpha: Double
+    private let quantizer = DurationQuantizer()
+
+    /// Creates a builder.
+    public init(alpha: Double = 0.01) { self.alpha = alpha }
+
+    /// Compares `base` with `new`; `baseInput`/`newInput` describe where they came from.
+    public func diff(base: Report, new: Report, baseInput: DiffInput, newInput: DiffInput) -> TraceDiff {
+        var loops: [LoopDiff] = []
+        for (b, n) in matchLoops(base.loops, new.loops) {
+            loops.append(loopDiff(b, n, baseSpan: base.trace.endNs - base.trace.beginNs, newSpan: new.trace.endNs - new.trace.beginNs))
+        }
+        let order = ["both": 0, "added": 1, "removed": 2]
+        loops.sort { (order[$0.status]!, $0.procname, $0.threadName, $0.newLoop ?? $0.baseLoop ?? 0) < (order[$1.status]!, $1.procname, $1.threadName, $1.newLoop ?? $1.baseLoop ?? 0) }
+        var regressions: [RegressionRef] = []
+        for l in loops {
+            for i in l.items where i.test.direction == "slower" || i.test.direction == "mixed" {
+                regressions.append(RegressionRef(procname: l.procname, threadName: l.threadName, kind: i.kind, name: i.name,
+                                                 impactNsPerSecond: i.impactNsPerSecond, direction: i.test.direction, pValue: i.test.pValue ?? 1))
+            }
+        }
+        regressions.sort { $0.impactNsPerSecond > $1.impactNsPerSecond }
+        var notes: [String] = []
+        for (label, input) in [("BASE", baseInput), ("NEW", newInput)] where !input.distributions {
+            notes.append("\(label) (\(input.path)) is a report without distributions: duration changes are shown but their significance is n/a (write it with `rltrace report --format json --distributions`, or give the trace)")
+        }
+        for (label, input) in [("BASE", baseInput), ("NEW", newInput)] where !input.warnings.isEmpty {
+            notes.append("\(label) has warnings: " + input.warnings.joined(separator: "; "))
+        }
+        return TraceDiff(base: baseInput, new: newInput, alpha: alpha, loops: loops, regressions: regressions, failOn: nil, notes: notes)
+    }
+
+    /// Pairs loops by (procname, threadName); within a group, equal loop ids first, then in loop-id order.
+    func matchLoops(_ base: [LoopReport], _ new: [LoopReport]) -> [(LoopReport?, LoopReport?)] {
+        struct Key: Hashable { var p: String, t: String }
+        var groups: [Key: ([LoopReport], [LoopReport])] = [:]
+        for l in base { groups[Key(p: l.procname, t: l.threadName), default: ([], [])].0.append(l) }
+        for l in new { groups[Key(p: l.procname, t: l.threadName), default: ([], [])].1.append(l) }
+        var out: [(LoopReport?, LoopReport?)] = []
+        for (_, g) in groups {
+            var b = g.0.sorted { $0.loop < $1.loop }, n = g.1.sorted { $0.loop < $1.loop }
+            if b.count > 1 || n.count > 1 {
+                for x in b { if let j = n.firstIndex(where: { $0.loop == x.loop }) { out.append((x, n.remove(at: j))); b.removeAll { $0.loop == x.loop && $0.pid == x.pid } } }
+            }
+            for i in 0..<max(b.count, n.count) { out.append((i < b.count ? b[i] : nil, i < n.count ? n[i] : nil)) }
+        }
+        return out
+    }
+
+    func loopDiff(_ b: LoopReport?, _ n: LoopReport?, baseSpan: Int64, newSpan: Int64) -> LoopDiff {
+        // Rates and impact are per second of the run (the trace's span): a loop's own span ends at
+        // its last event, which says when it went idle, not how long the service ran.
+        let bs = seconds(baseSpan, fallback: b?.spanNs ?? 0), ns = seconds(newSpan, fallback: n?.spanNs ?? 0)
+        func f(_ x: (LoopReport) -> Double, nb: Int = 1, nn: Int = 1) -> FigureChange {
+            FigureChange(base: b.map(x), new: n.map(x), nBase: b == nil ? 0 : nb, nNew: n == nil ? 0 : nn)
+        }
+        let itB = b?.topLevelIterations ?? 0, itN = n?.topLevelIterations ?? 0
+        var wakes: [String: FigureChange] = [:]
+        for reason in Set(b?.wakeReasons.keys.map { $0 } ?? []).union(n?.wakeReasons.keys.map { $0 } ?? []) {
+            let cb = b?.wakeReasons[reason] ?? 0, cn = n?.wakeReasons[reason] ?? 0
+            wakes[reason] = FigureChange(base: b.map { _ in Double(cb) / bs }, new: n.map { _ in Double(cn) / ns }, nBase: cb, nNew: cn)
+        }
+        func iterations(_ l: LoopReport?) -> [(value: Int64, count: Int)]?? { l.map { .some(histogramSample($0.iterationHistogram)) } }
+        let busyTest = test(iterations(b), iterations(n), tail: true,
+                            missing: "the loop is on one side only")
+        return LoopDiff(
+            procname: n?.procname ?? b?.procname ?? "", threadName: n?.threadName ?? b?.threadName ?? "",
+            status: b == nil ? "added" : (n == nil ? "removed" : "both"),
+            baseLoop: b?.loop, newLoop: n?.loop, basePid: b?.pid, newPid: n?.pid, baseTid: b?.tid, newTid: n?.tid,
+            spanNs: f { Double($0.spanNs) }, iterations: f({ Double($0.iterations) }, nb: itB, nn: itN),
+            iterationsPerSecond: FigureChange(base: b.map { Double($0.iterations) / bs }, new: n.map { Double($0.iterations) / ns }, nBase: b?.iterations ?? 0, nNew: n?.iterations ?? 0),
+            busyRatio: f({ $0.busyRatio }, nb: itB, nn: itN), busyTest: busyTest,
+            callouts: f({ Double($0.callouts) }, nb: b?.callouts ?? 0, nn: n?.callouts ?? 0),
+            wakeReasonsPerSecond: wakes, timerLateness: latencyDiffs(b?.timerLateness, n?.timerLateness),
+            hangs: f({ Double($0.hangs.count) }, nb: itB, nn: itN), spins: f({ Double($0.spins.count) }, nb: itB, nn: itN),
+            items: itemDiffs(b, n, baseSeconds: bs, newSeconds: ns))
+    }
+
+    /// Items of one side merged by (kind, name).
+    struct Merged {
+        var ids: [UInt64] = [], count = 0, total: Int64 = 0, max: Int64 = 0
+        var p50: Int64?, p99: Int64?
+        var sample: [(value: Int64, count: Int)]? = []
+        init() {}
+        init(_ items: [ItemReport], quantizer: DurationQuantizer) {
+            for i in items {
+                ids.append(i.item); count += i.count; total += i.totalNs; max = Swift.max(max, i.maxNs)
+                if let d = i.distribution { sample? += d.compactMap { $0.count == 2 ? (value: $0[0], count: Int($0[1])) : nil } } else { sample = nil }
+            }
+            ids.sort()
+            if items.count == 1 { p50 = items[0].p50Ns; p99 = items[0].p99Ns }
+            if let s = sample { sample = quantizer.quantize(s); if items.count > 1 { p50 = nearestRank(sample!, 50); p99 = nearestRank(sample!, 99) } }
+        }
+    }
+
+    func itemDiffs(_ b: LoopReport?, _ n: LoopReport?, baseSeconds bs: Double, newSeconds ns: Double) -> [ItemDiff] {
+        struct Key: Hashable { var kind: String, name: String }
+        let gb = Dictionary(grouping: b?.items ?? [], by: { Key(kind: $0.kind, name: $0.name) })
+        let gn = Dictionary(grouping: n?.items ?? [], by: { Key(kind: $0.kind, name: $0.name) })
+        var out: [ItemDiff] = []
+        for k in Set(gb.keys).union(gn.keys) {
+            let mb = gb[k].map { Merged($0, quantizer: quantizer) }, mn = gn[k].map { Merged($0, quantizer: quantizer) }
+            let cb = mb?.count ?? 0, cn = mn?.count ?? 0
+            func f(_ x: (Merged) -> Double?) -> FigureChange {
+                FigureChange(base: mb.flatMap(x), new: mn.flatMap(x), nBase: cb, nNew: cn)
+            }
+            let t = test(mb.map { $0.sample }, mn.map { $0.sample }, tail: true, missing: "the item is on one side only")
+            let impact = (mn.map { Double($0.total) / ns } ?? 0) - (mb.map { Double($0.total) / bs } ?? 0)
+            out.append(ItemDiff(
+                kind: k.kind, name: k.name, status: mb == nil ? "added" : (mn == nil ? "removed" : "both"),
+                baseItems: mb?.ids ?? [], newItems: mn?.ids ?? [],
+                count: f { Double($0.count) }, ratePerSecond: FigureChange(base: mb.map { Double($0.count) / bs }, new: mn.map { Double($0.count) / ns }, nBase: cb, nNew: cn),
+                p50Ns: f { $0.p50.map(Double.init) }, p90Ns: f { $0.sample.map { Double(nearestRank($0, 90)) } },
+                p99Ns: f { $0.p99.map(Double.init) }, maxNs: f { Double($0.max) },
+                totalNs: f { Double($0.total) },
+                timePerSecondNs: FigureChange(base: mb.map { Double($0.total) / bs }, new: mn.map { Double($0.total) / ns }, nBase: cb, nNew: cn),
+                impactNsPerSecond: impact, test: t,
+                baseHistogram: mb?.sample.map(log2Histogram), newHistogram: mn?.sample.map(log2Histogram)))
+        }
+        return out.sorted { ($0.impactNsPerSecond, $1.kind, $1.name) > ($1.impactNsPerSecond, $0.kind, $0.name) }
+    }
+
+    /// Both tests (or Mann–Whitney only), NEW against BASE, with the verdict at `alpha`.
+    func test(_ base: [(value: Int64, count: Int)]??, _ new: [(value: Int64, count: Int)]??, tail: Bool, missing: String) -> ChangeTest {
+        guard let bo = base, let no = new else { return ChangeTest(available: false, reason: missing, direction: "none") }
+        guard let b = bo, let n = no else {
+            return ChangeTest(available: false, reason: "no distribution: a report written without --distributions", direction: "none")
+        }
+        let mw = mannWhitneyU(n, b)
+        let tests = tail ? 2.0 : 1.0
+        var slower = false, faster = false
+        if mw.pValue * tests < alpha { if mw.effect > 0.5 { slower = true } else if mw.effect < 0.5 { faster = true } }
+        var tt: TailTestResult?
+        var p = mw.pValue
+        if tail {
+            let r = upperTailTest(n, b)
+            tt = r
+            p = min(p, r.pValue)
+            if r.pValue * tests < alpha { if r.pHeavier < r.pLighter { slower = true } else { faster = true } }
+        }
+        return ChangeTest(available: true, mannWhitney: mw, tail: tt, pValue: min(1, p * tests),
+                          direction: slower && faster ? "mixed" : slower ? "slower" : faster ? "faster" : "none")
+    }
+
+    func latencyDiffs(_ b: [ItemLatency]?, _ n: [ItemLatency]?) -> [LatencyDiff] {
+        let gb = Dictionary(grouping: b ?? [], by: \.name), gn = Dictionary(grouping: n ?? [], by: \.name)
+        return Set(gb.keys).union(gn.keys).sorted().map { name in
+            let xb = gb[name], xn = gn[name]
+            let cb = xb?.reduce(0) { $0 + $1.count } ?? 0, cn = xn?.reduce(0) { $0 + $1.count } ?? 0
+            // Percentiles of several timers with one name cannot be merged: only a single one's are given.
+            func f(_ x: (ItemLatency) -> Int64, merge: Bool = false) -> FigureChange {
+                func side(_ l: [ItemLatency]?) -> Double? { l.flatMap { $0.count == 1 || merge ? Double($0.map(x).max()!) : nil } }
+                return FigureChange(base: side(xb), new: side(xn), nBase: cb, nNew: cn)
+            }
+            return LatencyDiff(name: name, status: xb == nil ? "added" : (xn == nil ? "removed" : "both"),
+                               count: FigureChange(base: xb.map { _ in Double(cb) }, new: xn.map { _ in Double(cn) }, nBase: cb, nNew: cn),
+                               p50Ns: f { $0.p50Ns }, p99Ns: f { $0.p99Ns }, maxNs: f({ $0.maxNs }, merge: true))
+        }
+    }
+}
+
+func seconds(_ ns: Int64, fallback: Int64) -> Double {
+    let s = Double(ns > 0 ? ns : fallback) / 1e9
+    return s > 0 ? s : 1e-9
+}
+
+/// A log2-bucket histogram (`"k": count`) as a sample: each bucket one tied value.
+func histogramSample(_ h: [String: Int]) -> [(value: Int64, count: Int)] {
+    h.compactMap { k, v in Int64(k).map { (value: $0, count: v) } }.sorted { $0.value < $1.value }
+}
+
+/// A sample's log2-bucket histogram (`"k": count`).
+func log2Histogram(_ s: [(value: Int64, count: Int)]) -> [String: Int] {
+    var d: [String: Int] = [:]
+    for (v, c) in s { d[String(log2Bucket(v)), default: 0] += c }
+    return d
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+import RLAnalysis
+
+// `rltrace diff BASE NEW` (issue 15): the statistics against hand-computed and SciPy values, a trace
+// against itself, a recorded regression (rl-example with the slow callout injected vs without),
+// JSON inputs with and without distributions, --fail-on parsing and exit codes, and the HTML page.
+
+/// Two recordings of rl-example, 6 s and 4 × 1000 requests each (about 900 compute-results performs):
+/// BASE without injection, NEW with `--inject slow-callout` (every 25th perform holds the loop 50 ms).
+let diffRecordings: Result<(base: String, new: String), Error> = Result {
+    let root = NSTemporaryDirectory() + "rltrace-diff-\(getpid())"
+    try? FileManager.default.removeItem(atPath: root)
+    try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    var dirs: [String] = []
+    for (name, inject) in [("base", [String]()), ("new", ["--inject", "slow-callout"])] {
+        let dir = root + "/" + name
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
+                                    "--duration", "6", "--requests", "1000"] + inject)
+        guard r.status == 0 else { throw RecordingFailed(message: "rltrace record (\(name)): status \(r.status)\n\(r.err)") }
+        dirs.append(dir)
+    }
+    return (dirs[0], dirs[1])
+}
+
+/// The loops of a diff JSON document, and one item of the loop on thread `thread`.
+func diffItem(_ doc: [String: Any], thread: String, kind: String, name: String) -> [String: Any]? {
+    let loops = doc["loops"] as? [[String: Any]] ?? []
+    let loop = loops.first { ($0["threadName"] as? String) == thread && ($0["status"] as? String) == "both" }
+    return (loop?["items"] as? [[String: Any]])?.first { ($0["kind"] as? String) == kind && ($0["name"] as? String) == name }
+}
+
+func jsonObject(_ text: String) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+}
+
+@Suite("rltrace diff: what got slower, and whether it is noise", .serialized)
+struct DiffTests {
+    // MARK: the statistics
+
+    @Test func mannWhitneyMatchesAHandComputedExample() {
+        // NEW [1, 2, 3, 3, 5] against BASE [3, 4, 6]. U counts the pairs where NEW is larger, ties
+        // half: 1 → 0, 2 → 0, each 3 → ½ (the tie with 3), 5 → 2 (3 and 4): U = 3 of 15 pairs.
+        // Ranks: 1 2 | 3 3 3 → 4 | 4 → 6 | 5 → 7 | 6 → 8; one tie group of 3: Σ(t³−t) = 24.
+        // σ² = 5·3/12 · ((8+1) − 24/(8·7)) = 10.714…; z = −(|3 − 7.5| − ½)/σ = −1.2220; p = erfc(1.2220/√2).
+        // SciPy 1.17 agrees: mannwhitneyu(x, y, method="asymptotic") → (3.0, 0.22169999376487637).
+        let r = mannWhitneyU([(1, 1), (2, 1), (3, 2), (5, 1)], [(3, 1), (4, 1), (6, 1)])
+        #expect(r.u == 3 && r.n1 == 5 && r.n2 == 3)
+        #expect(abs(r.z - (-4 / (10.0 + 5.0 / 7).squareRoot())) < 1e-12)
+        #expect(abs(r.pValue - 0.22169999376487637) < 1e-9)
+        #expect(abs(r.effect - 0.2) < 1e-12)
+        // Identical samples: U = n1·n2/2, p = 1, no direction.
+        let same = mannWhitneyU([(10, 3), (20, 5)], [(10, 3), (20, 5)])
+        #expect(same.z == 0 && same.pValue == 1 && same.effect == 0.5)
+    }
+
+    @Test func mannWhitneyMatchesSciPyOnWeightedSamples() {
+        // Reference values computed once with SciPy 1.17.1 (pip's python3):
+        //   mannwhitneyu([10]*5+[20]*3+[30]*2, [10]*1+[20]*4+[30]*4+[40]*3, method="asymptotic")
+        //     → statistic 25.5, pvalue 0.0198589234928866
+        //   mannwhitneyu([100]*40+[200]*35+[300]*25+[5000]*4, [100]*50+[200]*30+[300]*20, method="asymptotic")
+        //     → statistic 5925.0, pvalue 0.06552408814694005
+        let a = mannWhitneyU([(10, 5), (20, 3), (30, 2)], [(10, 1), (20, 4), (30, 4), (40, 3)])
+        #expect(a.u == 25.5 && abs(a.pValue - 0.0198589234928866) < 1e-9)
+        let b = mannWhitneyU([(100, 40), (200, 35), (300, 25), (5000, 4)], [(100, 50), (200, 30), (300, 20)])
+        #expect(b.u == 5925 && abs(b.pValue - 0.06552408814694005) < 1e-9)
+    }
+
+    @Test func tailTestIsFishersExactTestAbovePooledPercentile() {
+        // NEW: 7 × 1 ns and 3 × 100 ns; BASE: 10 × 1 ns. The pooled 85th percentile (rank 17 of 20) is
+        // 1 ns: 3 NEW values lie above it, no BASE value. P(X ≥ 3), X ~ Hypergeometric(20, 3, 10)
+        // = C(10,3)/C(20,3) = 120/1140 (SciPy: fisher_exact([[3,7],[0,10]], alternative="greater")).
+        let t = upperTailTest([(1, 7), (100, 3)], [(1, 10)], percentile: 85)
+        #expect(t.thresholdNs == 1 && t.above1 == 3 && t.above2 == 0)
+        #expect(abs(t.pHeavier - 120.0 / 1140) < 1e-12 && abs(t.pLighter - 1) < 1e-12)
+        // 12 of 893 vs 0 of 918 (the recorded regression's shape): SciPy
+        // fisher_exact([[12, 881], [0, 918]], alternative="greater") → 0.00019898508703894787.
+        let big = upperTailTest([(1_000, 881), (60_000_000, 12)], [(1_000, 918)], percentile: 99)
+        #expect(big.above1 == 12 && abs(big.pHeavier - 0.00019898508703894787) < 1e-12)
+    }
+
+    @Test func failOnAcceptsTheDocumentedForms() throws {
+        let cs = try FailCondition.parseList("p99>+20%,busy>+5pt,hangs>0,p50>+100us,impact>=+1ms,busy>50%,max<-10%")
+        #expect(cs.map(\.metric) == [.p99, .busy, .hangs, .p50, .impact, .busy, .max])
+        #expect(cs[0].isChange && cs[0].unit == .percent && cs[0].value == 20)
+        #expect(cs[1].unit == .points && cs[2].unit == .count && !cs[2].isChange && cs[3].value == 100_000)
+        #expect(cs[5].unit == .percent && !cs[5].isChange && cs[6].op == "<" && cs[6].value == -10)
+    }
+
+    // MARK: the command
+
+    @Test func failOnParsingErrorsExit64NamingTheExpression() throws {
+        for bad in ["p99>>2", "p98>+20%", "p99>20%", "busy>+5ms", "hangs", "p50>+100", "spins>+1ms", "p99>+20%,"] {
+            let r = try run("rltrace", ["diff", demoTrace, demoTrace, "--fail-on", bad])
+            #expect(r.status == 64, "\(bad): \(r.status)")
+            let shown = bad.hasSuffix(",") ? "\"\"" : bad.debugDescription
+            #expect(r.err.contains("--fail-on") && r.err.contains(shown), "\(bad): \(r.err)")
+        }
+    }
+
+    @Test func aTraceAgainstItselfShowsNoChange() throws {
+        let r = try run("rltrace", ["diff", demoTrace, demoTrace, "--fail-on", "p99>+1%"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("regressions (significantly slower, by added time per second of run):\n  none"), "\(r.out)")
+        #expect(r.out.contains("--fail-on p99>+1%: no condition held"))
+        let j = try run("rltrace", ["diff", demoTrace, demoTrace, "--format", "json"])
+        let doc = try jsonObject(j.out)
+        #expect(doc["schema"] as? String == "rltrace-diff/1" && (doc["regressions"] as? [Any])?.isEmpty == true)
+        let items = (doc["loops"] as! [[String: Any]]).flatMap { $0["items"] as! [[String: Any]] }
+        #expect(items.count >= 15)
+        for i in items {
+            let test = i["test"] as! [String: Any]
+            #expect(i["status"] as? String == "both" && test["direction"] as? String == "none", "\(i["name"]!)")
+            #expect((i["p99Ns"] as! [String: Any])["change"] as? Double == 0 && i["impactNsPerSecond"] as? Double == 0)
+        }
+        let cr = try #require(diffItem(doc, thread: "rl-example", kind: "source0", name: "compute-results"))
+        #expect(((cr["test"] as! [String: Any])["mannWhitney"] as! [String: Any])["pValue"] as? Double == 1)
+        #expect((cr["count"] as! [String: Any])["nBase"] as? Int == 241)
+    }
+
+    @Test func theInjectedSlowCalloutIsASignificantRegression() throws {
+        let (base, new) = try diffRecordings.get()
+        let text = try run("rltrace", ["diff", base, new])
+        #expect(text.status == 0, "\(text.err)")
+        let regressions = text.out.components(separatedBy: "\n\n")[1]
+        #expect(regressions.contains("source0 \"compute-results\""), "\(text.out)")
+        let doc = try jsonObject(try run("rltrace", ["diff", base, new, "--format", "json"]).out)
+        let cr = try #require(diffItem(doc, thread: "rl-example", kind: "source0", name: "compute-results"))
+        let test = cr["test"] as! [String: Any]
+        #expect(["slower", "mixed"].contains(test["direction"] as? String), "\(test)")
+        #expect((test["pValue"] as! Double) < 0.01)
+        #expect(((cr["p99Ns"] as! [String: Any])["new"] as! Double) > 50_000_000)
+        // The largest impact of the loop: ~35 × 50 ms over 6 s.
+        #expect((cr["impactNsPerSecond"] as! Double) > 200_000_000)
+        let gate = try run("rltrace", ["diff", base, new, "--fail-on", "p99>+20%"])
+        #expect(gate.status == 7, "\(gate.err)")
+        #expect(gate.err.contains("p99>+20%") && gate.err.contains("compute-results"), "\(gate.err)")
+        // The same trace on both sides does not trip the gate.
+        #expect(try run("rltrace", ["diff", new, new, "--fail-on", "p99>+20%,busy>+5pt,hangs>+0"]).status == 0)
+    }
+
+    @Test func jsonReportsWithAndWithoutDistributions() throws {
+        let (base, new) = try diffRecordings.get()
+        let dir = NSTemporaryDirectory() + "rltrace-diff-json-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Without the flag the report has no distribution (the default output is unchanged).
+        let plain = try run("rltrace", ["report", "--format", "json", base])
+        #expect(!plain.out.contains("\"distribution\""))
+        #expect(try run("rltrace", ["report", "--distributions", base]).status == 64)
+        var paths: [String: String] = [:]
+        for (name, trace, extra) in [("base", base, ["--distributions"]), ("new", new, ["--distributions"]), ("new-plain", new, [])] {
+            let r = try run("rltrace", ["report", "--format", "json", trace] + extra)
+            try #require(r.status == 0, "\(r.err)")
+            paths[name] = dir + "/\(name).json"
+            try r.out.write(toFile: paths[name]!, atomically: true, encoding: .utf8)
+        }
+        let report = try jsonObject(try String(contentsOfFile: paths["base"]!, encoding: .utf8))
+        let item = ((report["loops"] as! [[String: Any]])[0]["items"] as! [[String: Any]])[0]
+        let dist = try #require(item["distribution"] as? [[Int]])
+        #expect(dist.reduce(0) { $0 + $1[1] } == item["count"] as? Int && dist.map { $0[0] } == dist.map { $0[0] }.sorted())
+
+        // With distributions: the same verdict as from the traces.
+        let withDist = try jsonObject(try run("rltrace", ["diff", paths["base"]!, paths["new"]!, "--format", "json"]).out)
+        let cr = try #require(diffItem(withDist, thread: "rl-example", kind: "source0", name: "compute-results"))
+        #expect(["slower", "mixed"].contains((cr["test"] as! [String: Any])["direction"] as? String))
+        #expect((withDist["notes"] as! [String]).isEmpty)
+        let gate = try run("rltrace", ["diff", paths["base"]!, paths["new"]!, "--fail-on", "p99>+20%"])
+        #expect(gate.status == 7)
+
+        // Without: the figures, but significance n/a, said in a note, and the gate cannot hold.
+        let r = try run("rltrace", ["diff", paths["base"]!, paths["new-plain"]!, "--fail-on", "p99>+20%"])
+        #expect(r.status == 0 && r.out.contains("significance n/a") && r.out.contains("without distributions"), "\(r.out)")
+        #expect(r.err.contains("not checked"), "\(r.err)")
+        let noDist = try jsonObject(try run("rltrace", ["diff", paths["base"]!, paths["new-plain"]!, "--format", "json"]).out)
+        let cr2 = try #require(diffItem(noDist, thread: "rl-example", kind: "source0", name: "compute-results"))
+        #expect((cr2["test"] as! [String: Any])["available"] as? Bool == false)
+        #expect(((cr2["p99Ns"] as! [String: Any])["new"] as! Double) > 50_000_000)
+
+        // An rltrace-report/1 document (no options.slowCalloutNs, no onCpuNs) reads too.
+        let old = try run("rltrace", ["diff", demoBeforeReport, paths["base"]!, "--format", "json"])
+        #expect(old.status == 0, "\(old.err)")
+        #expect((try jsonObject(old.out)["base"] as! [String: Any])["reportSchema"] as? String == "rltrace-report/1")
+    }
+
+    @Test func htmlShowsBothDistributions() throws {
+        let (base, new) = try diffRecordings.get()
+        let html = NSTemporaryDirectory() + "rltrace-diff-\(getpid()).html"
+        defer { try? FileManager.default.removeItem(atPath: html) }
+        let r = try run("rltrace", ["diff", base, new, "--format", "html", "-o", html])
+        #expect(r.status == 0, "\(r.err)")
+        let page = try String(contentsOfFile: html, encoding: .utf8)
+        #expect(!page.contains("http://") && !page.contains("https://") && !page.contains("<script"))
+        let chromium = try #require(which("chromium") ?? which("chromium-browser"), "chromium is installed by scripts/install-deps.sh")
+        let dom = try run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + html])
+        #expect(dom.out.contains("Durations of source0 “compute-results”: BASE (n = "), "\(dom.out.prefix(2000))")
+        // Both distributions, with hover text: BASE has no 50 ms perform, NEW has them.
+        #expect(dom.out.contains("<title>BASE [") && dom.out.contains("<title>NEW ["))
+        #expect(dom.out.contains("<title>NEW [33.6ms, 67.1ms)") && dom.out.contains("<title>BASE [33.6ms, 67.1ms): 0 of"))
+        #expect(dom.out.contains("% of its callouts") && dom.out.contains("callout duration (log2 buckets"))
+    }
+
+    @Test func helpHasAnExampleAndTheFormats() throws {
+        let h = try run("rltrace", ["diff", "--help"])
+        let folded = h.out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(h.status == 0 && folded.contains("Example") && folded.contains("values: text, json, html"), "\(folded)")
+        #expect(folded.contains("7 a --fail-on condition held"))
+    }
+}
+
+/// A `rltrace-report/1` document written by an earlier rltrace from the demo trace.
+let demoBeforeReport = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/demo-before/report.json").path
