@@ -50,10 +50,10 @@ public final class CTFStream: @unchecked Sendable {
     public private(set) var warnings: [CTFWarning] = []
 
     let cls: CompiledStreamClass
-    let base: UnsafeRawPointer
+    @usableFromInline let base: UnsafeRawPointer
     private let mapLength: Int
     let fileSize: Int
-    let slots: UnsafeMutablePointer<UInt64>
+    @usableFromInline let slots: UnsafeMutablePointer<UInt64>
     private let opsBuf: UnsafeMutablePointer<Op>
     private let clock: CTFClock?
     private let clockIsNS: Bool
@@ -68,6 +68,7 @@ public final class CTFStream: @unchecked Sendable {
 
     // Decoding state.
     /// Hot decoding state lives behind a pointer: no dynamic exclusivity checks in the inner loop.
+    @usableFromInline
     struct HotState {
         var pos = 0
         var end = 0
@@ -78,15 +79,21 @@ public final class CTFStream: @unchecked Sendable {
         var eventID: UInt64 = 0
         var finished = false
         var started = false
-        var currentClass = 0
-        var cycles: UInt64 = 0
-        var timestamp: Int64 = 0
-        /// Start (bits) of the current event's fixed-layout body whose slots are filled on first access, or -1.
-        var lazyBody = -1
+        @usableFromInline var currentClass = 0
+        @usableFromInline var cycles: UInt64 = 0
+        @usableFromInline var timestamp: Int64 = 0
+        /// Start (bits) of the current event's lazily skipped body (see LazyBody.swift) whose slots are filled on
+        /// first access, or -1 when the slots hold the body.
+        @usableFromInline var lazyBody = -1
         /// Set by a seek: the current event has not been handed out yet, so the next `next()` returns it.
         var pending = false
+        @usableFromInline init() {}
     }
-    let hot: UnsafeMutablePointer<HotState>
+    @usableFromInline let hot: UnsafeMutablePointer<HotState>
+    /// For a lazily skipped body: byte offset (in the file) of each run of fixed fields, i.e. of the body start and
+    /// of the byte after each string's NUL; valid while `lazyBody >= 0`. Every field a `FieldRef` locates from it was
+    /// bounds-checked against the packet content when the body was skipped.
+    @usableFromInline let segmentBase: UnsafeMutablePointer<Int>
     var pos: Int { @inline(__always) get { hot.pointee.pos } @inline(__always) set { hot.pointee.pos = newValue } }
     var end: Int { @inline(__always) get { hot.pointee.end } @inline(__always) set { hot.pointee.end = newValue } }
     private var packetOffset: Int { get { hot.pointee.packetOffset } set { hot.pointee.packetOffset = newValue } }
@@ -110,15 +117,20 @@ public final class CTFStream: @unchecked Sendable {
     private let denseCount: Int
     private let ctxProgs: UnsafeMutablePointer<Int>
     private let combinedProgs: UnsafeMutablePointer<Int>
+    /// Per event class: body size in bits when it has a fixed layout (skipped with one bounds check), else -1.
     private let fixedBodyBits: UnsafeMutablePointer<Int>
-    private let directOffset: UnsafeMutablePointer<Int>
-    private let directKind: UnsafeMutablePointer<Int>
-    private let slotStride: Int
-    /// Per event class: range into `scalarSlots` of its payload fields (slot, or -1 when not an integer scalar).
-    private let payloadFieldStart: UnsafeMutablePointer<Int>
-    private let payloadFieldCounts: UnsafeMutablePointer<Int>
-    private let scalarSlots: UnsafeMutablePointer<Int>
-    private let contextScalarSlots: [Int]
+    /// Per event class: number of strings of a lazily skipped body with strings (0: fixed or decoded), and the
+    /// start in `segmentBytes` of its fixed runs' sizes (strings + 1 of them).
+    private let lazyStrings: UnsafeMutablePointer<Int>
+    private let lazySegmentStart: UnsafeMutablePointer<Int>
+    private let segmentBytes: UnsafeMutablePointer<Int>
+    /// Per event class: range into `payloadRefs` of its payload fields.
+    @usableFromInline let payloadFieldStart: UnsafeMutablePointer<Int>
+    @usableFromInline let payloadFieldCounts: UnsafeMutablePointer<Int>
+    @usableFromInline let payloadRefs: UnsafeMutablePointer<FieldRef>
+    /// Per event class, `contextFieldCount` references of the stream event context fields.
+    @usableFromInline let contextRefs: UnsafeMutablePointer<FieldRef>
+    @usableFromInline let contextFieldCount: Int
     private let payloadProgs: UnsafeMutablePointer<Int>
     private let headerHasID: Bool
     private let eventHeaderProgram: Int
@@ -136,9 +148,9 @@ public final class CTFStream: @unchecked Sendable {
     /// The index into the stream class's event classes of the current event.
     var currentClass: Int { @inline(__always) get { hot.pointee.currentClass } @inline(__always) set { hot.pointee.currentClass = newValue } }
     /// The current event's timestamp in clock cycles (extended to 64 bits).
-    public internal(set) var cycles: UInt64 { @inline(__always) get { hot.pointee.cycles } @inline(__always) set { hot.pointee.cycles = newValue } }
+    public internal(set) var cycles: UInt64 { @inlinable get { hot.pointee.cycles } @inline(__always) set { hot.pointee.cycles = newValue } }
     /// The current event's timestamp in nanoseconds since the epoch.
-    public internal(set) var timestamp: Int64 { @inline(__always) get { hot.pointee.timestamp } @inline(__always) set { hot.pointee.timestamp = newValue } }
+    public internal(set) var timestamp: Int64 { @inlinable get { hot.pointee.timestamp } @inline(__always) set { hot.pointee.timestamp = newValue } }
     /// The current event's class.
     public var eventClass: CTFEventClass { cls.eventClasses[currentClass] }
     /// The current packet's `cpu_id`, if the packet context has one.
@@ -209,64 +221,31 @@ public final class CTFStream: @unchecked Sendable {
         progStart = buf(starts0)
         progCount = buf(counts0)
         combinedProgs = buf(combined)
-        // Fixed-layout bodies (only byte-sized, byte-aligned fields, as LTTng-UST writes them) are skipped by size
-        // and decoded lazily when a field is read.
-        var fixed: [Int] = []
+        // Bodies of byte-sized, byte-aligned fields and strings (what LTTng-UST writes) are skipped by size, or by
+        // size plus a memchr per string, and read in place or decoded when a field is read (LazyBody.swift).
+        var fixed: [Int] = [], nStrings: [Int] = [], segStart: [Int] = [], segs: [Int] = []
+        var pRefs: [FieldRef] = [], cRefs: [FieldRef] = [], pfs: [Int] = [], pfc: [Int] = []
+        var maxStrings = 0
         for ci in c.eventClasses.indices {
             let pi = combined[ci]
-            var bits = 0
-            var ok = true
-            for op in allOps[starts0[pi] ..< starts0[pi] + counts0[pi]] {
-                switch op.kind {
-                case .align: if op.align > 8 { ok = false }
-                case .int8: bits += 8
-                case .int16: bits += 16
-                case .int32: bits += 32
-                case .int64: bits += 64
-                case .intBits: if op.size % 8 == 0 && op.flags & 12 == 0 { bits += Int(op.size) } else { ok = false }
-                case .arrayFixed: if op.aux2 % 8 == 0 { bits += Int(op.aux) * Int(op.aux2) } else { ok = false }
-                default: ok = false
-                }
-                // Each term is below 2^62; stopping past sizeCap keeps the sum from overflowing.
-                if bits > sizeCap { ok = false }
-                if !ok { break }
-            }
-            fixed.append(ok ? bits : -1)
+            let layout = LazyBodyLayout(allOps[starts0[pi] ..< starts0[pi] + counts0[pi]])
+            let n = layout?.strings ?? 0
+            fixed.append(layout != nil && n == 0 ? layout!.segments[0] * 8 : -1)
+            nStrings.append(n)
+            segStart.append(segs.count)
+            segs += layout?.segments ?? []
+            maxStrings = max(maxStrings, n)
+            func ref(_ f: FieldLayout) -> FieldRef { layout?.ref(for: f) ?? LazyBodyLayout.slotRef(for: f) }
+            pfs.append(pRefs.count); pfc.append(c.payloadLayouts[ci].count)
+            pRefs += c.payloadLayouts[ci].map(ref)
+            cRefs += c.streamEventContextLayout.map(ref)
         }
         fixedBodyBits = buf(fixed)
-        // For fixed bodies: where each integer slot lives, relative to the body start (bytes), and how to read it
-        // (size in bytes, negative when signed), so single fields are read straight from the mapped file.
-        var dOff = [Int](repeating: -1, count: c.eventClasses.count * max(1, c.slotCount))
-        var dKind = [Int](repeating: 0, count: c.eventClasses.count * max(1, c.slotCount))
-        for ci in c.eventClasses.indices where fixed[ci] >= 0 {
-            let pi = combined[ci]
-            var bits = 0
-            for op in allOps[starts0[pi] ..< starts0[pi] + counts0[pi]] {
-                let slot = Int(op.slot)
-                switch op.kind {
-                case .int8, .int16, .int32, .int64:
-                    let size = op.kind == .int8 ? 1 : op.kind == .int16 ? 2 : op.kind == .int32 ? 4 : 8
-                    dOff[ci * c.slotCount + slot] = bits / 8
-                    dKind[ci * c.slotCount + slot] = op.flags & 1 != 0 ? -size : size
-                    bits += size * 8
-                case .intBits: bits += Int(op.size)
-                case .arrayFixed: bits += Int(op.aux) * Int(op.aux2)
-                default: break
-                }
-            }
-        }
-        directOffset = buf(dOff); directKind = buf(dKind); slotStride = c.slotCount
-        var pfs: [Int] = [], pfc: [Int] = [], ss: [Int] = []
-        func scalarSlot(_ f: FieldLayout) -> Int {
-            guard f.storage == .scalar else { return -1 }
-            switch f.type { case .integer, .enumeration: return f.slot; default: return -1 }
-        }
-        for l in c.payloadLayouts {
-            pfs.append(ss.count); pfc.append(l.count)
-            ss += l.map(scalarSlot)
-        }
-        payloadFieldStart = buf(pfs); payloadFieldCounts = buf(pfc); scalarSlots = buf(ss)
-        contextScalarSlots = c.streamEventContextLayout.map(scalarSlot)
+        lazyStrings = buf(nStrings); lazySegmentStart = buf(segStart); segmentBytes = buf(segs)
+        segmentBase = .allocate(capacity: maxStrings + 1)
+        segmentBase.initialize(repeating: 0, count: maxStrings + 1)
+        payloadFieldStart = buf(pfs); payloadFieldCounts = buf(pfc); payloadRefs = buf(pRefs)
+        contextRefs = buf(cRefs); contextFieldCount = c.streamEventContextLayout.count
         varTagSlot = buf(c.variants.map(\.tagSlot))
         varSigned = buf(c.variants.map(\.tagSigned))
         var starts: [Int] = [], counts: [Int] = [], los: [Int64] = [], his: [Int64] = [], progs: [Int] = []
@@ -299,8 +278,8 @@ public final class CTFStream: @unchecked Sendable {
         progStart.deallocate(); progCount.deallocate(); varTagSlot.deallocate(); varSigned.deallocate()
         varRangeStart.deallocate(); varRangeCount.deallocate(); rangeLo.deallocate(); rangeHi.deallocate(); rangeProg.deallocate()
         denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate(); combinedProgs.deallocate(); fixedBodyBits.deallocate()
-        payloadFieldStart.deallocate(); payloadFieldCounts.deallocate(); scalarSlots.deallocate()
-        directOffset.deallocate(); directKind.deallocate()
+        payloadFieldStart.deallocate(); payloadFieldCounts.deallocate(); payloadRefs.deallocate(); contextRefs.deallocate()
+        lazyStrings.deallocate(); lazySegmentStart.deallocate(); segmentBytes.deallocate(); segmentBase.deallocate()
     }
 
     @inline(__always)
@@ -459,9 +438,38 @@ public final class CTFStream: @unchecked Sendable {
         pos = p
     }
 
-    /// Fills the slots of a lazily skipped fixed-layout event body.
+    /// Finds the end (bits) of the current event's body of class `ci`, made of fixed runs and strings, starting at
+    /// `pos` (byte-aligned), and records where each fixed run starts in `segmentBase`. Nil when the body does not fit
+    /// in the packet content (then the caller decodes it, which throws the precise error).
+    @inline(__always)
+    private func skipBody(_ ci: Int) -> Int? {
+        let e = end
+        let limit = e >> 3                  // strings end before this byte (the interpreter's bound)
+        let seg = segmentBytes + lazySegmentStart[ci]
+        let n = lazyStrings[ci]
+        let sb = segmentBase
+        var p = pos >> 3
+        sb[0] = p
+        for j in 0..<n {
+            // Fixed runs are below sizeCap bytes, p below the file size: no overflow.
+            p += seg[j]
+            guard p < limit, let len = memchrRaw(base + p, limit - p) else { return nil }
+            p += len + 1
+            sb[j + 1] = p
+        }
+        p += seg[n]
+        guard p << 3 <= e else { return nil }
+        return p << 3
+    }
+
+    /// Fills the slots of a lazily skipped event body.
     @inline(__always)
     func materialize() {
+        if hot.pointee.lazyBody >= 0 { materializeSlow() }
+    }
+
+    @usableFromInline @inline(never)
+    func materializeSlow() {
         let lb = hot.pointee.lazyBody
         if lb < 0 { return }
         hot.pointee.lazyBody = -1
@@ -686,8 +694,13 @@ public final class CTFStream: @unchecked Sendable {
                         throw OutOfBounds(pos: pos, field: op.field, message: "event body of \(fb / 8) bytes runs past the end of the packet content")
                     }
                     hot.pointee.lazyBody = pos
+                    segmentBase[0] = pos >> 3
                     pos += fb
+                } else if lazyStrings[ci] > 0 && pos & 7 == 0, let after = skipBody(ci) {
+                    hot.pointee.lazyBody = pos
+                    pos = after
                 } else {
+                    // Also a body that skipBody found malformed: the interpreter reports what is wrong, and where.
                     hot.pointee.lazyBody = -1
                     try run(combinedProgs[ci])
                 }
@@ -875,45 +888,59 @@ public final class CTFStream: @unchecked Sendable {
 
     /// The payload field at `index` (declaration order) as an integer, without allocating: integers and
     /// enumerations give their value (unsigned ones as their bit pattern), other fields nil.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func payloadInteger(at index: Int) -> Int64? {
-        guard index >= 0 && index < payloadFieldCounts[currentClass] else { return nil }
-        let slot = scalarSlots[payloadFieldStart[currentClass] + index]
-        guard slot >= 0 else { return nil }
-        return integerInSlot(slot)
-    }
-
-    /// Reads an integer slot of the current event: straight from the file for a lazily skipped fixed body.
-    @inline(__always)
-    private func integerInSlot(_ slot: Int) -> Int64 {
-        let lb = hot.pointee.lazyBody
-        if lb >= 0 {
-            let k = currentClass * slotStride + slot
-            let off = directOffset[k]
-            if off >= 0 {
-                let p = base.advanced(by: (lb >> 3) + off)
-                switch directKind[k] {
-                case 1: return Int64(p.load(as: UInt8.self))
-                case -1: return Int64(p.load(as: Int8.self))
-                case 2: return Int64(UInt16(littleEndian: p.loadUnaligned(as: UInt16.self)))
-                case -2: return Int64(Int16(littleEndian: p.loadUnaligned(as: Int16.self)))
-                case 4: return Int64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
-                case -4: return Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self)))
-                default: return Int64(littleEndian: p.loadUnaligned(as: Int64.self))
-                }
-            }
-            materialize()
-        }
-        return Int64(bitPattern: slots[slot])
+        let ci = hot.pointee.currentClass
+        guard UInt(bitPattern: index) < UInt(bitPattern: payloadFieldCounts[ci]) else { return nil }
+        return integer(payloadRefs[payloadFieldStart[ci] &+ index])
     }
 
     /// The stream event context field at `index` (e.g. `vtid`) as an integer, without allocating (nil if not an integer).
-    @inline(__always)
+    @inlinable @inline(__always)
     public func streamContextInteger(at index: Int) -> Int64? {
-        guard index >= 0 && index < contextScalarSlots.count else { return nil }
-        let slot = contextScalarSlots[index]
-        guard slot >= 0 else { return nil }
-        return integerInSlot(slot)
+        guard UInt(bitPattern: index) < UInt(bitPattern: contextFieldCount) else { return nil }
+        return integer(contextRefs[hot.pointee.currentClass &* contextFieldCount &+ index])
+    }
+
+    /// Reads an integer field of the current event: in place for a lazily skipped body (the reference's bytes
+    /// were bounds-checked when the body was skipped), else from its slot.
+    @inlinable @inline(__always)
+    func integer(_ r: FieldRef) -> Int64? {
+        let lazy = hot.pointee.lazyBody >= 0
+        if lazy && r.width != 0 {
+            let p = base + (segmentBase[Int(r.segment)] &+ Int(r.offset))
+            switch r.width {
+            case 1: return Int64(p.load(as: UInt8.self))
+            case -1: return Int64(p.load(as: Int8.self))
+            case 2: return Int64(UInt16(littleEndian: p.loadUnaligned(as: UInt16.self)))
+            case -2: return Int64(Int16(littleEndian: p.loadUnaligned(as: Int16.self)))
+            case 4: return Int64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
+            case -4: return Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self)))
+            default: return Int64(littleEndian: p.loadUnaligned(as: Int64.self))
+            }
+        }
+        guard r.slot >= 0 else { return nil }
+        if lazy { materializeSlow() }
+        return Int64(bitPattern: slots[Int(r.slot)])
+    }
+
+    /// The bytes of a string or text-array field of a lazily skipped body, in place (nil for other fields).
+    @inline(__always)
+    private func lazyBytes(_ r: FieldRef) -> UnsafeRawBufferPointer? {
+        let start = segmentBase[Int(r.segment)] + Int(r.offset)
+        switch r.form {
+        case .string:
+            // A string in run j ends with the NUL just before run j + 1.
+            return UnsafeRawBufferPointer(start: base + start, count: segmentBase[Int(r.segment) + 1] - 1 - start)
+        case .textArray:
+            let bp = (base + start).assumingMemoryBound(to: UInt8.self)
+            let n = Int(r.count)
+            var len = 0
+            while len < n && bp[len] != 0 { len += 1 }
+            return UnsafeRawBufferPointer(start: base + start, count: len)
+        case .other:
+            return nil
+        }
     }
 
     /// Names of the stream event context fields, in the order ``streamContextInteger(at:)`` indexes them.
@@ -923,7 +950,7 @@ public final class CTFStream: @unchecked Sendable {
 
     /// Index of the current event's class among ``eventClasses`` (stable for the stream): lets an analysis
     /// resolve field positions once per class and switch on an integer per event.
-    public var eventClassIndex: Int { @inline(__always) get { currentClass } }
+    public var eventClassIndex: Int { @inlinable get { hot.pointee.currentClass } }
     /// The event classes of this stream's class, indexed by ``eventClassIndex``.
     public var eventClasses: [CTFEventClass] { cls.eventClasses }
     /// Payload field names of the event class at `classIndex`, in the order ``payloadInteger(at:)`` indexes them.
@@ -933,19 +960,27 @@ public final class CTFStream: @unchecked Sendable {
     /// without allocating; valid until the stream moves to another event. Nil when that field is not
     /// a string (or a text array or sequence, read up to its first NUL).
     public func payloadStringBytes(at index: Int) -> UnsafeRawBufferPointer? {
-        guard index >= 0 && index < payloadFieldCounts[currentClass] else { return nil }
-        return stringBytes(cls.payloadLayouts[currentClass][index])
+        let ci = currentClass
+        guard index >= 0 && index < payloadFieldCounts[ci] else { return nil }
+        let r = payloadRefs[payloadFieldStart[ci] + index]
+        if hot.pointee.lazyBody >= 0 && r.form != .other { return lazyBytes(r) }
+        return stringBytes(cls.payloadLayouts[ci][index])
     }
 
     /// The UTF-8 bytes of the stream event context string field at `index` (e.g. `procname`), without
     /// allocating; valid until the stream moves to another event. Nil when that field is not a string.
     public func streamContextStringBytes(at index: Int) -> UnsafeRawBufferPointer? {
-        let l = cls.streamEventContextLayout
-        guard index >= 0 && index < l.count else { return nil }
-        return stringBytes(l[index])
+        guard index >= 0 && index < contextFieldCount else { return nil }
+        let r = contextRefs[currentClass * contextFieldCount + index]
+        if hot.pointee.lazyBody >= 0 && r.form != .other { return lazyBytes(r) }
+        return stringBytes(cls.streamEventContextLayout[index])
     }
 
     private func stringBytes(_ f: FieldLayout) -> UnsafeRawBufferPointer? {
+        switch f.storage {
+        case .string, .fixedArray, .sequence: break
+        default: return nil     // the slot holds no position (an integer's value would not convert)
+        }
         materialize()
         let raw = slots[f.slot]
         let start = base.advanced(by: Int(raw) >> 3)

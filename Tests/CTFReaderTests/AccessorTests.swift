@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+@testable import CTFReader
+
+/// The allocation-free accessors read lazily skipped bodies in place (LazyBody.swift); these tests check that they
+/// give exactly what decoding the body gives, and that a malformed body skipped that way fails like a decoded one.
+@Suite("CTFReader per-event accessors")
+struct AccessorTests {
+    /// A trace whose stream event context and payloads mix integers of every width, strings and a text array, as
+    /// LTTng-UST writes them.
+    static let metadata = """
+    /* CTF 1.8 */
+    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+    typealias integer { size = 8; align = 8; signed = true; } := int8_t;
+    typealias integer { size = 16; align = 8; signed = true; } := int16_t;
+    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+    typealias integer { size = 32; align = 8; signed = true; } := int32_t;
+    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+    typealias integer { size = 32; align = 8; signed = true; byte_order = be; } := be32_t;
+    trace {
+        major = 1; minor = 8; byte_order = le;
+        packet.header := struct { uint32_t magic; uint32_t stream_id; };
+    };
+    env { hostname = "acc"; };
+    clock { name = "c"; freq = 1000000000; offset_s = 1000; };
+    typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
+    stream {
+        id = 0;
+        packet.context := struct {
+            ts_t timestamp_begin; ts_t timestamp_end;
+            uint64_t content_size; uint64_t packet_size;
+            uint64_t packet_seq_num; uint64_t events_discarded;
+        };
+        event.header := struct { uint8_t id; ts_t timestamp; };
+        event.context := struct { int32_t _vpid; string _procname; int32_t _vtid; };
+    };
+    event { name = "acc:mixed"; id = 0; fields := struct {
+        uint64_t _loop; string _name; int8_t _i8; int16_t _i16; string _mode; uint32_t _u32; be32_t _be;
+        integer { size = 8; align = 8; signed = false; encoding = UTF8; } _text[4]; int32_t _last;
+    }; };
+    event { name = "acc:fixed"; id = 1; fields := struct { uint64_t _a; int8_t _b; }; };
+
+    """
+
+    struct Values { var vpid: Int32; var procname: String; var vtid: Int32; var loop: UInt64; var name: String
+        var i8: Int8; var i16: Int16; var mode: String; var u32: UInt32; var be: Int32; var text: String; var last: Int32 }
+
+    static func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+
+    static func eventBytes(_ i: Int, _ v: Values) -> [UInt8] {
+        var b: [UInt8] = i % 3 == 2 ? [1] : [0]
+        b += le(UInt64(100 + i * 10))
+        b += le(v.vpid) + Array(v.procname.utf8) + [0] + le(v.vtid)
+        if i % 3 == 2 { return b + le(v.loop) + le(v.i8) }
+        b += le(v.loop) + Array(v.name.utf8) + [0] + le(v.i8) + le(v.i16) + Array(v.mode.utf8) + [0] + le(v.u32)
+        b += withUnsafeBytes(of: v.be.bigEndian, Array.init)
+        b += Array((v.text + "\0\0\0\0").utf8.prefix(4)) + le(v.last)
+        return b
+    }
+
+    static func values(_ i: Int) -> Values {
+        Values(vpid: Int32(1000 + i), procname: i % 2 == 0 ? "main" : "", vtid: Int32(-i), loop: UInt64.max - UInt64(i),
+               name: String(repeating: "n", count: i % 7), i8: Int8(truncatingIfNeeded: -i), i16: Int16(-300 * i),
+               mode: i % 4 == 0 ? "" : "kCFRunLoopDefaultMode", u32: UInt32.max - UInt32(i), be: Int32(-77 * i),
+               text: String(repeating: "t", count: i % 5), last: Int32(i) - 5)
+    }
+
+    /// Writes a one-packet trace of `n` events; `cut` bytes are removed from the declared content size.
+    static func write(_ name: String, events n: Int, cut: Int = 0, truncateFile: Int = 0) throws -> String {
+        let body = (0..<n).flatMap { eventBytes($0, values($0)) }
+        let header = 8 + 48
+        let content = header + body.count - cut
+        let size = (header + body.count + 7) / 8 * 8 + 64
+        var bytes = le(UInt32(0xC1FC_1FC1)) + le(UInt32(0))
+        bytes += le(UInt64(100)) + le(UInt64(100 + n * 10)) + le(UInt64(content * 8)) + le(UInt64(size * 8)) + le(UInt64(0)) + le(UInt64(0))
+        bytes += body
+        bytes += [UInt8](repeating: 0, count: size - bytes.count)
+        if truncateFile > 0 { bytes.removeLast(size - (header + body.count) + truncateFile) }
+        let dir = SharedDaemon.scratch.appendingPathComponent("acc-\(name)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        try Data(bytes).write(to: dir.appendingPathComponent("stream_0"))
+        return dir.path
+    }
+
+    static func string(_ b: UnsafeRawBufferPointer?) -> String? { b.map { String(decoding: $0, as: UTF8.self) } }
+
+    @Test("integers and strings read in place equal the decoded fields, before and after decoding")
+    func inPlaceEqualsDecoded() throws {
+        let n = 60
+        let set = try CTFTraceSet(paths: [try Self.write("ok", events: n)])
+        var it = set.makeMergedIterator()
+        var i = 0, skipped = 0
+        while try it.next() {
+            let s = it.current
+            let v = Self.values(i)
+            if s.hot.pointee.lazyBody >= 0 { skipped += 1 }
+            for pass in 0..<2 {
+                // Pass 0 reads the skipped body in place; pass 1 after `payload()` decoded it into the slots.
+                #expect(s.streamContextInteger(at: 0) == Int64(v.vpid))
+                #expect(s.streamContextInteger(at: 1) == nil)
+                #expect(Self.string(s.streamContextStringBytes(at: 1)) == v.procname)
+                #expect(s.streamContextInteger(at: 2) == Int64(v.vtid))
+                #expect(s.streamContextInteger(at: 3) == nil && s.streamContextInteger(at: -1) == nil)
+                #expect(s.payloadInteger(at: 0) == Int64(bitPattern: v.loop))
+                if i % 3 == 2 {
+                    #expect(s.payloadInteger(at: 1) == Int64(v.i8))
+                    #expect(s.payloadInteger(at: 2) == nil)
+                } else {
+                    #expect(s.payloadInteger(at: 1) == nil)
+                    #expect(Self.string(s.payloadStringBytes(at: 1)) == v.name)
+                    #expect(s.payloadInteger(at: 2) == Int64(v.i8))
+                    #expect(s.payloadInteger(at: 3) == Int64(v.i16))
+                    #expect(Self.string(s.payloadStringBytes(at: 4)) == v.mode)
+                    #expect(s.payloadInteger(at: 5) == Int64(v.u32))
+                    #expect(s.payloadInteger(at: 6) == Int64(v.be), "big-endian field, decoded on access")
+                    #expect(Self.string(s.payloadStringBytes(at: 7)) == v.text)
+                    #expect(s.payloadInteger(at: 8) == Int64(v.last))
+                    #expect(s.payloadInteger(at: 9) == nil && s.payloadStringBytes(at: 9) == nil)
+                    #expect(s.payloadStringBytes(at: 0) == nil)
+                }
+                if pass == 0 {
+                    let decoded = s.payload()
+                    for (k, f) in decoded.enumerated() {
+                        if let x = f.value.int64 { #expect(s.payloadInteger(at: k) == x) }
+                    }
+                    #expect(s.hot.pointee.lazyBody < 0)
+                }
+            }
+            i += 1
+        }
+        #expect(i == n)
+        #expect(skipped == n, "every body of this trace is skipped lazily")
+    }
+
+    @Test("a skipped body with an unterminated string or a field past the content fails like a decoded one")
+    func malformedSkippedBodies() throws {
+        // The last event is `fixed` (i = 2 of 3); take 4 events so the last one has strings.
+        let n = 4
+        // Cut the last int32 in half, then the NUL of the text before it, then into the `_mode` string.
+        let cases: [(Int, String, String)] = [
+            (2, "event.fields.last", "past the end"),
+            (4 + 4 + 4 + 4 + 4 + 2, "event.fields.mode", "unterminated string"),
+        ]
+        for (cut, field, message) in cases {
+            let p = try Self.write("bad\(cut)", events: n, cut: cut)
+            expectReaderError([p]) { e in
+                if case .malformed(let path, let off, let f, let m) = e { return path.hasSuffix("stream_0") && off > 56 && f == field && m.contains(message) }
+                return false
+            }
+        }
+        // A file cut inside the last event: the events before it, and a warning.
+        let p = try Self.write("trunc", events: n, truncateFile: 3)
+        let (lines, set) = try readerLines([p])
+        #expect(lines.count == n - 1)
+        #expect(set.warnings.contains { $0.message.contains("truncated") })
+    }
+}
