@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark, side by side in one run (issue 8): RunLoopCore vs CoreFoundation's CFRunLoop vs a
-# bare eventfd/timerfd+epoll floor (workloads 1-7), syscalls per cycle (strace -c -f), allocations
-# per item (malloc interposed in rl-bench), tracing cost against a build with tracing compiled out
-# (RLTRACE_DISABLED=1) with and without an LTTng session recording (8), trace decoding,
+# bare eventfd/timerfd+epoll floor (workloads 1-7), 1, 2 and 8 producer threads posting to one
+# running loop vs a mutex-protected queue + eventfd floor (10; issue 16), syscalls per cycle
+# (strace -c -f), allocations per item (malloc interposed in rl-bench), tracing cost against a
+# build with tracing compiled out (RLTRACE_DISABLED=1) with and without an LTTng session recording (8), trace decoding,
 # CTFReader vs babeltrace2 (9, through reader-bench), and rltrace's analysis commands vs babeltrace2
 # on recorded rl-example traces of ≥ 3 M and ~30 M events (p, through pipeline-bench; issue 12;
 # alone: scripts/bench-pipeline.sh; PIPELINE_BENCH_ARGS passes it options, e.g. "--traces DIR").
@@ -11,7 +12,7 @@
 #   scripts/bench.sh --json     # the same as JSON: {schema, rows: [{id, workload, unit, ours, cf,
 #                               #   floor, ratio, ratio_of, target, pass, note}]}
 #   scripts/bench.sh --quick    # small sizes, one repetition (a smoke run)
-#   scripts/bench.sh --only 1,5,s   # some workloads only (1-7, s = syscalls, 8, 9, p = pipeline)
+#   scripts/bench.sh --only 1,5,s   # some workloads only (1-7, 10, s = syscalls, 8, 9, p = pipeline)
 #   (--json with the pipeline: rl-bench's document with pipeline-bench's under the key "pipeline")
 # Build logs and progress go to stderr; only the table (or the JSON) goes to stdout.
 set -euo pipefail

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Runs the reliability suite and the unit tests under ThreadSanitizer and AddressSanitizer (issue 7).
 #   bash scripts/sanitizers.sh [thread|address|all]      (default all)
-# Scratch folders .build-tsan / .build-asan. The stress runs at RELIABILITY_SCALE (default 0.5: ~2 s
-# of stress per run, sanitizers slow everything 5-15x); forking tests are skipped (RELIABILITY_NO_FORK=1:
-# fork in a multi-threaded sanitized process is unsupported). Exits non-zero on a failed test or on any
-# sanitizer report; logs in .build-{tsan,asan}/sanitizer.log.
+# Scratch folders .build-tsan / .build-asan (prefix: SANITIZER_SCRATCH, default .build). The stress
+# runs at RELIABILITY_SCALE (default 0.5: ~2 s of stress per run, sanitizers slow everything 5-15x);
+# forking tests are skipped (RELIABILITY_NO_FORK=1: fork in a multi-threaded sanitized process is
+# unsupported). Exits non-zero on a failed test or on any sanitizer report; logs in
+# <scratch>/sanitizer.log.
 #
-# ThreadSanitizer cannot see Synchronization.Mutex's lock on Linux: every access RunLoopCore makes under
-# its loop lock is reported as a race (282 false reports on 2026-11-22; a 15-line program reproduces it).
-# Unless TSAN_PTHREAD_MUTEX=0, the thread run therefore builds a copy of the working tree in
-# .build-tsan/src in which RunLoopCore's `Mutex` is a pthread mutex with the same API (TSan intercepts
-# pthread mutexes), so what TSan reports is real. Nothing else is changed. See docs/reliability.md.
+# ThreadSanitizer cannot see Synchronization.Mutex's lock on Linux (a priority-inheritance futex it does
+# not intercept): every access made under such a lock is reported as a race (282 false reports on
+# 2026-11-22; a 15-line program reproduces it). The loop's own lock is a pthread mutex (RLLock, issue 16),
+# which TSan sees as is; the items' state locks (sources, observers, timers, message port, worker thread)
+# are still `Mutex` (inline in each item: no allocation, no call per lock). Unless TSAN_PTHREAD_MUTEX=0,
+# the thread run therefore builds a copy of the working tree in <scratch>/src in which RunLoopCore's
+# `Mutex` is a pthread mutex with the same API (TSan intercepts pthread mutexes), so what TSan reports
+# is real. Nothing else is changed. See docs/reliability.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHICH="${1:-all}"
-FILTER="${SANITIZER_FILTER:-ReliabilityTests|RunLoopCoreTests\.RunLoopCoreTests|CTFReaderTests\.(MalformedTests|BitFieldTests|CompoundTypeTests)}"
+SCRATCH="${SANITIZER_SCRATCH:-.build}"
+FILTER="${SANITIZER_FILTER:-ReliabilityTests|RunLoopCoreTests\.(RunLoopCoreTests|ContendedPostingTests)|CTFReaderTests\.(MalformedTests|BitFieldTests|CompoundTypeTests)}"
 export RELIABILITY_SCALE="${RELIABILITY_SCALE:-0.5}" RELIABILITY_NO_FORK=1
 status=0
 pthread_mutex_copy() {   # $1 = destination; prints the package path to build
@@ -64,9 +69,9 @@ run() {
     if [ "$rc" != 0 ] || [ "$reports" != 0 ]; then status=1; fi
 }
 case "$WHICH" in
-    thread) run thread .build-tsan ;;
-    address) run address .build-asan ;;
-    all) run thread .build-tsan; run address .build-asan ;;
+    thread) run thread "$SCRATCH-tsan" ;;
+    address) run address "$SCRATCH-asan" ;;
+    all) run thread "$SCRATCH-tsan"; run address "$SCRATCH-asan" ;;
     *) echo "usage: $0 [thread|address|all]"; exit 2 ;;
 esac
 exit $status

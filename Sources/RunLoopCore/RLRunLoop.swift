@@ -214,7 +214,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     let waiter: Waiter
     let mainQueueFD: Int32
-    let lock = Mutex<Void>(())
+    /// The loop's lock: a plain pthread mutex (see ``RLLock`` for why not `Mutex`).
+    let lock = RLLock()
     /// What items bound to this loop hold (see ``LoopHandle``).
     let handle = LoopHandle()
     /// CF's per-run `ignoreWakeUps` of the innermost activation (true while the loop is not running,
@@ -293,8 +294,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     @inline(__always) func locked<R>(_ body: () throws -> R) rethrows -> R {
-        lock._unsafeLock()
-        defer { lock._unsafeUnlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return try body()
     }
 
@@ -377,9 +378,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Finds (or creates) a mode. Called with the lock held.
     func modeLocked(_ name: RLMode, create: Bool) -> ModeState? {
+        if name.isCommonModes { return nil }   // never a mode of the loop (no lookup, no string compare)
         if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u.takeUnretainedValue() }
         if let m = modes[name] { lastMode = .passUnretained(m); return m }
-        guard create, name != .commonModes else { return nil }
+        guard create else { return nil }
         let ep: Int32
         do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
         let m = ModeState(name: name, epfd: ep)
@@ -395,6 +397,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// mode is lent to `body` without a retain/release pair. Called with the lock held.
     @inline(__always)
     func withModeLocked<R>(_ name: RLMode, create: Bool, _ body: (ModeState) -> R) -> R? {
+        if name.isCommonModes { return nil }
         if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u._withUnsafeGuaranteedRef(body) }
         return modeLocked(name, create: create).map(body)
     }
@@ -437,7 +440,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// while there is no common item creates no mode: see ``allModes``). Marking the pseudo-mode
     /// itself is ignored.
     public func addCommonMode(_ mode: RLMode) {
-        guard mode != .commonModes else { return }
+        guard !mode.isCommonModes else { return }
         var scheduled: [RLSource0] = []
         locked {
             guard !commonModeNames.contains(mode) else { return }
@@ -458,7 +461,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Every mode an addition to `mode` lands in (the common modes for the pseudo-mode).
     private func targetModesLocked(_ mode: RLMode) -> [ModeState] {
-        if mode == .commonModes { return commonModeNames.map { modeLocked($0, create: true)! } }
+        if mode.isCommonModes { return commonModeNames.map { modeLocked($0, create: true)! } }
         return [modeLocked(mode, create: true)!]
     }
 
@@ -470,7 +473,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         guard source.isValid else { return }
         var joined: [RLMode] = []
         locked {
-            if mode == .commonModes {
+            if mode.isCommonModes {
                 if commonSources0.contains(where: { $0 === source }) { return }
                 commonSources0.append(source)
             }
@@ -502,11 +505,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         var left: [RLMode] = []
         locked {
             var targets: [ModeState] = []
-            if mode == .commonModes {
+            if mode.isCommonModes {
                 guard let i = commonSources0.firstIndex(where: { $0 === source }) else { return }
                 commonSources0.remove(at: i)
                 targets = commonModeNames.compactMap { modes[$0] }
-            } else if let m = modes[mode] {
+            } else if let m = modeLocked(mode, create: false) {
                 targets = [m]
             }
             for m in targets {
@@ -530,7 +533,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Whether `mode` holds `source`.
     public func contains(_ source: RLSource0, inMode mode: RLMode) -> Bool {
         locked {
-            if mode == .commonModes { return commonSources0.contains { $0 === source } }
+            if mode.isCommonModes { return commonSources0.contains { $0 === source } }
             return modes[mode]?.sources0.contains { $0 === source } ?? false
         }
     }
@@ -558,7 +561,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         var joined: [RLMode] = []
         var failure: RLError?
         locked {
-            if mode == .commonModes {
+            if mode.isCommonModes {
                 if commonSources1.contains(where: { $0 === source }) { return }
             }
             for m in targetModesLocked(mode) {
@@ -570,7 +573,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                     break
                 }
             }
-            if failure == nil && mode == .commonModes { commonSources1.append(source) }
+            if failure == nil && mode.isCommonModes { commonSources1.append(source) }
             if let _ = failure {
                 for n in joined { if let m = modes[n] { removeSource1Locked(source, m) } }
                 joined.removeAll()
@@ -603,11 +606,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         var left: [RLMode] = []
         locked {
             var targets: [ModeState] = []
-            if mode == .commonModes {
+            if mode.isCommonModes {
                 guard let i = commonSources1.firstIndex(where: { $0 === source }) else { return }
                 commonSources1.remove(at: i)
                 targets = commonModeNames.compactMap { modes[$0] }
-            } else if let m = modes[mode] { targets = [m] }
+            } else if let m = modeLocked(mode, create: false) { targets = [m] }
             for m in targets where m.sources1[source.id] != nil {
                 removeSource1Locked(source, m)
                 left.append(m.name)
@@ -619,7 +622,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Whether `mode` holds `source`.
     public func contains(_ source: RLSource1, inMode mode: RLMode) -> Bool {
         locked {
-            if mode == .commonModes { return commonSources1.contains { $0 === source } }
+            if mode.isCommonModes { return commonSources1.contains { $0 === source } }
             return modes[mode]?.sources1[source.id] != nil
         }
     }
@@ -636,13 +639,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// to another, or adding an invalidated one, does nothing (CF).
     public func add(_ observer: RLObserver, forMode mode: RLMode) {
         guard mayJoin(observer) else { return }
-        var joined: [RLMode] = []
+        // (One mode, the usual case, is found once and recorded inline: no array per call.)
+        var joined = ModeNames()
         locked {
-            if mode == .commonModes {
+            if mode.isCommonModes {
                 if commonObservers.contains(where: { $0 === observer }) { return }
                 commonObservers.append(observer)
+                for m in targetModesLocked(mode) where addObserverLocked(observer, m) { joined.append(m) }
+            } else if let m = modeLocked(mode, create: true), addObserverLocked(observer, m) {
+                joined.append(m)
             }
-            for m in targetModesLocked(mode) where addObserverLocked(observer, m) { joined.append(m.name) }
         }
         for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
     }
@@ -674,33 +680,36 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Removes an observer from `mode` (or every common mode). Out of all of this loop's modes, it
     /// belongs to no loop any more and may be added to another (CF).
     public func remove(_ observer: RLObserver, forMode mode: RLMode) {
-        var left: [RLMode] = []
+        var left = ModeNames()
         locked {
-            var targets: [ModeState] = []
-            if mode == .commonModes {
+            if mode.isCommonModes {
                 guard let i = commonObservers.firstIndex(where: { $0 === observer }) else { return }
                 commonObservers.remove(at: i)
-                targets = commonModeNames.compactMap { modes[$0] }
-            } else if let m = modes[mode] { targets = [m] }
-            for m in targets {
-                guard let i = m.observers.firstIndex(where: { $0 === observer }) else { continue }
-                m.observers.remove(at: i)
-                m.observerMask.store(m.observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .sequentiallyConsistent)
-                left.append(m.name)
-                // Out of its last mode: no longer bound to this loop (CF's `__CFRunLoopObserverCancel`).
-                observer.state.withLock { s in
-                    s.modeCount -= 1
-                    if s.modeCount == 0 { s.loop = WeakLoop() }
-                }
+                for m in commonModeNames.compactMap({ modes[$0] }) where removeObserverLocked(observer, m) { left.append(m) }
+            } else if let m = modeLocked(mode, create: false), removeObserverLocked(observer, m) {
+                left.append(m)
             }
         }
         for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .observer, item: observer.id, name: observer.name ?? "", mode: m.rawValue) }
     }
 
+    /// Takes an observer out of one mode; returns whether it was there.
+    private func removeObserverLocked(_ observer: RLObserver, _ m: ModeState) -> Bool {
+        guard let i = m.observers.firstIndex(where: { $0 === observer }) else { return false }
+        m.observers.remove(at: i)
+        m.observerMask.store(m.observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .sequentiallyConsistent)
+        // Out of its last mode: no longer bound to this loop (CF's `__CFRunLoopObserverCancel`).
+        observer.state.withLock { s in
+            s.modeCount -= 1
+            if s.modeCount == 0 { s.loop = WeakLoop() }
+        }
+        return true
+    }
+
     /// Whether `mode` holds `observer`.
     public func contains(_ observer: RLObserver, inMode mode: RLMode) -> Bool {
         locked {
-            if mode == .commonModes { return commonObservers.contains { $0 === observer } }
+            if mode.isCommonModes { return commonObservers.contains { $0 === observer } }
             return modes[mode]?.observers.contains { $0 === observer } ?? false
         }
     }
@@ -784,7 +793,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             let found = withModeLocked(mode, create: false) { m in
                 if removeTimerLocked(timer, m) { left.append(m) }
             }
-            if found == nil && mode == .commonModes {
+            if found == nil && mode.isCommonModes {
                 guard commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil else { return }
                 for m in commonModeNames.compactMap({ modes[$0] }) where removeTimerLocked(timer, m) { left.append(m) }
             }
@@ -798,7 +807,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public func contains(_ timer: RLTimer, inMode mode: RLMode) -> Bool {
         locked {
             guard timer.state.withLock({ $0.loop.isBound(to: self) }) else { return false }
-            if mode == .commonModes { return commonTimers[ObjectIdentifier(timer)] != nil }
+            if mode.isCommonModes { return commonTimers[ObjectIdentifier(timer)] != nil }
             return modes[mode]?.timers.contains(timer) ?? false
         }
     }

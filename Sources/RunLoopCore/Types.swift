@@ -11,12 +11,22 @@ import Synchronization
 public struct RLMode: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The mode's name.
     public let rawValue: String
+    /// Whether the name is the common-modes pseudo-mode's, decided once when the name is made: the
+    /// per-operation paths (perform, add, remove) test this flag instead of comparing strings.
+    let isCommonModes: Bool
     /// Creates a mode name.
-    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(rawValue: String) { self.init(rawValue) }
     /// Creates a mode name.
-    public init(_ name: String) { self.rawValue = name }
+    public init(_ name: String) {
+        self.rawValue = name
+        self.isCommonModes = name == "kCFRunLoopCommonModes"
+    }
     /// Creates a mode name from a literal.
-    public init(stringLiteral value: String) { self.rawValue = value }
+    public init(stringLiteral value: String) { self.init(value) }
+    /// Names are equal when their strings are (the flag follows from the string).
+    public static func == (a: RLMode, b: RLMode) -> Bool { a.rawValue == b.rawValue }
+    /// Hashes the name.
+    public func hash(into h: inout Hasher) { h.combine(rawValue) }
     /// The default mode (`kCFRunLoopDefaultMode`).
     public static let `default` = RLMode("kCFRunLoopDefaultMode")
     /// The common-modes pseudo-mode (`kCFRunLoopCommonModes`): adding to it adds to every mode

@@ -28,10 +28,12 @@ final class Waiter {
     /// Both are only touched under the loop's lock (no dynamic exclusivity checks needed).
     @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
     @exclusivity(unchecked) private var expired = false
-    /// Set before each write to the wake-up fd, cleared before each read of it: lets a poll see a
-    /// pending wake-up without `epoll_wait` (``pollOwnFDs(armed:)``). A hint that may be stale in
-    /// a race, in the harmless direction: at worst one extra pass, or a wake-up noticed one poll
-    /// later (a poll never sleeps, and the next wait ends at once on the still-readable fd).
+    /// Whether a wake-up is pending: set by the ``wake()`` that writes the wake-up fd, cleared by
+    /// ``drainWake()`` before it reads the fd. While it is set, further wake-ups make no system call
+    /// (they coalesce, as the eventfd's counter would: one read drains them all). Also lets a poll
+    /// see a pending wake-up without `epoll_wait` (``pollOwnFDs(armed:)``): a hint that may be
+    /// stale in a race, in the harmless direction (at worst one extra pass, or a wake-up noticed
+    /// one poll later: a poll never sleeps, and the next wait ends at once on the readable fd).
     private let wakePending = Atomic<Bool>(false)
 
     /// Creates the loop's wake-up and timer fds. Throws when the process is out of descriptors.
@@ -93,16 +95,27 @@ final class Waiter {
 
     // MARK: waking
 
-    /// Makes the wake-up fd readable (one system call; repeated wake-ups coalesce in the counter).
+    /// Makes the wake-up fd readable: one system call, or none while a wake-up is already pending.
+    ///
+    /// Why skipping is safe (no wake-up is lost; see `ContendedPostingTests`): a waker skips only
+    /// when its exchange reads `true`, i.e. an earlier ``wake()`` set the flag and ``drainWake()``
+    /// has not cleared it yet. That earlier wake writes the fd after setting the flag, and the loop
+    /// clears the flag (an exchange, below) before it reads the fd, so either the write is consumed
+    /// by a drain that comes after this skip, or it is still to come and ends the next wait. The
+    /// work the skipping waker queued before calling is visible to the loop after that drain: both
+    /// exchanges are read-modify-writes on one atomic (acquire-release), so the drain's exchange
+    /// synchronises with this one. It is the outcome the unskipped write had when it landed before
+    /// the drain's read: the two wake-ups merge into one pass.
     func wake() {
-        wakePending.store(true, ordering: .releasing)
+        if wakePending.exchange(true, ordering: .acquiringAndReleasing) { return }
         var one: UInt64 = 1
         while write(wakeFD, &one, 8) < 0 && errno == EINTR {}
     }
 
-    /// Resets the wake-up fd after the loop was woken by it.
+    /// Resets the wake-up fd after the loop was woken by it (clears the pending flag first: a wake
+    /// after this point writes the fd again).
     func drainWake() {
-        wakePending.store(false, ordering: .relaxed)
+        _ = wakePending.exchange(false, ordering: .acquiringAndReleasing)
         var v: UInt64 = 0
         while read(wakeFD, &v, 8) < 0 && errno == EINTR {}
     }

@@ -2,7 +2,7 @@
 // (issue 8). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
 //
 //   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]
-//            [--only 1,...,7,s,8,9] [--reader-bench PATH [--reader-events N]]
+//            [--only 1,...,7,10,s,8,9] [--reader-bench PATH [--reader-events N]]
 //
 // Internal: `rl-bench --child WORKLOAD ENGINE PARAM` runs one workload and prints one number
 // (used under `strace -c -f` and for the tracing comparison).
@@ -90,6 +90,8 @@ struct Sizes {
     var reps = 3
     /// Repetitions of the cheap in-thread workloads 1-4 (best of).
     var fastReps = 5
+    /// Workload 10: (producer threads, operations each).
+    var crossThread: [(producers: Int, ops: Int)] = [(1, 100_000), (2, 50_000), (8, 50_000)]
 }
 
 // MARK: - running engines interleaved
@@ -240,10 +242,39 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
         rows.append(allocRow("pipe_fd_source", "pipe", per: "4 KiB write", a7))
     }
 
+    if opt.wants("10") { crossThreadRows(sz) }
+
     if opt.strace && opt.wants("s") { straceRows(sz) }
     if opt.tracing && opt.wants("8") { tracingRows(sz, opt) }
     if opt.wants("9") { readerRows(opt) }
     log(String(format: "suite done in %.1f s", Date().timeIntervalSince(t0)))
+}
+
+// MARK: - 10. cross-thread posting (issue 16)
+
+func crossThreadRows(_ sz: Sizes) {
+    let all = Engine.allCases
+    for (p, n) in sz.crossThread {
+        log("10. cross-thread posting: \(p) producer(s) × \(n) ops")
+        let s = interleaved(all, reps: sz.reps) { crossThread($0, producers: p, opsEach: n) }
+        let best: (Engine) -> Double? = { e in s[e]?.map(\.opsPerSecond).max() }
+        let p99: (Engine) -> Double? = { e in s[e].map { median($0.map(\.p99Us)) } }
+        let o = best(.ours), c = best(.cf), f = best(.floor)
+        let label = n >= 1000 ? "\(n / 1000)k" : "\(n)"
+        // The ratio is floor/ours in ops/s (how many times the floor's rate); PASS needs both targets.
+        let ratio = (o != nil && f != nil) ? f! / o! : nil
+        let pass: Bool? = (o != nil && c != nil && ratio != nil) ? (o! > c! && ratio! <= 1.5) : nil
+        rows.append(Row(id: "cross_thread_\(p)x\(n)", workload: "10. cross-thread posting, \(p)×\(label)", unit: "ops/s",
+                        ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "floor/ours",
+                        target: ">CF, ≤1.5× floor", pass: pass,
+                        note: p == sz.crossThread.first?.producers
+                            ? "P producers × N ops cycling perform+wake / due timer / source0 signal+wake / observer add+remove+wake; best of \(sz.reps); cf/ours = \(c != nil && o != nil ? String(format: "%.2f", c! / o!) : "n/a")"
+                            : "cf/ours = \(c != nil && o != nil ? String(format: "%.2f", c! / o!) : "n/a")"))
+        let po = p99(.ours), pc = p99(.cf), pf = p99(.floor)
+        rows.append(Row(id: "cross_thread_\(p)x\(n)_p99", workload: "   post→callout p99", unit: "µs",
+                        ours: po, cf: pc, floor: pf, ratio: (po != nil && pf != nil) ? po! / pf! : nil,
+                        ratio_of: "ours/floor", target: nil, pass: nil, note: nil))
+    }
 }
 
 // MARK: - syscalls per cycle (strace -c -f on child runs)
@@ -542,6 +573,10 @@ if argv.first == "--child" {
         // n fires of the 1 ms timer (n = 0: set up and tear down only).
         let r = onFreshThread { repeatingTimer(e, seconds: Double(n) / 1000) }
         print(r.fires)
+    case "cross":
+        // n ops for each of 8 producers (for perf/strace runs of workload 10).
+        let r = onFreshThread { crossThread(e, producers: Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8, opsEach: n) }
+        print(String(format: "%.0f ops/s p50 %.1f µs p99 %.1f µs", r.opsPerSecond, r.p50Us, r.p99Us))
     case "trace-suite":
         var sz = Sizes()
         if n == 1 { sz.batch /= 4; sz.chained /= 4; sz.due /= 4; sz.reps = 2 }
@@ -577,7 +612,7 @@ while i < argv.count {
         guard i < argv.count else { fail("--baseline needs a path") }
         opt.baseline = argv[i]
     case "-h", "--help":
-        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,s,8,9] [--reader-bench PATH] [--reader-events N]")
+        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,10,s,8,9] [--reader-bench PATH] [--reader-events N]")
         exit(0)
     default: fail("unknown argument \(argv[i])")
     }
@@ -588,6 +623,7 @@ if rlb_malloc_interposed() == 0 { log("warning: malloc interposition inactive; a
 var sizes = Sizes()
 if opt.quick {
     sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
+    sizes.crossThread = sizes.crossThread.map { ($0.producers, $0.ops / 10) }
     sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1; sizes.fastReps = 1
 }
 func loadAverage() -> Double? {

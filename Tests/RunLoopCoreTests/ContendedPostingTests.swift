@@ -1,0 +1,105 @@
+// Issue 16: the conditions the contended cross-thread path relies on.
+// - RLLock (the loop's pthread mutex, Lock.swift) excludes: many threads incrementing a plain
+//   counter under it lose no update, and a loop whose lock other threads are using when its thread
+//   exits stays usable until its last reference goes (the mutex is freed only in deinit).
+// - Coalesced wake-ups (Waiter.wake skips the eventfd write while one is pending): under many
+//   concurrent wakers, a loop that sleeps with no timeout is never left asleep with work queued.
+import Foundation
+@testable import RunLoopCore
+import RunLoopScenarios
+import Synchronization
+import Testing
+
+@Suite("RunLoopCore: contended posting (issue 16)", .serialized)
+struct ContendedPostingTests {
+
+    @Test("RLLock: 8 threads × 20 000 increments of an unguarded counter under the lock, none lost")
+    func lockExcludes() {
+        final class Box: @unchecked Sendable { var n = 0; let lock = RLLock() }
+        let box = Box()
+        let threads = 8, each = 20_000
+        let done = DispatchGroup()
+        for _ in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                for _ in 0..<each {
+                    box.lock.withLock { box.n += 1 }
+                }
+                done.leave()
+            }
+        }
+        done.wait()
+        #expect(box.n == threads * each)
+        #expect(box.lock.tryLock())
+        #expect(!box.lock.tryLock())
+        box.lock.unlock()
+    }
+
+    @Test("a loop stays usable by other threads after its own thread exited, until its last reference goes")
+    func loopOutlivesItsThreadWhileUsed() {
+        let holder = Mutex<RLRunLoop?>(nil)
+        let t = Thread { holder.withLock { $0 = RLRunLoop.current } }
+        t.start()
+        while holder.withLock({ $0 == nil }) { usleep(1000) }
+        usleep(20_000)   // the thread has exited (its loop finished: deallocating)
+        let loop = holder.withLock { $0! }
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                for i in 0..<2_000 {
+                    loop.perform {}
+                    let o = RLObserver(activities: .beforeWaiting) { _, _ in }
+                    loop.add(o, forMode: .default)
+                    loop.remove(o, forMode: .default)
+                    if i % 2 == 0 { loop.add(RLTimer(fireAt: .now) { _ in }, forMode: .default) }
+                    loop.wakeUp()
+                }
+                group.leave()
+            }
+        }
+        group.wait()
+        _ = loop.description   // takes the lock once more
+        holder.withLock { $0 = nil }
+    }
+
+    @Test("coalesced wake-ups: 6 wakers × 3 000 posts to a loop sleeping without timeout, each seen without a stray timeout")
+    func noWakeUpLost() {
+        let producers = 6, each = 3_000
+        let (ran, result, elapsed) = onFreshThread("contended") { () -> (Int, RLRunResult, Double) in
+            let loop = RLRunLoop.current
+            final class Count: @unchecked Sendable { var n = 0 }
+            let count = Count()
+            let keep = RLSource0 {}   // keeps the mode non-empty
+            loop.add(keep, forMode: .default)
+            let started = Atomic<Bool>(false)
+            var threads: [Thread] = []
+            for p in 0..<producers {
+                let t = Thread {
+                    while !started.load(ordering: .acquiring) { sched_yield() }
+                    for i in 0..<each {
+                        // A pause now and then lets the loop fall asleep between posts: the race
+                        // between going to sleep and a wake-up is what coalescing must not break.
+                        if (i + p) % 64 == 0 { usleep(50) }
+                        loop.perform {
+                            count.n += 1
+                            if count.n == producers * each { RLRunLoop.current.stop() }
+                        }
+                    }
+                }
+                threads.append(t)
+                t.start()
+            }
+            started.store(true, ordering: .releasing)
+            let t0 = Date()
+            // No timeout that could hide a lost wake-up: 60 s is "never" for this test.
+            let r = loop.run(mode: .default, seconds: 60, returnAfterSourceHandled: false)
+            let dt = Date().timeIntervalSince(t0)
+            loop.remove(keep, forMode: .default)
+            return (count.n, r, dt)
+        }
+        #expect(ran == producers * each)
+        #expect(result == .stopped)
+        #expect(elapsed < 30)
+    }
+}
