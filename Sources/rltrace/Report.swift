@@ -12,7 +12,7 @@ struct AnalysisOptions: ParsableArguments {
     @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
     @Option(help: "Only this loop id; repeatable.") var loop: [UInt64] = []
     @Option(parsing: .unconditional,
-            help: "Start at this time: a duration after the trace start (250ms, +1.5s) or @SECONDS, the trace clock's absolute time as `dump` and `timeline` print it (seconds since the epoch).")
+            help: "Start at this time: a duration after the trace start (250ms, +1.5s) or an absolute time of the trace clock: @SECONDS as `dump` and `timeline` print it (seconds since the epoch), @YYYY-MM-DDTHH:MM:SS[.NNNNNNNNN] (UTC), or @HH:MM:SS[.NNNNNNNNN] (UTC, on the trace's first day, as `babeltrace2 --clock-gmt` prints it).")
     var begin: String?
     @Option(parsing: .unconditional, help: "Stop at this time (same forms as --begin).") var end: String?
     @Option(help: "Callout figures only for this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
@@ -34,11 +34,11 @@ struct AnalysisOptions: ParsableArguments {
             }
         }
         if let b = begin {
-            guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, @1763875200.123456789)") }
+            guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, +2s, @1763875200.123456789, @2026-11-23T09:52:24.5, @09:52:24.5)") }
             f.begin = t
         }
         if let e = end {
-            guard let t = EventFilter.TimeBound(parsing: e) else { throw ValidationError("--end: cannot read the time \(e.debugDescription) (e.g. 1.5s, 250ms, @1763875200.123456789)") }
+            guard let t = EventFilter.TimeBound(parsing: e) else { throw ValidationError("--end: cannot read the time \(e.debugDescription) (e.g. 1.5s, 250ms, +2s, @1763875200.123456789, @2026-11-23T09:52:24.5, @09:52:24.5)") }
             f.end = t
         }
         return f
@@ -105,7 +105,8 @@ struct ReportCommand: ParsableCommand {
           rltrace report TRACE --format json > report.json      (schema: docs/report-json.md)
           rltrace report TRACE --hang-threshold 100ms --procname rl-example
 
-        Times: +1.5s after the trace start, or @SECONDS on the trace clock (as dump and timeline print).
+        Times: +1.5s after the trace start, or on the trace clock: @SECONDS (as dump and timeline print),
+        @YYYY-MM-DDTHH:MM:SS.N or @HH:MM:SS.N (UTC, as babeltrace2 --clock-gmt prints).
         \(exitCodesHelp)
         """
     )

@@ -77,6 +77,31 @@ struct TimeWindowTests {
         #expect(d.out.contains("[\(abs)]"), "dump has no event at \(abs)")
     }
 
+    @Test func dateAndTimeOfDayFormsNameTheSameInstantAsEpochSeconds() throws {
+        // babeltrace2 prints `[HH:MM:SS.nnnnnnnnn]` (with --clock-gmt) or a date: each form copied
+        // from it selects exactly what the epoch-seconds form does.
+        let t = try run("rltrace", ["timeline", demoTrace])
+        let row = try #require(t.out.split(separator: "\n").first { $0.contains("#446") && $0.contains("HANG") })
+        let abs = String(row.split(separator: " ")[1])
+        let parts = abs.split(separator: ".")
+        let secs = Int(parts[0])!, frac = String(parts[1])
+        let tod = secs % 86_400
+        let clock = String(format: "%02d:%02d:%02d.%@", tod / 3600, tod / 60 % 60, tod % 60, frac)
+        let f = DateFormatter()
+        f.timeZone = TimeZone(identifier: "UTC"); f.locale = Locale(identifier: "en_US_POSIX"); f.dateFormat = "yyyy-MM-dd"
+        let date = f.string(from: Date(timeIntervalSince1970: TimeInterval(secs)))
+        let reference = try run("rltrace", ["hangs", demoTrace, "--begin", "@" + abs, "--end", "+900ms"])
+        #expect(reference.status == 0 && reference.out.contains("iteration 446"))
+        for form in ["@\(date)T\(clock)", "@\(date) \(clock)", "@\(clock)", "@[\(clock)]"] {
+            let h = try run("rltrace", ["hangs", demoTrace, "--begin", form, "--end", "+900ms"])
+            #expect(h.status == 0 && h.out == reference.out, "\(form): \(h.out)\(h.err)")
+        }
+        for bad in ["@25:00:00", "@2026-13-01T00:00:00", "@12:60", "@2026-11-23T", "@1:2:3"] {
+            let r = try run("rltrace", ["report", demoTrace, "--begin", bad])
+            #expect(r.status == 64 && r.err.contains("cannot read the time"), "\(bad): \(r.status) \(r.err)")
+        }
+    }
+
     @Test(arguments: [[String](), ["--begin", "400ms", "--end", "500ms"], ["--begin", "650ms", "--end", "1.2s"], ["--begin", "1s", "--end", "2s"]])
     func reportTimelineAndExportAgreeOnEveryCount(window: [String]) throws {
         // Per loop: iterations (report) = timeline rows = iteration slices (export); callouts (report)

@@ -17,15 +17,27 @@ public struct EventFilter: Sendable {
         /// An absolute time in ns since the Unix epoch (LAMI's `--begin`/`--end`), converted with the
         /// trace's clock offset.
         case epoch(Int64)
+        /// A time of day in UTC (ns since midnight) on the day of the trace's first event, as
+        /// babeltrace2's `--clock-gmt` text output prints it (`[09:52:24.123456789]`).
+        case timeOfDay(Int64)
 
-        /// Parses `250ms`, `1.5s`, `+2s` (relative to the trace start) or `@1763875200.123456789`
-        /// (the trace clock's absolute time: seconds since the epoch, as `rltrace dump`, the
-        /// timeline and `babeltrace2 --clock-seconds` print it; read exactly to the ns). Nil when
-        /// invalid.
+        /// Parses `250ms`, `1.5s`, `+2s` (relative to the trace start) or an absolute time of the
+        /// trace clock, read exactly to the ns: `@1763875200.123456789` (seconds since the epoch, as
+        /// `rltrace dump`, the timeline and `babeltrace2 --clock-seconds` print it),
+        /// `@2026-11-23T09:52:24.123456789` or `@2026-11-23 09:52:24.1` (a UTC date and time), or
+        /// `@09:52:24.123456789` (a UTC time of day on the trace's first day, as `babeltrace2
+        /// --clock-gmt` prints it; brackets as babeltrace2 prints them are accepted). Nil when invalid.
         public init?(parsing text: String) {
             if text.hasPrefix("@") {
-                guard let ns = parseEpochSeconds(String(text.dropFirst())) else { return nil }
-                self = .epoch(ns)
+                var t = Substring(text.dropFirst())
+                if t.hasPrefix("["), t.hasSuffix("]") { t = t.dropFirst().dropLast() }
+                if let ns = parseEpochSeconds(String(t)) {
+                    self = .epoch(ns)
+                } else if let (day, tod) = parseDateTime(String(t)) {
+                    if let day { self = .epoch(day &+ tod) } else { self = .timeOfDay(tod) }
+                } else {
+                    return nil
+                }
             } else {
                 let t = text.hasPrefix("+") ? String(text.dropFirst()) : text
                 guard let ns = parseDuration(t) else { return nil }
@@ -43,7 +55,8 @@ public struct EventFilter: Sendable {
             switch (b, e) {
             case (.relative(let x), .relative(let y)) where x > y,
                  (.absolute(let x), .absolute(let y)) where x > y,
-                 (.epoch(let x), .epoch(let y)) where x > y:
+                 (.epoch(let x), .epoch(let y)) where x > y,
+                 (.timeOfDay(let x), .timeOfDay(let y)) where x > y:
                 throw AnalysisError.contradictoryFilters("--begin is after --end")
             default: break
             }
@@ -79,6 +92,43 @@ public func parseEpochSeconds(_ text: String) -> Int64? {
     let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
     guard !o else { return nil }
     return ns + frac
+}
+
+/// Parses `[YYYY-MM-DD(T| )]HH:MM[:SS[.FRACTION]]` (UTC): the date as ns since the epoch (nil
+/// when absent) and the time of day in ns. Nil when malformed (a field out of range included).
+public func parseDateTime(_ text: String) -> (day: Int64?, timeOfDay: Int64)? {
+    var rest = Substring(text)
+    var day: Int64?
+    if let sep = rest.firstIndex(where: { $0 == "T" || $0 == " " }) {
+        let d = rest[..<sep].split(separator: "-", omittingEmptySubsequences: false)
+        guard d.count == 3, d[0].count == 4, d[1].count == 2, d[2].count == 2,
+              let y = Int64(d[0]), let m = Int64(d[1]), let dd = Int64(d[2]),
+              (1...12).contains(m), (1...31).contains(dd) else { return nil }
+        // Days since 1970-01-01 (proleptic Gregorian; Howard Hinnant's days_from_civil).
+        let yy = m <= 2 ? y - 1 : y
+        let era = (yy >= 0 ? yy : yy - 399) / 400
+        let yoe = yy - era * 400
+        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + dd - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        day = (era * 146_097 + doe - 719_468) * 86_400_000_000_000
+        rest = rest[rest.index(after: sep)...]
+    }
+    let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+    guard parts.count == 2 || parts.count == 3,
+          parts[0].count == 2, parts[1].count == 2,
+          let h = Int64(parts[0]), let mi = Int64(parts[1]), h < 24, mi < 60 else { return nil }
+    var secNs: Int64 = 0
+    if parts.count == 3 {
+        guard parts[2].count >= 2, parts[2].first != ".", let s = parseEpochSeconds(String(parts[2])), s < 60_000_000_000 else { return nil }
+        secNs = s
+    }
+    return (day, (h * 3600 + mi * 60) * 1_000_000_000 + secNs)
+}
+
+/// The UTC midnight (ns since the epoch) of the day holding `epochNs`.
+func dayStart(_ epochNs: Int64) -> Int64 {
+    let d: Int64 = 86_400_000_000_000
+    return (epochNs >= 0 ? epochNs / d : (epochNs - d + 1) / d) * d
 }
 
 /// Parses a duration with a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`); a bare number is seconds.
@@ -131,6 +181,7 @@ final class EventGate {
             case .relative(let ns): origin &+ ns
             case .absolute(let ns): ns
             case .epoch(let ns): ns &- epochOffset
+            case .timeOfDay(let ns): dayStart(origin &+ epochOffset) &+ ns &- epochOffset
             }
         }
         lo = begin.map(resolve) ?? .min

@@ -43,6 +43,7 @@ public enum LAMIReportRenderer {
             switch b {
             case .none: nil
             case .epoch(let ns): ns
+            case .timeOfDay(let ns): dayStart(r.trace.beginNs &+ off) &+ ns
             case .absolute(let ns): ns &+ off
             case .relative(let ns): r.trace.beginNs &+ ns &+ off
             }
