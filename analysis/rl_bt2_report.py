@@ -362,7 +362,8 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100):
                 lp.callout_entry(ts, kind, item, item_name)
                 if kind == "timer":
                     tl = lp.timer_lateness.setdefault(item, {"name": item_name, "values": []})
-                    tl["values"].append(ts - field(payload, "scheduled_ns"))
+                    # A timer never fires before its date: a negative difference is a damaged clock, taken as 0.
+                    tl["values"].append(max(0, ts - field(payload, "scheduled_ns")))
                 elif kind == "source0":
                     pend = sources.pop((pid, item), [])
                     if pend:

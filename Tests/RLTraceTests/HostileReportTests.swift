@@ -68,4 +68,49 @@ struct HostileReportTests {
         #expect(runs == 2 * packetFields.count * 3)
         #expect(reports > 0)
     }
+
+    /// A packet whose clock base goes back (timestamp_begin of channel0_0's second packet moved
+    /// 2 × 2^32 ns earlier, so its compact 32-bit event timestamps decode to exactly that much
+    /// earlier, all before the trace's first event): every one of its events is reported as going
+    /// backwards and taken as simultaneous with the event before — nothing is subtracted into a
+    /// negative or huge duration.
+    @Test func timestampsThatGoBackwardsAreReportedNotSubtracted() throws {
+        defer { try? FileManager.default.removeItem(atPath: NSTemporaryDirectory() + "rltrace-hostile-\(getpid())") }
+        let original = try Data(contentsOf: URL(fileURLWithPath: demoTrace + "/ust/uid/0/64-bit/channel0_0"))
+        let packets = packetOffsets(original)
+        try #require(packets.count == 2)
+        let p2 = packets[1]
+        // The oracle: babeltrace2 counts the events of that packet alone (a trace holding only it).
+        let alone = try mutatedDemo("packet2-alone") { $0 = $0.subdata(in: p2..<$0.count) }
+        try? FileManager.default.removeItem(atPath: alone + "/ust/uid/0/64-bit/channel0_1")
+        try? FileManager.default.removeItem(atPath: alone + "/ust/uid/0/64-bit/index")
+        let bt = try run(try #require(which("babeltrace2")), ["--component=sink.utils.counter", alone])
+        let line = try #require(bt.out.split(separator: "\n").first { $0.hasSuffix("Event messages") }, "\(bt.out)")
+        let inPacket2 = try #require(Int(line.split(separator: " ").first { Int($0) != nil } ?? ""))
+        #expect(inPacket2 > 1000)
+
+        let dir = try mutatedDemo("backwards") { d in
+            let tsb = d[(p2 + 32)..<(p2 + 40)].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+            poke(&d, p2 + 32, 8, tsb - 2 * (1 << 32))
+        }
+        try? FileManager.default.removeItem(atPath: dir + "/ust/uid/0/64-bit/index")
+        let r = try run("rltrace", ["report", "--format", "json", dir])
+        #expect(r.status == 0, "\(r.err.prefix(300))")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let warnings = doc["warnings"] as? [String] ?? []
+        #expect(warnings.contains { $0.hasPrefix("\(inPacket2) events have a timestamp earlier than the event before them") }, "\(warnings)")
+        // No figure went negative.
+        var negatives: [String] = []
+        func walk(_ v: Any, _ path: String) {
+            if let d = v as? [String: Any] { for (k, x) in d { walk(x, path + "." + k) } }
+            else if let a = v as? [Any] { for (i, x) in a.enumerated() { walk(x, path + "[\(i)]") } }
+            else if let n = v as? NSNumber, n.doubleValue < 0, !path.hasSuffix("clockOffsetNs") { negatives.append("\(path)=\(n)") }
+        }
+        walk(doc, "")
+        #expect(negatives.isEmpty, "\(negatives.prefix(5))")
+        for cmd in [["timeline"], ["hangs"], ["export", "--format", "chrome", "-o", dir + "/x.json"]] {
+            let c = try run("rltrace", cmd + [dir])
+            #expect(c.status == 0, "\(cmd[0]): \(c.status) \(c.err.prefix(300))")
+        }
+    }
 }

@@ -449,7 +449,9 @@ public final class LoopModel {
                 itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
             }
             s.callouts.append((rec, s.open - 1))
-            if e.calloutKind == .timer && now { sink.timerLateness(saturatingDifference(e.ts, e.a), item: e.item, of: key) }
+            // A timer never fires before its date: a negative difference is a damaged clock (or a
+            // timestamp clamped by the source), taken as on time rather than as a negative figure.
+            if e.calloutKind == .timer && now { sink.timerLateness(max(0, saturatingDifference(e.ts, e.a)), item: e.item, of: key) }
             if e.calloutKind == .source0, !pendingSignals.isEmpty,
                let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)), now {
                 for p in pending {
