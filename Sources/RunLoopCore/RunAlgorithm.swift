@@ -10,7 +10,7 @@ import Tracing
 let runTimeoutLimit = 504_911_232.0
 
 // The run algorithm, readable top to bottom as CF's `CFRunLoopRunSpecific` + `__CFRunLoopRun`
-// (the step numbers are those of the reference, shared/runloop-semantics.md), followed by the
+// (the step numbers are those of the reference, docs/runloop-semantics.md), followed by the
 // per-kind "do" functions and one trampoline per callout kind — the only places user code is called,
 // and where the tracepoints sit.
 extension RLRunLoop {

@@ -3,7 +3,7 @@ import Foundation
 import RunLoopCore
 import Synchronization
 
-// The differential scenarios (shared/runloop-semantics.md's list and more), written once against
+// The differential scenarios (docs/runloop-semantics.md's list and more), written once against
 // `LoopEngine`: RunLoopCoreTests runs each on RunLoopCore and on the real CFRunLoop and compares
 // the logs; tracing-scenarios replays them on a traced RunLoopCore (`RLEngine(traced: true)`) and
 // TracingTests compares the trace with what the callouts logged.
