@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CRunLoopShims
+import Synchronization
+import Tracing
+
+/// A queued perform-block.
+struct BlockItem {
+    /// The modes the block may run in.
+    enum Target {
+        /// One mode of the loop, by identity (modes are never removed, and a mode's state is unique
+        /// to its name, so this is "the mode named so" without comparing names on every pass).
+        case mode(ObjectIdentifier)
+        /// Any common mode (``RLMode/commonModes``).
+        case common
+        /// Any of several modes, by name (``RLMode/commonModes`` among them means any common mode).
+        case many(Set<RLMode>)
+    }
+    let target: Target
+    let id: UInt64
+    let name: String?
+    let body: () -> Void
+
+    func matches(_ m: ModeState, isCommon: Bool) -> Bool {
+        switch target {
+        case .mode(let id): id == ObjectIdentifier(m)
+        case .common: isCommon
+        case .many(let s): s.contains(m.name) || (isCommon && s.contains(.commonModes))
+        }
+    }
+}
+
+/// The loop's FIFO of perform-blocks: a ring buffer (power-of-two capacity) in a class. Blocks are
+/// moved in and out (the queue owns the one reference to each closure: no retain/release pair per
+/// block), a queue is handed over by swapping contents (the loop's queue is a `let`, so using it
+/// costs no retain of the queue object), and a drained queue keeps its buffer for the next pass.
+/// Guarded by the loop's lock, or owned by the loop's thread while it drains it.
+final class BlockQueue {
+    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<BlockItem>
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private(set) var count = 0
+
+    /// The capacity a queue starts with and shrinks back to once drained.
+    static let initialCapacity = 16
+
+    init() {
+        capacity = BlockQueue.initialCapacity
+        buffer = BlockQueue.allocate(capacity)
+    }
+
+    deinit {
+        removeAll()
+        free(buffer)
+    }
+
+    /// The buffer lives in `malloc` memory, so growing it is a `realloc`: a large buffer grows in
+    /// place or by remapping its pages (no copy, no fault on the pages already touched). BlockItem
+    /// holds only strong references and plain values, so it may be moved bitwise.
+    private static func allocate(_ capacity: Int) -> UnsafeMutablePointer<BlockItem> {
+        guard let p = malloc(capacity * MemoryLayout<BlockItem>.stride) else { fatalError("RunLoopCore: out of memory") }
+        return p.bindMemory(to: BlockItem.self, capacity: capacity)
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    func append(_ item: consuming BlockItem) {
+        if count == capacity { grow() }
+        (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
+        count += 1
+    }
+
+    func popFirst() -> BlockItem? {
+        guard count > 0 else { return nil }
+        let item = (buffer + head).move()
+        head = (head + 1) & (capacity - 1)
+        count -= 1
+        return item
+    }
+
+    func contains(where predicate: (BlockItem) -> Bool) -> Bool {
+        for i in 0..<count where predicate(buffer[(head + i) & (capacity - 1)]) { return true }
+        return false
+    }
+
+    /// Exchanges the blocks (and buffers) of two queues: O(1).
+    func swapContents(with other: BlockQueue) {
+        swap(&buffer, &other.buffer)
+        swap(&capacity, &other.capacity)
+        swap(&head, &other.head)
+        swap(&count, &other.count)
+    }
+
+    /// Moves every block of `other`, in order, to the end of this queue (`other` ends empty).
+    func append(movingFrom other: BlockQueue) {
+        while let b = other.popFirst() { append(b) }
+    }
+
+    func removeAll() {
+        while popFirst() != nil {}
+        head = 0
+    }
+
+    /// Gives a drained queue that grew large (a burst of blocks) its initial buffer back.
+    func shrinkIfDrained() {
+        guard count == 0 && capacity > 4096 else { return }
+        free(buffer)
+        capacity = BlockQueue.initialCapacity
+        buffer = BlockQueue.allocate(capacity)
+        head = 0
+    }
+
+    /// Doubles the capacity of a full queue. The blocks before the wrap point, `[head, capacity)`,
+    /// stay where they are; those after it, `[0, head)`, move to just after them.
+    private func grow() {
+        let newCapacity = capacity * 2
+        guard let p = realloc(buffer, newCapacity * MemoryLayout<BlockItem>.stride) else {
+            fatalError("RunLoopCore: out of memory")
+        }
+        buffer = p.bindMemory(to: BlockItem.self, capacity: newCapacity)
+        (buffer + capacity).moveInitialize(from: buffer, count: head)   // the wrapped part (full: count == capacity)
+        capacity = newCapacity
+    }
+}
