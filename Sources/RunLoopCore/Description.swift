@@ -25,7 +25,7 @@ extension RLRunLoop {
             out += "},\nmodes = {\n"
             for name in modes.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
                 let m = modes[name]!
-                out += "\t<mode \(name.rawValue)> {epoll fd = \(m.epfd), stopped = \(m.stopped)\(m.mainQueueRegistered ? ", main queue fd = \(mainQueueFD)" : "")\n"
+                out += "\t<mode \(name.rawValue)> {wait set fd = \(m.waitSet.fd), stopped = \(m.stopped)\(m.mainQueueRegistered ? ", main queue fd = \(mainQueueFD)" : "")\n"
                 out += "\t\tsources0 = {\(m.sources0.isEmpty ? "" : "\n" + m.sources0.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t\tsources1 = {\(m.sources1.isEmpty ? "" : "\n" + m.sources1.values.sorted { $0.id < $1.id }.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t\tobservers = {\(m.observers.isEmpty ? "" : "\n" + m.observers.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"

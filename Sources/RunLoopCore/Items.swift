@@ -165,31 +165,32 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
 /// consume the data itself (the descriptor is level-triggered: unconsumed input is reported again).
 /// A source1 belongs to one loop (it may be in several of its modes). RunLoopCore never closes the fd.
 public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
-    /// What to wait for.
+    /// What to wait for. The bits are poll(2)'s (POLLIN 0x1, POLLOUT 0x4), the values traces record.
     public struct Interest: OptionSet, Sendable, Hashable {
-        /// The raw epoll bits.
+        /// The poll(2) bits.
         public let rawValue: UInt32
-        /// Creates an interest from epoll bits.
+        /// Creates an interest from poll(2) bits.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
-        /// Readable (EPOLLIN).
-        public static let read = Interest(rawValue: UInt32(EPOLLIN.rawValue))
-        /// Writable (EPOLLOUT).
-        public static let write = Interest(rawValue: UInt32(EPOLLOUT.rawValue))
+        /// Readable (POLLIN).
+        public static let read = Interest(rawValue: 0x1)
+        /// Writable (POLLOUT).
+        public static let write = Interest(rawValue: 0x4)
     }
-    /// What the descriptor is ready for, as reported by epoll.
+    /// What the descriptor is ready for. The bits are poll(2)'s (POLLIN 0x1, POLLPRI 0x2, POLLOUT
+    /// 0x4, POLLERR 0x8, POLLHUP 0x10, POLLRDHUP 0x2000), as a source1 callout's trace records them.
     public struct Readiness: OptionSet, Sendable, Hashable, CustomStringConvertible {
-        /// The raw epoll event bits.
+        /// The poll(2) bits.
         public let rawValue: UInt32
-        /// Creates a readiness set from epoll bits.
+        /// Creates a readiness set from poll(2) bits.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
-        /// Data can be read (EPOLLIN).
-        public static let readable = Readiness(rawValue: UInt32(EPOLLIN.rawValue))
-        /// Data can be written (EPOLLOUT).
-        public static let writable = Readiness(rawValue: UInt32(EPOLLOUT.rawValue))
-        /// An error condition (EPOLLERR).
-        public static let error = Readiness(rawValue: UInt32(EPOLLERR.rawValue))
-        /// The peer hung up (EPOLLHUP).
-        public static let hangup = Readiness(rawValue: UInt32(EPOLLHUP.rawValue))
+        /// Data can be read (POLLIN).
+        public static let readable = Readiness(rawValue: 0x1)
+        /// Data can be written (POLLOUT).
+        public static let writable = Readiness(rawValue: 0x4)
+        /// An error condition (POLLERR).
+        public static let error = Readiness(rawValue: 0x8)
+        /// The peer hung up (POLLHUP).
+        public static let hangup = Readiness(rawValue: 0x10)
         /// The set's names joined by `|`.
         public var description: String {
             var p: [String] = []
@@ -201,7 +202,7 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Process-unique id (the trace's `item` field, also the epoll token).
+    /// Process-unique id (the trace's `item` field, also its token in the loop's wait sets).
     public let id: UInt64
     /// The descriptor waited on.
     public let fd: Int32
@@ -212,7 +213,7 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     /// A human name, recorded in traces.
     public let name: String?
     let handler: (RLSource1, Int32, Readiness) -> Void
-    /// The file the fd referred to when the source was made: removal only touches the epoll
+    /// The file the fd referred to when the source was made: removal only touches the wait-set
     /// registration while the fd number still refers to that file (it may have been closed and
     /// reused for another file behind the source's back).
     let fileIdentity: FileIdentity

@@ -19,8 +19,7 @@ public final class RLMessagePort<Message: Sendable>: @unchecked Sendable {
 
     /// Creates a port; `handler` runs on the loop's thread, once per message.
     public init(name: String? = nil, handler: @escaping (Message) -> Void) throws(RLError) {
-        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard fd >= 0 else { throw RLError.systemCall("eventfd", errno) }
+        let fd = try Waiter.makeEventCounter()
         self.fd = fd
         let q = queue
         self.source = try RLSource1(fd: fd, interest: .read, name: name) { _, fd, _ in

@@ -9,16 +9,16 @@ import Tracing
 
 /// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
 ///
-/// Every stored `var` is `@exclusivity(unchecked)`: the loop's lock (or, for `epfd`'s unlocked
+/// Every stored `var` is `@exclusivity(unchecked)`: the loop's lock (or, for `waitSet`'s unlocked
 /// read while waiting, the loop's thread, its only writer) already serialises them, and the dynamic
 /// checks (`swift_beginAccess`) were about 30% of a loop pass's instructions.
 final class ModeState: @unchecked Sendable {
     let name: RLMode
-    /// The mode's epoll set (wake-up fd, timer fd, source1 fds, maybe the main queue's fd). Replaced
-    /// by ``RLRunLoop/rebuildModeSetLocked(_:)`` when it holds a registration that cannot be removed.
-    @exclusivity(unchecked) var epfd: Int32
+    /// What the mode waits on (wake-up, timer, source1 fds, maybe the main queue). Replaced by
+    /// ``RLRunLoop/rebuildModeSetLocked(_:)`` when it holds a registration that cannot be removed.
+    @exclusivity(unchecked) var waitSet: Waiter.WaitSet
     @exclusivity(unchecked) var sources0: [RLSource0] = []
-    /// Keyed by the source's id (the epoll token): O(1) membership for every wake.
+    /// Keyed by the source's id (its token in the wait set): O(1) membership for every wake.
     @exclusivity(unchecked) var sources1: [UInt64: RLSource1] = [:]
     /// Sorted by order; ties in insertion order.
     @exclusivity(unchecked) var observers: [RLObserver] = []
@@ -35,13 +35,13 @@ final class ModeState: @unchecked Sendable {
     /// Whether the mode is one of the loop's common modes (cached: checked every pass).
     @exclusivity(unchecked) var isCommon = false
 
-    init(name: RLMode, epfd: Int32) {
+    init(name: RLMode, waitSet: Waiter.WaitSet) {
         self.name = name
-        self.epfd = epfd
+        self.waitSet = waitSet
         self.timers = TimerQueue(mode: ObjectIdentifier(RLMode.self))
         self.timers = TimerQueue(mode: ObjectIdentifier(self))
     }
-    deinit { close(epfd) }
+    deinit { waitSet.close() }
 }
 
 /// The modes an item joined or left in one call, iterated after the lock (for the trace): the first

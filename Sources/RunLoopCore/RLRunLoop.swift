@@ -90,8 +90,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         handle.loop = self
         // Like CF, every loop has its default mode from birth (so the main loop can run it empty);
         // made here with the error thrown (out of descriptors), not trapped.
-        let ep = try waiter.makeModeSet()
-        let m = ModeState(name: .default, epfd: ep)
+        let ep = try waiter.makeWaitSet()
+        let m = ModeState(name: .default, waitSet: ep)
         m.isCommon = true
         if isMain { registerMainQueueLocked(m) }
         modes[.default] = m
@@ -162,7 +162,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             deallocating = true
             for m in modes.values {
                 for s in m.sources0 { cancels.append((s, m.name)) }
-                for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
+                for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { waiter.deregister(s.fd, from: m.waitSet) }
                 // Observers and timers leave every mode and so belong to no loop (CF's
                 // `__CFRunLoopDeallocateObservers` / `__CFRunLoopKillOneTimer`).
                 for o in m.observers { o.state.withLock { s in s.modeCount = 0; s.loop = WeakLoop() } }
@@ -193,9 +193,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == name }) { return u.takeUnretainedValue() }
         if let m = modes[name] { lastMode = .passUnretained(m); return m }
         guard create else { return nil }
-        let ep: Int32
-        do { ep = try waiter.makeModeSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
-        let m = ModeState(name: name, epfd: ep)
+        let ep: Waiter.WaitSet
+        do { ep = try waiter.makeWaitSet() } catch { fatalError("RunLoopCore: cannot create mode \(name): \(error)") }
+        let m = ModeState(name: name, waitSet: ep)
         m.isCommon = commonModeNames.contains(name)
         modes[name] = m
         lastMode = .passUnretained(m)
@@ -213,26 +213,26 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         return modeLocked(name, create: create).map(body)
     }
 
-    /// Replaces a mode's epoll set by a fresh one holding exactly what the mode has: the only way to
+    /// Replaces a mode's wait set by a fresh one holding exactly what the mode has: the only way to
     /// drop a registration whose fd was closed while another descriptor keeps its file open (epoll
-    /// keeps it, and EPOLL_CTL_DEL can no longer name it). Rare: only after such a stale event.
+    /// keeps it, and can no longer be told to remove it by number). Rare: only after such a stale event.
     func rebuildModeSetLocked(_ m: ModeState) {
-        guard let ep = try? waiter.makeModeSet() else { return }
+        guard let ep = try? waiter.makeWaitSet() else { return }
         for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity {
-            try? Waiter.control(ep, EPOLL_CTL_ADD, s.fd, events: s.interest.rawValue, token: s.id)
+            try? waiter.register(s.fd, id: s.id, interest: s.interest, in: ep)
         }
-        let old = m.epfd
-        m.epfd = ep
+        let old = m.waitSet
+        m.waitSet = ep
         if m.mainQueueRegistered {
             m.mainQueueRegistered = false
             registerMainQueueLocked(m)
         }
-        close(old)
+        old.close()
     }
 
     func registerMainQueueLocked(_ m: ModeState) {
         guard mainQueueFD >= 0, !m.mainQueueRegistered else { return }
-        try? Waiter.control(m.epfd, EPOLL_CTL_ADD, mainQueueFD, events: UInt32(EPOLLIN.rawValue), token: Waiter.mainQueueToken)
+        waiter.registerMainQueue(mainQueueFD, in: m.waitSet)
         m.mainQueueRegistered = true
     }
 

@@ -91,7 +91,7 @@ extension RLRunLoop {
 
     // MARK: - Source1 registration
 
-    /// Adds a source1 to `mode` (or every common mode): its fd joins the mode's epoll set.
+    /// Adds a source1 to `mode` (or every common mode): its fd joins the mode's wait set.
     /// Throws ``RLError/notPollable(_:)`` for a regular file, ``RLError/badFileDescriptor(_:)`` for a
     /// closed fd, ``RLError/belongsToAnotherLoop(_:)`` if another loop has it. An invalidated
     /// source is ignored (CF).
@@ -132,7 +132,7 @@ extension RLRunLoop {
 
     func addSource1Locked(_ s: RLSource1, _ m: ModeState) throws(RLError) {
         if m.sources1[s.id] != nil { return }
-        try Waiter.control(m.epfd, EPOLL_CTL_ADD, s.fd, events: s.interest.rawValue, token: s.id)
+        try waiter.register(s.fd, id: s.id, interest: s.interest, in: m.waitSet)
         m.sources1[s.id] = s
         source1ByID[s.id] = s
     }
@@ -142,7 +142,7 @@ extension RLRunLoop {
         // Only while the fd still refers to the source's file: a closed-and-reused number belongs to
         // someone else now (the kernel dropped the old registration if the file was closed for good;
         // if a dup keeps it open, the stale registration is cleared when it next fires).
-        if FileIdentity.of(s.fd) == s.fileIdentity { Waiter.remove(m.epfd, s.fd) }
+        if FileIdentity.of(s.fd) == s.fileIdentity { waiter.deregister(s.fd, from: m.waitSet) }
         if !modes.values.contains(where: { $0.sources1[s.id] != nil }) { source1ByID.removeValue(forKey: s.id) }
     }
 
@@ -391,17 +391,31 @@ extension RLRunLoop {
                 interval = s.intervalNs
                 tol = s.toleranceNs
                 guard s.valid else { return TimerMemberships() }
-                s.memberships.restamp { nextStamp &+= 1; return nextStamp }
-                return s.memberships
+                return restampLocked(&s)
             }
             guard bound else { return false }
-            ms.forEach { $0.mode.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
+            repositionTimerLocked(t, in: ms, fireNs: fire, toleranceNs: tol)
             rearmIfSleepingLocked()
             return true
         }
         guard bound else { return false }
         RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
         return true
+    }
+
+    /// CF's `__CFRepositionTimerInMode`, first half, with the timer's state locked (and the loop's):
+    /// a new stamp for each mode the timer is in, so its entries in those queues go stale. Returns
+    /// the memberships for ``repositionTimerLocked(_:in:fireNs:toleranceNs:)``.
+    func restampLocked(_ s: inout RLTimer.State) -> TimerMemberships {
+        s.memberships.restamp { nextStamp &+= 1; return nextStamp }
+        return s.memberships
+    }
+
+    /// CF's `__CFRepositionTimerInMode`, second half, with the loop's lock held: places the timer at
+    /// `fireNs` in the queue of each mode of `ms`. Serves both callers: a date set from outside
+    /// (``reschedule(_:_:)``) and a repeating timer's next date after it fired (`doTimer`).
+    func repositionTimerLocked(_ t: RLTimer, in ms: TimerMemberships, fireNs: UInt64, toleranceNs: UInt64) {
+        ms.forEach { $0.mode.timers.insert(t, fireNs: fireNs, toleranceNs: toleranceNs, stamp: $0.stamp, isNew: false) }
     }
 
     /// The next fire date of `mode`'s first timer (CF's `CFRunLoopGetNextTimerFireDate`): its

@@ -94,11 +94,11 @@ extension RLRunLoop {
             // Step 4: poll when a source was handled or the timeout is zero.
             let poll = handled || deadline == 0
 
-            var ready: (token: UInt64, events: UInt32)?
+            var wake: Waiter.Wake?
             // Step 5: main loop, common mode: peek at the main queue if not serviced last time.
             var peeked = false
             if servesMainQueue && !didDispatchLastTime && Waiter.isReadable(mainQueueFD) {
-                ready = (Waiter.mainQueueToken, UInt32(EPOLLIN.rawValue))
+                wake = .mainQueue
                 peeked = true
             }
             didDispatchLastTime = false
@@ -106,82 +106,42 @@ extension RLRunLoop {
             if !peeked {
                 // Step 6: beforeWaiting (no user callout from here to the wake).
                 if !poll { doObservers(m, .beforeWaiting) }
-                // Step 7: sleep on the mode's epoll set (wake-up fd, timer fd, source1s, main queue).
-                var ownFDsOnly = false
-                let armed: UInt64 = locked {
-                    sleeping = true
-                    // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
-                    // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
-                    waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
-                    ownFDsOnly = m.sources1.isEmpty && !m.mainQueueRegistered
-                    return waiter.armedDeadline
-                }
-                // (Clock reads only for the trace: the sleep start when sleeping, the wake time when
-                // a session records `wake`.)
-                let sleepStart = poll ? 0 : rl_monotonic_ns()
-                if !poll {
-                    RLTrace.sleepBegin(loop: id, iteration: it,
-                                       timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- sleepStart),
-                                       deadlineNs: armed == .max ? 0 : armed)
-                }
-                // A poll of a set holding only the loop's own fds makes no system call: the waiter
-                // knows whether a wake-up is pending, and whether the deadline the timerfd was just
-                // armed for has passed (see `Waiter.pollOwnFDs`).
-                ready = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed) : waiter.wait(on: m.epfd, poll: poll)
-                // Step 8: ignore wake-ups until the next iteration; afterWaiting. (The wake time is
-                // read, and the reason named, only when a session records `wake`.)
-                let traceWake = RLTrace.isEnabled(.wake)
-                let now = traceWake ? rl_monotonic_ns() : 0
-                let reason = locked { () -> RLTraceWakeReason in
-                    sleeping = false
-                    // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
-                    ignoresWakeUps.store(true, ordering: .releasing)
-                    // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
-                    // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
-                    if ready == nil && poll {
-                        let fire = m.timers.earliestFire()
-                        if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) {
-                            ready = (Waiter.timerToken, UInt32(EPOLLIN.rawValue))
-                        }
-                    }
-                    return traceWake ? wakeReasonLocked(ready, m, now: now, deadline: deadline) : .none
-                }
-                if traceWake {
-                    RLTrace.wake(loop: id, iteration: it, reason: reason, fd: readyFD(ready),
-                                 sleptNs: poll ? 0 : now &- sleepStart)
-                }
+                // Steps 7–8: sleep on the mode's wait set (wake-up, timer, source1s, main queue), or
+                // only look when polling; from the wake on, ignore wake-ups until the next iteration.
+                wake = serviceWaitSet(m, iteration: it, poll: poll, deadline: deadline)
+                // Step 8: afterWaiting.
                 if !poll { doObservers(m, .afterWaiting) }
             } else {
-                // Step 8 for the peek path (the sleep path sets it in its lock section after waking).
+                // Step 8 for the peek path.
                 ignoresWakeUps.store(true, ordering: .releasing)
                 RLTrace.wake(loop: id, iteration: it, reason: .mainQueue, fd: mainQueueFD, sleptNs: 0)
             }
 
             // Step 9: handle what woke it — one thing per iteration.
-            if let ready {
-                switch ready.token {
-                case Waiter.wakeToken:
-                    waiter.drainWake()
-                case Waiter.timerToken:
-                    locked { waiter.timerFired() }
-                    doTimers(m, now: rl_monotonic_ns())
-                case Waiter.mainQueueToken:
-                    if servesMainQueue && !inMainQueueCallout {
-                        serviceMainQueue()
-                        handled = true
-                        didDispatchLastTime = true
-                    } else {
-                        suspendMainQueueLocked(m)
-                    }
-                default:
-                    if let s = locked({ m.sources1[ready.token] }) {
-                        handled = doSource1(s, events: ready.events) || handled
-                    } else {
-                        // A registration the mode no longer has (its fd was closed behind the
-                        // source's back while a dup keeps the file open): drop it with the set.
-                        locked { rebuildModeSetLocked(m) }
-                    }
+            switch wake {
+            case .wakeUp?:
+                waiter.drainWake()
+            case .timer?:
+                locked { waiter.timerFired() }
+                doTimers(m, now: rl_monotonic_ns())
+            case .mainQueue?:
+                if servesMainQueue && !inMainQueueCallout {
+                    serviceMainQueue()
+                    handled = true
+                    didDispatchLastTime = true
+                } else {
+                    suspendMainQueueLocked(m)
                 }
+            case .source1(let sid, let readiness)?:
+                if let s = locked({ m.sources1[sid] }) {
+                    handled = doSource1(s, events: readiness.rawValue) || handled
+                } else {
+                    // A registration the mode no longer has (its fd was closed behind the
+                    // source's back while a dup keeps the file open): drop it with the set.
+                    locked { rebuildModeSetLocked(m) }
+                }
+            case nil:
+                break
             }
             // Step 10: blocks again.
             doBlocks(m)
@@ -203,25 +163,75 @@ extension RLRunLoop {
         return result!
     }
 
-    private func readyFD(_ ready: (token: UInt64, events: UInt32)?) -> Int32 {
-        guard let ready else { return -1 }
-        switch ready.token {
-        case Waiter.wakeToken: return waiter.wakeFD
-        case Waiter.timerToken: return waiter.timerFD
-        case Waiter.mainQueueToken: return mainQueueFD
-        default: return source1ByID[ready.token]?.fd ?? -1
+    /// Steps 7 and 8 of a pass (CF's `__CFRunLoopServiceMachPort` on the mode's port set, and the
+    /// lock section after it): arms the timer for the earliest of the mode's timers and the run's
+    /// deadline, waits on the mode's wait set (not at all when `poll`), then, from the wake on,
+    /// ignores wake-ups until the next iteration. Returns what ended the wait; nil for a timeout or
+    /// a poll that found nothing. The `sleep_begin`/`wake` events are written here, and the clock is
+    /// read for them only when a session records them.
+    private func serviceWaitSet(_ m: ModeState, iteration it: UInt64, poll: Bool, deadline: UInt64) -> Waiter.Wake? {
+        var ownFDsOnly = false
+        let armed: UInt64 = locked {
+            sleeping = true
+            // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
+            // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
+            waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+            ownFDsOnly = m.sources1.isEmpty && !m.mainQueueRegistered
+            return waiter.armedDeadline
+        }
+        let sleepStart = poll ? 0 : traceSleepBegin(iteration: it, deadline: deadline, armed: armed)
+        // A poll of a set holding only the loop's own fds makes no system call: the waiter knows
+        // whether a wake-up is pending, and whether the deadline the timer was just armed for has
+        // passed (see `Waiter.pollOwnFDs`).
+        var wake = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed) : waiter.wait(on: m.waitSet, poll: poll)
+        let traceWake = RLTrace.isEnabled(.wake)
+        let now = traceWake ? rl_monotonic_ns() : 0
+        let reason = locked { () -> RLTraceWakeReason in
+            sleeping = false
+            // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
+            ignoresWakeUps.store(true, ordering: .releasing)
+            // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
+            // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
+            if wake == nil && poll {
+                let fire = m.timers.earliestFire()
+                if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) { wake = .timer }
+            }
+            return traceWake ? wakeReasonLocked(wake, m, now: now, deadline: deadline) : .none
+        }
+        if traceWake {
+            RLTrace.wake(loop: id, iteration: it, reason: reason, fd: wakeFD(wake), sleptNs: poll ? 0 : now &- sleepStart)
+        }
+        return wake
+    }
+
+    /// Writes `sleep_begin` when a session records it; returns the sleep's start time (0 if not read).
+    private func traceSleepBegin(iteration it: UInt64, deadline: UInt64, armed: UInt64) -> UInt64 {
+        guard RLTrace.isEnabled(.sleepBegin) || RLTrace.isEnabled(.wake) else { return 0 }
+        let start = rl_monotonic_ns()
+        RLTrace.sleepBegin(loop: id, iteration: it, timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- start),
+                           deadlineNs: armed == .max ? 0 : armed)
+        return start
+    }
+
+    /// The descriptor behind a wake, for the trace (-1 for none).
+    private func wakeFD(_ wake: Waiter.Wake?) -> Int32 {
+        switch wake {
+        case nil: return -1
+        case .wakeUp?: return waiter.wakeFD
+        case .timer?: return waiter.timerFD
+        case .mainQueue?: return mainQueueFD
+        case .source1(let sid, _)?: return source1ByID[sid]?.fd ?? -1
         }
     }
 
-    /// Names the wake for the trace. A timerfd expiry with no timer due is the run's timeout.
-    private func wakeReasonLocked(_ ready: (token: UInt64, events: UInt32)?, _ m: ModeState,
-                                  now: UInt64, deadline: UInt64) -> RLTraceWakeReason {
-        guard let ready else { return .none }
-        switch ready.token {
-        case Waiter.wakeToken: return deadline != 0 && deadline <= now ? .timeout : .wakeUp
-        case Waiter.timerToken: return m.timers.earliestFire() <= now ? .timer : (deadline != 0 && deadline <= now ? .timeout : .timer)
-        case Waiter.mainQueueToken: return .mainQueue
-        default: return .source1
+    /// Names the wake for the trace. A timer expiry with no timer due is the run's timeout.
+    private func wakeReasonLocked(_ wake: Waiter.Wake?, _ m: ModeState, now: UInt64, deadline: UInt64) -> RLTraceWakeReason {
+        switch wake {
+        case nil: return .none
+        case .wakeUp?: return deadline != 0 && deadline <= now ? .timeout : .wakeUp
+        case .timer?: return m.timers.earliestFire() <= now ? .timer : (deadline != 0 && deadline <= now ? .timeout : .timer)
+        case .mainQueue?: return .mainQueue
+        case .source1?: return .source1
         }
     }
 
@@ -230,7 +240,7 @@ extension RLRunLoop {
     private func suspendMainQueueLocked(_ m: ModeState) {
         locked {
             guard m.mainQueueRegistered else { return }
-            Waiter.remove(m.epfd, mainQueueFD)
+            waiter.deregister(mainQueueFD, from: m.waitSet)
             m.mainQueueRegistered = false
             mainQueueSuspended.append(m)
         }
@@ -402,10 +412,9 @@ extension RLRunLoop {
                 }
                 s.fireNs = next
                 s.dateNs = next
-                s.memberships.restamp { nextStamp &+= 1; return nextStamp }
-                return s.memberships
+                return restampLocked(&s)
             }
-            ms.forEach { $0.mode.timers.insert(t, fireNs: armed!.fire, toleranceNs: tol, stamp: $0.stamp, isNew: false) }
+            if let armed { repositionTimerLocked(t, in: ms, fireNs: armed.fire, toleranceNs: tol) }
         }
         if elsewhere != nil, let next = armed?.fire {
             // Placed in the modes of the loop it now belongs to, under that loop's lock (unless a

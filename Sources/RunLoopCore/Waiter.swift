@@ -7,17 +7,41 @@ import CRunLoopShims
 import Synchronization
 
 /// Everything Linux-specific about how a run loop sleeps, in one small type (the role NIOPosix's
-/// `SelectorEpoll` plays for SwiftNIO): one wake-up `eventfd` and one `timerfd` (CLOCK_MONOTONIC,
-/// absolute, nanoseconds) per loop, and one epoll set per mode (as CF has), each holding the wake-up
-/// and timer fds plus the mode's source1 fds (and, on the main loop's common modes, the main
-/// dispatch queue's eventfd).
+/// `Selector` plays for SwiftNIO's event loop): one wake-up `eventfd` and one `timerfd`
+/// (CLOCK_MONOTONIC, absolute, nanoseconds) per loop, and one epoll set per mode (as CF has one
+/// port set per mode), each holding the wake-up and timer fds plus the mode's source1 fds (and, on
+/// the main loop's common modes, the main dispatch queue's eventfd).
 ///
-/// Tokens in `epoll_event.data.u64`: ``Waiter/wakeToken``, ``Waiter/timerToken``,
-/// ``Waiter/mainQueueToken``, or a source1's id (ids start above the reserved range).
+/// The loop never names epoll: it makes a ``WaitSet`` per mode, registers and deregisters
+/// descriptors in it, and waits on it in one call (``wait(on:poll:)``) that says what ended the
+/// wait as a ``Wake``.
 final class Waiter {
-    static let wakeToken: UInt64 = 1
-    static let timerToken: UInt64 = 2
-    static let mainQueueToken: UInt64 = 3
+    /// What ended a wait (CF: which port of the set received a message).
+    enum Wake: Equatable {
+        /// The loop's wake-up (``wake()``).
+        case wakeUp
+        /// The loop's timer (armed by ``arm(_:)``).
+        case timer
+        /// The main dispatch queue has work (main loop, common modes).
+        case mainQueue
+        /// A source1's descriptor, by the source's id, with what it is ready for.
+        case source1(id: UInt64, readiness: RLSource1.Readiness)
+    }
+
+    /// One mode's set of descriptors to wait on: an epoll set. Owned by its mode, which calls
+    /// ``close()`` when it goes (or when the set is replaced).
+    struct WaitSet {
+        /// The epoll descriptor (shown by the loop's description).
+        let fd: Int32
+        /// Closes the set (its registrations go with it).
+        func close() { closeDescriptor(fd) }
+    }
+
+    // Tokens in `epoll_event.data.u64`: these three, or a source1's id (ids start above them).
+    private static let wakeToken: UInt64 = 1
+    private static let timerToken: UInt64 = 2
+    private static let mainQueueToken: UInt64 = 3
+    private static let readable = UInt32(EPOLLIN.rawValue)
 
     /// The wake-up eventfd (non-blocking, close-on-exec).
     let wakeFD: Int32
@@ -55,24 +79,43 @@ final class Waiter {
         close(timerFD)
     }
 
-    // MARK: per-mode epoll sets
+    // MARK: per-mode wait sets
 
-    /// Creates an epoll set holding the wake-up and timer fds.
-    func makeModeSet() throws(RLError) -> Int32 {
+    /// Creates a wait set holding the wake-up and timer fds.
+    func makeWaitSet() throws(RLError) -> WaitSet {
         let ep = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard ep >= 0 else { throw RLError.systemCall("epoll_create1", errno) }
         do {
-            try Waiter.control(ep, EPOLL_CTL_ADD, wakeFD, events: UInt32(EPOLLIN.rawValue), token: Waiter.wakeToken)
-            try Waiter.control(ep, EPOLL_CTL_ADD, timerFD, events: UInt32(EPOLLIN.rawValue), token: Waiter.timerToken)
+            try Waiter.control(ep, EPOLL_CTL_ADD, wakeFD, events: Waiter.readable, token: Waiter.wakeToken)
+            try Waiter.control(ep, EPOLL_CTL_ADD, timerFD, events: Waiter.readable, token: Waiter.timerToken)
         } catch {
             close(ep)
             throw error
         }
-        return ep
+        return WaitSet(fd: ep)
+    }
+
+    /// Adds a source1's descriptor to `set`, reported as ``Wake/source1(id:readiness:)`` with `id`.
+    /// Throws ``RLError/badFileDescriptor(_:)`` or ``RLError/notPollable(_:)`` for a descriptor
+    /// that cannot be waited on.
+    func register(_ fd: Int32, id: UInt64, interest: RLSource1.Interest, in set: WaitSet) throws(RLError) {
+        try Waiter.control(set.fd, EPOLL_CTL_ADD, fd, events: Waiter.epollEvents(interest), token: id)
+    }
+
+    /// Adds the main dispatch queue's eventfd to `set` (reported as ``Wake/mainQueue``).
+    func registerMainQueue(_ fd: Int32, in set: WaitSet) {
+        try? Waiter.control(set.fd, EPOLL_CTL_ADD, fd, events: Waiter.readable, token: Waiter.mainQueueToken)
+    }
+
+    /// Removes `fd` from `set`; a descriptor already closed (or never added) is ignored, since the
+    /// kernel drops closed descriptors from epoll sets by itself.
+    func deregister(_ fd: Int32, from set: WaitSet) {
+        var ev = epoll_event()
+        _ = epoll_ctl(set.fd, EPOLL_CTL_DEL, fd, &ev)
     }
 
     /// `epoll_ctl` with the error mapped to ``RLError``.
-    static func control(_ ep: Int32, _ op: Int32, _ fd: Int32, events: UInt32, token: UInt64) throws(RLError) {
+    private static func control(_ ep: Int32, _ op: Int32, _ fd: Int32, events: UInt32, token: UInt64) throws(RLError) {
         var ev = epoll_event()
         ev.events = events
         ev.data.u64 = token
@@ -86,11 +129,17 @@ final class Waiter {
         }
     }
 
-    /// Removes `fd` from an epoll set; a descriptor already closed (or never added) is ignored,
-    /// since the kernel drops closed descriptors from epoll sets by itself.
-    static func remove(_ ep: Int32, _ fd: Int32) {
-        var ev = epoll_event()
-        _ = epoll_ctl(ep, EPOLL_CTL_DEL, fd, &ev)
+    /// The epoll events for an interest. ``RLSource1/Interest`` and ``RLSource1/Readiness`` use
+    /// poll(2)'s bit values, which epoll shares on Linux (EPOLLIN == POLLIN, …), so both directions
+    /// are the identity; the functions keep the loop and the public types free of epoll.
+    @inline(__always) private static func epollEvents(_ i: RLSource1.Interest) -> UInt32 { i.rawValue }
+    @inline(__always) private static func readiness(_ events: UInt32) -> RLSource1.Readiness { RLSource1.Readiness(rawValue: events) }
+
+    /// Makes a non-blocking, close-on-exec event counter (an eventfd) for a message port.
+    static func makeEventCounter() throws(RLError) -> Int32 {
+        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard fd >= 0 else { throw RLError.systemCall("eventfd", errno) }
+        return fd
     }
 
     // MARK: waking
@@ -146,26 +195,33 @@ final class Waiter {
 
     // MARK: sleeping
 
-    /// Waits on the epoll set `ep` for one event: forever, or not at all when `poll`.
-    /// Returns nil when nothing was ready. `EINTR` is retried (a signal is not a wake-up).
-    func wait(on ep: Int32, poll: Bool) -> (token: UInt64, events: UInt32)? {
+    /// Waits on `set` for one ready descriptor: until one is, or not at all when `poll`. Returns nil
+    /// when nothing was ready. `EINTR` is retried (a signal is not a wake-up).
+    func wait(on set: WaitSet, poll: Bool) -> Wake? {
         var ev = epoll_event()
         while true {
-            let n = rl_epoll_wait(ep, &ev, 1, poll ? 0 : -1)   // no cancellation wrapper (CRunLoopShims.h)
-            if n == 1 { return (ev.data.u64, ev.events) }
+            let n = rl_epoll_wait(set.fd, &ev, 1, poll ? 0 : -1)   // no cancellation wrapper (CRunLoopShims.h)
+            if n == 1 {
+                switch ev.data.u64 {
+                case Waiter.wakeToken: return .wakeUp
+                case Waiter.timerToken: return .timer
+                case Waiter.mainQueueToken: return .mainQueue
+                case let id: return .source1(id: id, readiness: Waiter.readiness(ev.events))
+                }
+            }
             if n == 0 { return nil }
             if errno != EINTR { return nil }
         }
     }
 
-    /// What `epoll_wait` with a zero timeout reports for a set holding only the wake-up fd and the
-    /// timerfd, without the system call: a pending wake-up (see `wakePending`), else the timerfd if
+    /// What ``wait(on:poll:)`` with `poll` reports for a set holding only the wake-up fd and the
+    /// timerfd, without the system call: a pending wake-up (see `wakePending`), else the timer if
     /// `armed`, the deadline it was just armed for (an `arm` resets an expired timerfd), has passed.
     /// When both are ready the wake-up comes first (epoll reports whichever became ready first; the
     /// other is seen on the next pass either way).
-    func pollOwnFDs(armed: UInt64) -> (token: UInt64, events: UInt32)? {
-        if wakePending.load(ordering: .acquiring) { return (Waiter.wakeToken, UInt32(EPOLLIN.rawValue)) }
-        if armed != .max && armed <= rl_monotonic_ns() { return (Waiter.timerToken, UInt32(EPOLLIN.rawValue)) }
+    func pollOwnFDs(armed: UInt64) -> Wake? {
+        if wakePending.load(ordering: .acquiring) { return .wakeUp }
+        if armed != .max && armed <= rl_monotonic_ns() { return .timer }
         return nil
     }
 
@@ -174,3 +230,6 @@ final class Waiter {
         rl_poll_readable(fd) != 0
     }
 }
+
+/// `close(2)` (a free function: ``Waiter/WaitSet/close()`` would otherwise call itself).
+private func closeDescriptor(_ fd: Int32) { close(fd) }
