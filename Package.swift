@@ -40,7 +40,9 @@ let package = Package(
         .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/RLCScenarios"),
         // The example loop service (every callout kind, built-in load, injectable problems).
         .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/ExampleService"),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "RunLoopScenarios", "rlc-scenarios", "rl-example"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        // What every test target shares: the product locator, one process runner, hand-built CTF traces.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "RunLoopScenarios", "rlc-scenarios", "rl-example", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
         .target(
@@ -72,9 +74,9 @@ let package = Package(
             cSettings: [.headerSearchPath("include")],
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
-        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl"]),
+        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl", "TestSupport"]),
         // Concurrent stress, faults and hostile traces (issue 7; scripts/sanitizers.sh, fuzz.sh, soak.sh).
-        .testTarget(name: "ReliabilityTests", dependencies: ["RunLoopCore", "CTFReader"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(name: "ReliabilityTests", dependencies: ["RunLoopCore", "CTFReader", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Sources/ReaderBench"),
         // reader → event stream → loop model → metrics → renderers (one folder each)
@@ -94,7 +96,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload"],
+        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "TestSupport"],
                     swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------

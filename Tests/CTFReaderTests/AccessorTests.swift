@@ -8,44 +8,24 @@ import Testing
 struct AccessorTests {
     /// A trace whose stream event context and payloads mix integers of every width, strings and a text array, as
     /// LTTng-UST writes them.
-    static let metadata = """
-    /* CTF 1.8 */
-    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+    static let metadata = HandBuiltTrace.metadata(hostname: "acc", typealiases: """
     typealias integer { size = 8; align = 8; signed = true; } := int8_t;
     typealias integer { size = 16; align = 8; signed = true; } := int16_t;
-    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
     typealias integer { size = 32; align = 8; signed = true; } := int32_t;
-    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
     typealias integer { size = 32; align = 8; signed = true; byte_order = be; } := be32_t;
-    trace {
-        major = 1; minor = 8; byte_order = le;
-        packet.header := struct { uint32_t magic; uint32_t stream_id; };
-    };
-    env { hostname = "acc"; };
-    clock { name = "c"; freq = 1000000000; offset_s = 1000; };
-    typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
-    stream {
-        id = 0;
-        packet.context := struct {
-            ts_t timestamp_begin; ts_t timestamp_end;
-            uint64_t content_size; uint64_t packet_size;
-            uint64_t packet_seq_num; uint64_t events_discarded;
-        };
-        event.header := struct { uint8_t id; ts_t timestamp; };
-        event.context := struct { int32_t _vpid; string _procname; int32_t _vtid; };
-    };
+
+    """, eventContext: "struct { int32_t _vpid; string _procname; int32_t _vtid; }", events: """
     event { name = "acc:mixed"; id = 0; fields := struct {
         uint64_t _loop; string _name; int8_t _i8; int16_t _i16; string _mode; uint32_t _u32; be32_t _be;
         integer { size = 8; align = 8; signed = false; encoding = UTF8; } _text[4]; int32_t _last;
     }; };
     event { name = "acc:fixed"; id = 1; fields := struct { uint64_t _a; int8_t _b; }; };
-
-    """
+    """)
 
     struct Values { var vpid: Int32; var procname: String; var vtid: Int32; var loop: UInt64; var name: String
         var i8: Int8; var i16: Int16; var mode: String; var u32: UInt32; var be: Int32; var text: String; var last: Int32 }
 
-    static func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { HandBuiltTrace.le(v) }
 
     static func eventBytes(_ i: Int, _ v: Values) -> [UInt8] {
         var b: [UInt8] = i % 3 == 2 ? [1] : [0]
@@ -68,11 +48,10 @@ struct AccessorTests {
     /// Writes a one-packet trace of `n` events; `cut` bytes are removed from the declared content size.
     static func write(_ name: String, events n: Int, cut: Int = 0, truncateFile: Int = 0) throws -> String {
         let body = (0..<n).flatMap { eventBytes($0, values($0)) }
-        let header = 8 + 48
+        let header = HandBuiltTrace.packetPrefixSize
         let content = header + body.count - cut
         let size = (header + body.count + 7) / 8 * 8 + 64
-        var bytes = le(UInt32(0xC1FC_1FC1)) + le(UInt32(0))
-        bytes += le(UInt64(100)) + le(UInt64(100 + n * 10)) + le(UInt64(content * 8)) + le(UInt64(size * 8)) + le(UInt64(0)) + le(UInt64(0))
+        var bytes = HandBuiltTrace.packetPrefix(begin: 100, end: UInt64(100 + n * 10), contentBits: UInt64(content * 8), packetBits: UInt64(size * 8), seq: 0)
         bytes += body
         bytes += [UInt8](repeating: 0, count: size - bytes.count)
         if truncateFile > 0 { bytes.removeLast(size - (header + body.count) + truncateFile) }

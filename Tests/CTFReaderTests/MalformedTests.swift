@@ -14,45 +14,22 @@ struct TinyTrace {
         var padTo: Int = 0
     }
 
-    static let metadata = """
-    /* CTF 1.8 */
-    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
-    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
-    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
-    trace {
-        major = 1; minor = 8; byte_order = le;
-        packet.header := struct { uint32_t magic; uint32_t stream_id; };
-    };
-    env { hostname = "tiny"; };
-    clock { name = "c"; freq = 1000000000; offset_s = 1000; };
-    typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
-    stream {
-        id = 0;
-        packet.context := struct {
-            ts_t timestamp_begin; ts_t timestamp_end;
-            uint64_t content_size; uint64_t packet_size;
-            uint64_t packet_seq_num; uint64_t events_discarded;
-        };
-        event.header := struct { uint8_t id; ts_t timestamp; };
-    };
+    static let metadata = HandBuiltTrace.metadata(hostname: "tiny", events: """
     event { name = "tiny:seq"; id = 0; fields := struct { uint32_t _len; uint8_t _data[_len]; string _s; }; };
+    """)
 
-    """
-
-    static func u32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
-    static func u64(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func u32(_ v: UInt32) -> [UInt8] { HandBuiltTrace.le(v) }
+    static func u64(_ v: UInt64) -> [UInt8] { HandBuiltTrace.le(v) }
 
     static func packetBytes(_ p: Packet) -> [UInt8] {
         var body: [UInt8] = []
         for e in p.events {
             body += [e.id] + u64(e.ts) + u32(e.lenOverride ?? UInt32(e.data.count)) + e.data + Array(e.text.utf8) + [0]
         }
-        let headerSize = 8 + 48
-        let content = UInt64(headerSize + body.count) * 8
+        let content = UInt64(HandBuiltTrace.packetPrefixSize + body.count) * 8
         let size = max(content, UInt64(p.padTo) * 8)
-        let begin = p.events.first?.ts ?? 0, end = p.events.last?.ts ?? 0
-        var bytes = u32(0xC1FC_1FC1) + u32(0)
-        bytes += u64(begin) + u64(end) + u64(p.contentOverride ?? content) + u64(p.packetOverride ?? size) + u64(p.seq) + u64(p.discarded)
+        var bytes = HandBuiltTrace.packetPrefix(begin: p.events.first?.ts ?? 0, end: p.events.last?.ts ?? 0, contentBits: p.contentOverride ?? content,
+                                                packetBits: p.packetOverride ?? size, seq: p.seq, discarded: p.discarded)
         bytes += body
         bytes += [UInt8](repeating: 0, count: Int(size / 8) - bytes.count)
         return bytes

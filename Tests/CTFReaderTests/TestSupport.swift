@@ -1,4 +1,5 @@
 import Foundation
+@_exported import TestSupport
 import LTTngControl
 #if canImport(Glibc)
 import Glibc
@@ -41,49 +42,13 @@ enum SharedDaemon {
 }
 
 /// Finds an executable product built next to the test bundle (the same `.build/<config>/` folder).
-func builtProduct(_ name: String) throws -> String {
-    var candidates: [URL] = []
-    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        for _ in 0..<4 {
-            candidates.append(dir.appendingPathComponent(name))
-            dir = dir.deletingLastPathComponent()
-        }
-    }
-    for arg in CommandLine.arguments.prefix(1) {
-        candidates.append(URL(fileURLWithPath: arg).deletingLastPathComponent().appendingPathComponent(name))
-    }
-    for c in candidates where FileManager.default.isExecutableFile(atPath: c.path) { return c.path }
-    throw TestSetupError(message: "cannot find built product \(name) near the test bundle (looked at \(candidates.map(\.path)))")
-}
-
-struct TestSetupError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
+func builtProduct(_ name: String) throws -> String { try productPath(name) }
 
 /// Runs a program to completion, returning (status, stdout, stderr).
 @discardableResult
 func runTool(_ path: String, _ args: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    if let e = environment { p.environment = e }
-    let tmp = SharedDaemon.scratch.appendingPathComponent("run-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: tmp.path + ".out", contents: nil)
-    _ = FileManager.default.createFile(atPath: tmp.path + ".err", contents: nil)
-    let o = try FileHandle(forWritingTo: URL(fileURLWithPath: tmp.path + ".out"))
-    let e = try FileHandle(forWritingTo: URL(fileURLWithPath: tmp.path + ".err"))
-    p.standardOutput = o
-    p.standardError = e
-    try p.run()
-    p.waitUntilExit()
-    try? o.close(); try? e.close()
-    let out = String(decoding: FileManager.default.contents(atPath: tmp.path + ".out") ?? Data(), as: UTF8.self)
-    let err = String(decoding: FileManager.default.contents(atPath: tmp.path + ".err") ?? Data(), as: UTF8.self)
-    try? FileManager.default.removeItem(atPath: tmp.path + ".out")
-    try? FileManager.default.removeItem(atPath: tmp.path + ".err")
-    return (p.terminationStatus, out, err)
+    let r = try runProgram(path, args, environment: environment)
+    return (r.status, r.stdout, r.stderr)
 }
 
 /// Serializes recordings: every session of the shared daemon traces every registered program, so two

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@_exported import TestSupport
 
 // rltrace end to end, on traces recorded here by `rltrace record` (a private lttng-sessiond per
 // recording): the synthetic workload whose latencies the program measured itself (`rlc-scenarios
@@ -7,11 +8,9 @@ import Testing
 // command and output format must work; bad input must get the documented exit codes.
 
 /// The build folder holding this test bundle and the package's executables.
-let binDir: URL = {
-    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    return URL(fileURLWithPath: exe).deletingLastPathComponent()
-}()
+let binDir: URL = productsDirectory
 
+/// A finished program: its output and exit status.
 struct Run {
     var out: String
     var err: String
@@ -21,29 +20,8 @@ struct Run {
 /// Runs a program (a package product by name, or an absolute path) and waits for it.
 @discardableResult
 func run(_ program: String, _ args: [String], stdin: FileHandle? = nil) throws -> Run {
-    let p = Process()
-    p.executableURL = program.hasPrefix("/") ? URL(fileURLWithPath: program) : binDir.appendingPathComponent(program)
-    p.arguments = args
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    var outData = Data(), errData = Data()
-    let group = DispatchGroup()
-    group.enter()
-    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    p.waitUntilExit()
-    return Run(out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData, as: UTF8.self), status: p.terminationStatus)
-}
-
-func which(_ name: String) -> String? {
-    for d in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-        let p = "\(d)/\(name)"
-        if FileManager.default.isExecutableFile(atPath: p) { return p }
-    }
-    return nil
+    let r = try runProgram(program.hasPrefix("/") ? program : binDir.appendingPathComponent(program).path, args, stdin: stdin)
+    return Run(out: r.stdout, err: r.stderr, status: r.status)
 }
 
 /// A recorded run of `rlc-scenarios truth`, once per test process.

@@ -8,33 +8,12 @@ import Glibc
 /// Hand-built CTF traces with every size field pushed to extremes (the TinyTrace layout of
 /// CTFReaderTests: 8-byte header, 48-byte packet context, events `id ts _len _data[_len] _s`).
 enum Hostile {
-    static let metadata = """
-    /* CTF 1.8 */
-    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
-    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
-    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
-    trace {
-        major = 1; minor = 8; byte_order = le;
-        packet.header := struct { uint32_t magic; uint32_t stream_id; };
-    };
-    env { hostname = "hostile"; };
-    clock { name = "c"; freq = 1000000000; offset_s = 1000; };
-    typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
-    stream {
-        id = 0;
-        packet.context := struct {
-            ts_t timestamp_begin; ts_t timestamp_end;
-            uint64_t content_size; uint64_t packet_size;
-            uint64_t packet_seq_num; uint64_t events_discarded;
-        };
-        event.header := struct { uint8_t id; ts_t timestamp; };
-    };
+    static let metadata = HandBuiltTrace.metadata(hostname: "hostile", events: """
     event { name = "h:ev"; id = 0; fields := struct { uint32_t _len; uint8_t _data[_len]; string _s; }; };
+    """)
 
-    """
-
-    static func u32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
-    static func u64(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func u32(_ v: UInt32) -> [UInt8] { HandBuiltTrace.le(v) }
+    static func u64(_ v: UInt64) -> [UInt8] { HandBuiltTrace.le(v) }
 
     struct Packet {
         var events = 3
@@ -61,10 +40,8 @@ enum Hostile {
             }
         }
         let content = UInt64(56 + body.count) * 8
-        var out = u32(p.magic) + u32(p.streamID)
-        out += u64(p.tsBegin ?? 100) + u64(p.tsEnd ?? 200) + u64(p.content ?? content) + u64(p.size ?? content)
-        out += u64(p.seq) + u64(p.discarded) + body
-        return out
+        return HandBuiltTrace.packetPrefix(magic: p.magic, streamID: p.streamID, begin: p.tsBegin ?? 100, end: p.tsEnd ?? 200,
+                                           contentBits: p.content ?? content, packetBits: p.size ?? content, seq: p.seq, discarded: p.discarded) + body
     }
 
     static let scratch: String = {
@@ -76,10 +53,7 @@ enum Hostile {
 
     static func write(_ name: String, metadata: [UInt8], stream: [UInt8]) throws -> String {
         let dir = scratch + "/" + name
-        try? FileManager.default.removeItem(atPath: dir)
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try Data(metadata).write(to: URL(fileURLWithPath: dir + "/metadata"))
-        try Data(stream).write(to: URL(fileURLWithPath: dir + "/stream_0"))
+        try HandBuiltTrace.write(to: dir, metadata: metadata, stream: stream)
         return dir
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import TestSupport
 import Testing
 import Synchronization
 @testable import RunLoopCore

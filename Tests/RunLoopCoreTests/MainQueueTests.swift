@@ -1,24 +1,11 @@
 import Foundation
 import Testing
-
-/// The build folder holding the test bundle and the package's executables.
-func buildProductsDirectory() -> URL {
-    let exe = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-    return exe.deletingLastPathComponent()
-}
+import TestSupport
 
 /// Runs a package executable and returns its standard output lines and exit status.
 func runProduct(_ name: String, _ args: [String], timeout: TimeInterval = 60) throws -> (lines: [String], status: Int32) {
-    let p = Process()
-    p.executableURL = buildProductsDirectory().appendingPathComponent(name)
-    p.arguments = args
-    let out = Pipe()
-    p.standardOutput = out
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    return (text.split(separator: "\n").map(String.init), p.terminationStatus)
+    let r = try runProgram(try productPath(name), args, timeout: timeout) { Issue.record("\(name) \(args) timed out after \(timeout) s") }
+    return (r.stdout.split(separator: "\n").map(String.init), r.status)
 }
 
 @Suite("Main queue and @MainActor, in a process whose main thread runs the loop")
