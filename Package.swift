@@ -35,9 +35,9 @@ let package = Package(
         ),
         // The differential scenarios, written once: run against CFRunLoop by RunLoopCoreTests and
         // replayed under tracing by tracing-scenarios.
-        .target(name: "RunLoopScenarios", dependencies: ["RunLoopCore"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        .target(name: "RunLoopScenarios", dependencies: ["RunLoopCore"], path: "Tests/RunLoopScenarios", swiftSettings: [.swiftLanguageMode(.v5)]),
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
-        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/RLCScenarios"),
+        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Tests/Programs/rlc-scenarios"),
         // The example loop service (every callout kind, built-in load, injectable problems).
         .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/ExampleService"),
         // What every test target shares: the product locator, one process runner, hand-built CTF traces.
@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "CTFReader"),
         // Records LTTng-UST events of many shapes for CTFReader's tests and benchmark.
         .executableTarget(
-            name: "ctf-testgen", path: "Sources/CTFTestGen",
+            name: "ctf-testgen", path: "Tests/Programs/ctf-testgen",
             cSettings: [.headerSearchPath("include")],
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
@@ -78,7 +78,7 @@ let package = Package(
         // Concurrent stress, faults and hostile traces (issue 7; scripts/sanitizers.sh, fuzz.sh, soak.sh).
         .testTarget(name: "ReliabilityTests", dependencies: ["RunLoopCore", "CTFReader", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
-        .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Sources/ReaderBench"),
+        .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Benchmarks/reader-bench"),
         // reader → event stream → loop model → metrics → renderers (one folder each)
         .target(
             name: "RLAnalysis",
@@ -97,15 +97,15 @@ let package = Package(
             ]
         ),
         .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "TestSupport"],
-                    swiftSettings: [.swiftLanguageMode(.v5)]),
+                    exclude: ["Fixtures"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------
         // Whole rltrace commands vs babeltrace2 on recorded rl-example traces: time, CPU, peak RSS
         // (scripts/bench-pipeline.sh, docs/benchmarks.md; not part of the test suite).
-        .executableTarget(name: "pipeline-bench", path: "Sources/PipelineBench", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "pipeline-bench", path: "Benchmarks/pipeline-bench", swiftSettings: [.swiftLanguageMode(.v5)]),
         // A deterministic RunLoopCore workload (a fixed number of steps, every callout kind) for traces
         // of a chosen size; RLTraceTests' BoundedMemoryTests records it.
         .executableTarget(name: "trace-workload", dependencies: ["RunLoopCore", "CRunLoopShims"],
-                          path: "Sources/TraceWorkload", swiftSettings: [.swiftLanguageMode(.v5)]),
+                          path: "Tests/Programs/trace-workload", swiftSettings: [.swiftLanguageMode(.v5)]),
     ]
 )

@@ -110,7 +110,7 @@ do {
 }
 
 let selfDir = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-/// The package root (this file is Sources/PipelineBench/main.swift).
+/// The package root (this file is Benchmarks/pipeline-bench/main.swift).
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 func sibling(_ name: String) -> String { selfDir.appendingPathComponent(name).path }
 let rltrace = opt.rltrace ?? sibling("rltrace")
