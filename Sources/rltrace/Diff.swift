@@ -15,7 +15,7 @@ struct DiffCommand: ParsableCommand {
 
         BASE and NEW are trace directories or `rltrace report --format json` files (rltrace-report/1
         or /2). Loops match by process and thread name, items by kind and name. A duration change is
-        significant when Mann–Whitney U (whole distribution) or Fisher's exact test above the pooled
+        significant when Mann–Whitney U (whole distribution) or the exceedance test above BASE's
         p99 (slow tail) gives p < alpha/2; reports written without --distributions give the figures
         with significance n/a. Items are sorted by impact: NEW time per second − BASE time per second.
 

@@ -66,17 +66,29 @@ struct DiffTests {
         #expect(b.u == 5925 && abs(b.pValue - 0.06552408814694005) < 1e-9)
     }
 
-    @Test func tailTestIsFishersExactTestAbovePooledPercentile() {
-        // NEW: 7 × 1 ns and 3 × 100 ns; BASE: 10 × 1 ns. The pooled 85th percentile (rank 17 of 20) is
-        // 1 ns: 3 NEW values lie above it, no BASE value. P(X ≥ 3), X ~ Hypergeometric(20, 3, 10)
-        // = C(10,3)/C(20,3) = 120/1140 (SciPy: fisher_exact([[3,7],[0,10]], alternative="greater")).
+    @Test func tailTestIsTheExceedanceTestAboveBasesPercentile() {
+        // NEW: 7 × 1 ns and 3 × 100 ns; BASE: 10 × 1 ns. BASE's 85th percentile is 1 ns, no BASE value
+        // lies above it (r = 1): X, the NEW values above it, is negative-hypergeometric,
+        // P(X = x) = C(x + r − 1, x) · C(n1 − x + n2 − r, n1 − x) / C(n1 + n2, n1); P(X ≥ 3) = 2/19
+        // (with r = 1 this is also fisher_exact([[3,7],[0,10]], alternative="greater") = 120/1140).
         let t = upperTailTest([(1, 7), (100, 3)], [(1, 10)], percentile: 85)
         #expect(t.thresholdNs == 1 && t.above1 == 3 && t.above2 == 0)
-        #expect(abs(t.pHeavier - 120.0 / 1140) < 1e-12 && abs(t.pLighter - 1) < 1e-12)
-        // 12 of 893 vs 0 of 918 (the recorded regression's shape): SciPy
-        // fisher_exact([[12, 881], [0, 918]], alternative="greater") → 0.00019898508703894787.
+        #expect(abs(t.pHeavier - 2.0 / 19) < 1e-12 && abs(t.pLighter - 309.0 / 323) < 1e-12)
+        // 12 of 893 vs 0 of 918: 0.00019898508703894782 (Python, exact fractions).
         let big = upperTailTest([(1_000, 881), (60_000_000, 12)], [(1_000, 918)], percentile: 99)
-        #expect(big.above1 == 12 && abs(big.pHeavier - 0.00019898508703894787) < 1e-12)
+        #expect(big.above1 == 12 && abs(big.pHeavier - 0.00019898508703894782) < 1e-12)
+        // The shape CI met: 4 % of NEW turned 50 ms slow. BASE: 985 × 1 µs and 10 distinct values
+        // 2.000–2.009 µs (its p99 is 2.000 µs, 9 values above: r = 10); NEW: 918 × 1 µs and 40 × 50 ms.
+        // P(X ≥ 40) = 1.942567040608751e-06 (exact fractions). A threshold at the pooled p99 would be
+        // one of the 50 ms values, with nothing above it: the regression would be invisible.
+        let base: [(value: Int64, count: Int)] = [(1_000, 985)] + (0..<10).map { (2_000 + Int64($0), 1) }
+        let shifted = upperTailTest([(1_000, 918), (50_000_000, 40)], base, percentile: 99)
+        #expect(shifted.thresholdNs == 2_000 && shifted.above2 == 9 && shifted.above1 == 40)
+        #expect(abs(shifted.pHeavier - 1.942567040608751e-06) < 1e-15)
+        #expect(nearestRank([(1_000, 918), (50_000_000, 40)] + base, 99) == 50_000_000)
+        // A sample against itself: the values above its own p99 are what the null expects.
+        let same = upperTailTest(base, base, percentile: 99)
+        #expect(same.pHeavier > 0.3 && same.pLighter > 0.3, "\(same)")
     }
 
     @Test func failOnAcceptsTheDocumentedForms() throws {

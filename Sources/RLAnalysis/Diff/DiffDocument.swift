@@ -68,7 +68,7 @@ public struct ChangeTest: Codable, Sendable {
     public var reason: String?
     /// Mann–Whitney U of NEW against BASE (the whole distribution).
     public var mannWhitney: MannWhitneyResult?
-    /// Fisher's exact test on the values above the pooled 99th percentile (the slow tail).
+    /// The exceedance test of the slow tail: NEW values above BASE's 99th percentile.
     public var tail: TailTestResult?
     /// The smaller p-value of the two, doubled (Bonferroni for two tests), at most 1.
     public var pValue: Double?

@@ -19,7 +19,7 @@ public enum HTMLDiffRenderer {
         </style></head><body>
         <h1>rltrace diff</h1>
         <p>BASE: \(H.esc(d.base.path)) (\(d.base.source), span \(formatDuration(d.base.spanNs)))<br>NEW: \(H.esc(d.new.path)) (\(d.new.source), span \(formatDuration(d.new.spanNs)))<br>
-        Significance: Mann–Whitney U on the whole distribution and Fisher's exact test above the pooled p99, α = \(d.alpha) (Bonferroni ×2).</p>
+        Significance: Mann–Whitney U on the whole distribution and the exceedance test above BASE's p99, α = \(d.alpha) (Bonferroni ×2).</p>
 
         """
         for n in d.notes { o += "<p><b>Note:</b> \(H.esc(n))</p>\n" }
@@ -63,7 +63,7 @@ public enum HTMLDiffRenderer {
         o += row("p50", i.p50Ns) + row("p90", i.p90Ns) + row("p99", i.p99Ns) + row("max", i.maxNs)
         o += row("total", i.totalNs) + row("time per second", i.timePerSecondNs) + "</table>\n"
         if let mw = i.test.mannWhitney, let t = i.test.tail {
-            o += "<p><small>Mann–Whitney U = \(format1(mw.u)), z = \(String(format: "%.2f", mw.z)), p = \(pValueText(mw.pValue)), P(NEW &gt; BASE) = \(String(format: "%.3f", mw.effect)); above \(formatDuration(t.thresholdNs)) (pooled p99): BASE \(t.above2)/\(t.n2), NEW \(t.above1)/\(t.n1), Fisher p = \(pValueText(t.pValue)).</small></p>\n"
+            o += "<p><small>Mann–Whitney U = \(format1(mw.u)), z = \(String(format: "%.2f", mw.z)), p = \(pValueText(mw.pValue)), P(NEW &gt; BASE) = \(String(format: "%.3f", mw.effect)); above \(formatDuration(t.thresholdNs)) (BASE's p99): BASE \(t.above2)/\(t.n2), NEW \(t.above1)/\(t.n1), exceedance p = \(pValueText(t.pValue)).</small></p>\n"
         }
         if i.baseHistogram != nil || i.newHistogram != nil {
             o += overlay(base: i.baseHistogram ?? [:], new: i.newHistogram ?? [:], title: "Durations of \(i.kind) “\(i.name)”: BASE (n = \(i.count.nBase)) and NEW (n = \(i.count.nNew)) overlaid")

@@ -5,7 +5,7 @@ public enum TextDiffRenderer {
     /// The text (every figure `BASE → NEW (change)` with its sample counts `n BASE→NEW`).
     public static func render(_ d: TraceDiff) -> String {
         var o = "rltrace diff — BASE \(side(d.base)) → NEW \(side(d.new))\n"
-        o += "significance: Mann–Whitney U (whole distribution) and Fisher's exact test above the pooled p99 (slow tail), α = \(d.alpha), Bonferroni ×2\n"
+        o += "significance: Mann–Whitney U (whole distribution) and the exceedance test above BASE's p99 (slow tail), α = \(d.alpha), Bonferroni ×2\n"
         for n in d.notes { o += "note: \(n)\n" }
         o += "\nregressions (significantly slower, by added time per second of run):\n"
         if d.regressions.isEmpty { o += "  none\n" }
