@@ -53,7 +53,7 @@ final class Waiter {
     @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
     @exclusivity(unchecked) private var expired = false
     /// Whether a wake-up is pending: set by the ``wake()`` that writes the wake-up fd, cleared by
-    /// ``drainWake()`` before it reads the fd. While it is set, further wake-ups make no system call
+    /// ``drainWake()`` after it read the fd. While it is set, further wake-ups make no system call
     /// (they coalesce, as the eventfd's counter would: one read drains them all). Also lets a poll
     /// see a pending wake-up without `epoll_wait` (``pollOwnFDs(armed:)``): a hint that may be
     /// stale in a race, in the harmless direction (at worst one extra pass, or a wake-up noticed
@@ -148,26 +148,41 @@ final class Waiter {
     ///
     /// Why skipping is safe (no wake-up is lost; see `ContendedPostingTests`): a waker skips only
     /// when its exchange reads `true`, i.e. an earlier ``wake()`` set the flag and ``drainWake()``
-    /// has not cleared it yet. That earlier wake writes the fd after setting the flag, and the loop
-    /// clears the flag (an exchange, below) before it reads the fd, so either the write is consumed
-    /// by a drain that comes after this skip, or it is still to come and ends the next wait. The
-    /// work the skipping waker queued before calling is visible to the loop after that drain: both
-    /// exchanges are read-modify-writes on one atomic (acquire-release), so the drain's exchange
-    /// synchronises with this one. It is the outcome the unskipped write had when it landed before
-    /// the drain's read: the two wake-ups merge into one pass.
+    /// has not cleared it yet. That earlier wake writes the fd after setting the flag, so the fd is,
+    /// or will be, readable until a drain reads it, and a drain clears the flag only *after* its
+    /// read: the skipping waker's work is then visible to the loop (the drain's exchange is a
+    /// read-modify-write after the skipper's on the same atomic, acquire-release), and the loop
+    /// checks for work after every drain before it sleeps again. The two wake-ups merge into one pass.
+    ///
+    /// The order in ``drainWake()`` matters: clearing the flag *before* the read lost wake-ups — a
+    /// waker could set the flag after the clear and write the fd before the read, whose read then
+    /// consumed that write and left the flag set with the fd empty, so every later wake skipped and
+    /// the loop slept for good (seen as a worker that never ended in `StressTests`).
     func wake() {
         if wakePending.exchange(true, ordering: .acquiringAndReleasing) { return }
         var one: UInt64 = 1
         while write(wakeFD, &one, 8) < 0 && errno == EINTR {}
     }
 
-    /// Resets the wake-up fd after the loop was woken by it (clears the pending flag first: a wake
-    /// after this point writes the fd again).
+    /// Resets the wake-up fd after the loop was woken by it: reads the fd, then clears the pending
+    /// flag (in that order: see ``wake()``). A wake whose write lands after the read leaves the fd
+    /// readable, so the next wait ends at once — at worst one extra pass, never a lost wake-up.
     func drainWake() {
-        _ = wakePending.exchange(false, ordering: .acquiringAndReleasing)
         var v: UInt64 = 0
         while read(wakeFD, &v, 8) < 0 && errno == EINTR {}
+        #if DEBUG
+        afterDrainRead?()
+        #endif
+        _ = wakePending.exchange(false, ordering: .acquiringAndReleasing)
     }
+
+    #if DEBUG
+    /// Test hook (debug builds): runs between the drain's read and its clearing of the flag, to
+    /// put a racing ``wake()`` exactly there (`ContendedPostingTests`).
+    var afterDrainRead: (() -> Void)?
+    /// Whether a wake-up is pending (tests: a pending flag must always mean a readable fd).
+    var isWakePending: Bool { wakePending.load(ordering: .acquiring) }
+    #endif
 
     // MARK: the timer
 

@@ -102,4 +102,26 @@ struct ContendedPostingTests {
         #expect(result == .stopped)
         #expect(elapsed < 30)
     }
+
+    @Test("a wake racing with the drain leaves no pending flag without a readable fd (the lost wake-up StressTests met)")
+    func wakeRacingTheDrainIsNeverLost() throws {
+        let w = try Waiter()
+        // A wake-up is pending and written; while the loop drains it, another thread wakes it —
+        // placed exactly between the drain's read of the fd and its clearing of the flag.
+        w.wake()
+        #expect(w.isWakePending && Waiter.isReadable(w.wakeFD))
+        w.afterDrainRead = { w.wake() }
+        w.drainWake()
+        w.afterDrainRead = nil
+        // Invariant: a pending flag means a readable fd (otherwise every later wake skips its write
+        // and a sleeping loop never wakes again). With the flag cleared before the read, the racing
+        // wake's write was consumed by that read and the flag stayed set on an empty fd.
+        #expect(!w.isWakePending || Waiter.isReadable(w.wakeFD))
+        // The racing wake was merged into the drained one (its work is seen by the pass that
+        // drained), and the next wake-up is not skipped: it makes the fd readable.
+        w.wake()
+        #expect(Waiter.isReadable(w.wakeFD))
+        w.drainWake()
+        #expect(!w.isWakePending && !Waiter.isReadable(w.wakeFD))
+    }
 }
