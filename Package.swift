@@ -96,7 +96,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "TestSupport"],
+        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "hang-workload", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------
@@ -107,5 +107,9 @@ let package = Package(
         // of a chosen size; RLTraceTests' BoundedMemoryTests records it.
         .executableTarget(name: "trace-workload", dependencies: ["RunLoopCore", "CRunLoopShims"],
                           path: "Tests/Programs/trace-workload", swiftSettings: [.swiftLanguageMode(.v5)]),
+        // issue 13: a RunLoopCore program that hangs in a named function at known times (the
+        // watchdog's stacks, the flight recorder); RLTraceTests' HangForensicsTests record it.
+        .executableTarget(name: "hang-workload", dependencies: ["RunLoopCore"],
+                          path: "Tests/Programs/hang-workload", swiftSettings: [.swiftLanguageMode(.v5)]),
     ]
 )

@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <link.h>
 
 pid_t rl_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 int rl_is_main_thread(void) { return getpid() == rl_gettid(); }
@@ -21,3 +23,19 @@ void rl_thread_name(char *buf, size_t len) {
     buf[len - 1] = 0;
 }
 void rl_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+
+__attribute__((noinline)) uintptr_t rl_caller_address(void) {
+    return (uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0));
+}
+
+int rl_symbol_range(uintptr_t address, uintptr_t *start, uintptr_t *size, uintptr_t *base) {
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    *start = 0; *size = 0; *base = 0;
+    if (dladdr1((void *)address, &info, (void **)&sym, RTLD_DL_SYMENT) == 0) return 0;
+    *base = (uintptr_t)info.dli_fbase;
+    if (info.dli_saddr == NULL) return 0;
+    *start = (uintptr_t)info.dli_saddr;
+    *size = sym != NULL ? (uintptr_t)sym->st_size : 0;
+    return 1;
+}

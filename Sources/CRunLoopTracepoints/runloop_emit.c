@@ -118,6 +118,20 @@ void rl_tp_item_removed(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint
                         const char *mode) {
     RL_EMIT(item_removed, loop_id, iteration, kind, item_id, rl_name(name), rl_name(mode));
 }
+void rl_tp_hang_begin(uint64_t loop_id, uint64_t iteration, uint64_t hang_id, uint8_t kind, uint64_t item_id,
+                      const char *item_name, uint64_t threshold_ns, uint64_t elapsed_ns, int32_t loop_tid) {
+    RL_EMIT(hang_begin, loop_id, iteration, hang_id, kind, item_id, rl_name(item_name), threshold_ns, elapsed_ns,
+            loop_tid);
+}
+void rl_tp_hang_end(uint64_t loop_id, uint64_t iteration, uint64_t hang_id, uint64_t duration_ns, uint32_t samples) {
+    RL_EMIT(hang_end, loop_id, iteration, hang_id, duration_ns, samples);
+}
+/* RunLoopCore's samples are emitted by the capture signal handler itself (runloop_hang.c); this
+ * emitter is for callers on an ordinary thread. */
+void rl_tp_hang_stack(uint64_t loop_id, uint64_t hang_id, uint32_t sample, uint64_t elapsed_ns,
+                      const uint64_t *frames, uint32_t frame_count) {
+    RL_EMIT(hang_stack, loop_id, hang_id, sample, elapsed_ns, frames, frame_count);
+}
 #else
 typedef int rl_tp_emit_disabled_translation_unit;
 #endif

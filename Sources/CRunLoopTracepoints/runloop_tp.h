@@ -31,6 +31,8 @@ LTTNG_UST_TRACEPOINT_ENUM(runloop, callout_kind,
         lttng_ust_field_enum_value("timer", 3)
         lttng_ust_field_enum_value("main_queue", 4)
         lttng_ust_field_enum_value("block", 5)
+        /* hang_begin only: the loop was stuck outside any callout (in its own code) */
+        lttng_ust_field_enum_value("loop", 6)
     )
 )
 
@@ -338,6 +340,61 @@ LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_registration, runloop, item_ad
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, item_added, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_PROCESS)
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_registration, runloop, item_removed, RL_TP_REGISTRATION_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, item_removed, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_PROCESS)
+
+/* ---- hang watchdog (WARNING): docs/tracepoints.md "Hangs" -------------------------------- */
+
+/*
+ * Emitted by the watchdog thread (its vtid) when a loop has been stuck in one callout (or in its
+ * own code, kind `loop`) for at least `threshold_ns`; `loop_tid` is the hung thread.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, hang_begin,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, hang_id, uint8_t, kind,
+                      uint64_t, item_id, const char *, item_name, uint64_t, threshold_ns,
+                      uint64_t, elapsed_ns, int32_t, loop_tid),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
+        lttng_ust_field_integer(uint64_t, hang_id, hang_id)
+        lttng_ust_field_enum(runloop, callout_kind, uint8_t, kind, kind)
+        lttng_ust_field_integer(uint64_t, item_id, item_id)
+        lttng_ust_field_string(item_name, item_name)
+        lttng_ust_field_integer(uint64_t, threshold_ns, threshold_ns)
+        lttng_ust_field_integer(uint64_t, elapsed_ns, elapsed_ns)
+        lttng_ust_field_integer(int32_t, loop_tid, loop_tid)
+    )
+)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, hang_begin, LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING)
+
+/*
+ * One stack sample of the hung thread, emitted from a signal handler ON that thread (its vtid):
+ * `frames` innermost first (frames[0] the interrupted instruction, then return addresses).
+ */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, hang_stack,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, hang_id, uint32_t, sample, uint64_t, elapsed_ns,
+                      const uint64_t *, frames, uint32_t, frame_count),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, hang_id, hang_id)
+        lttng_ust_field_integer(uint32_t, sample, sample)
+        lttng_ust_field_integer(uint64_t, elapsed_ns, elapsed_ns)
+        lttng_ust_field_sequence_hex(uint64_t, frames, frames, uint32_t, frame_count)
+    )
+)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, hang_stack, LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING)
+
+/* The hung loop made progress again (emitted by the watchdog thread). */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, hang_end,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, hang_id, uint64_t, duration_ns,
+                      uint32_t, samples),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, iteration, iteration)
+        lttng_ust_field_integer(uint64_t, hang_id, hang_id)
+        lttng_ust_field_integer(uint64_t, duration_ns, duration_ns)
+        lttng_ust_field_integer(uint32_t, samples, samples)
+    )
+)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, hang_end, LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING)
 
 #endif /* RUNLOOP_TP_H */
 

@@ -178,7 +178,14 @@ public final class CTFTrace: @unchecked Sendable {
             var pos = 0
             var scope: [String: ScopeValue] = [:]
             do {
-                _ = try w.walk(ph, &pos, field: "trace.packet.header", decode: false, scope: &scope)
+                // The header's own fields, walked at this level: a structure walk keeps the values
+                // it reads in an inner scope, and `stream_id` would not be seen (every file of a
+                // trace with several stream classes, e.g. two LTTng channels, read as class 0).
+                if case .structure(let fields, _) = ph {
+                    for f in fields { _ = try w.walk(f.type, &pos, field: f.name, decode: false, scope: &scope) }
+                } else {
+                    _ = try w.walk(ph, &pos, field: "trace.packet.header", decode: false, scope: &scope)
+                }
             } catch {
                 throw CTFReaderError.malformed(path: path, offset: 0, field: "trace.packet.header", message: "file too short for a packet header")
             }

@@ -102,11 +102,27 @@ let injected = Injected()
 
 /// Holds the calling thread (the loop) for `d`, resuming any interrupted sleep; returns how long it
 /// actually held (ns).
-@discardableResult
+@discardableResult @inline(never)
 func hold(_ d: Duration) -> Int64 {
     let start = RLInstant.now, end = start + d
     while RLInstant.now < end { usleep(UInt32(max(1, nsOf(end - RLInstant.now) / 1_000))) }
     return nsOf(RLInstant.now - start)
+}
+
+/// The injected hang's request path (`--inject hang`): kept out of line so a stack shows it.
+@inline(never)
+func dispatchRequest(holding d: Duration) -> Int64 {
+    let ns = simulatedHangInRequestHandler(d)
+    withExtendedLifetime(d) {}
+    return ns
+}
+
+/// Where the injected hang spends its time (the name a hang stack shows): holds the loop for `d`.
+@inline(never)
+func simulatedHangInRequestHandler(_ d: Duration) -> Int64 {
+    let ns = hold(d)
+    withExtendedLifetime(ns) {}
+    return ns
 }
 
 // MARK: the service
@@ -196,8 +212,11 @@ final class Service: @unchecked Sendable {
         // moves it later). The program measures what it injected and prints it at the end.
         if options.inject.contains("hang") {
             // A HANG: +300 ms, the timer holds the loop 300 ms (the threshold is 250 ms).
+            // The hold happens a few frames deep, in a named function, so that the hang watchdog's
+            // stack samples (`runloop:hang_stack`) show where: timer callout → dispatchRequest →
+            // simulatedHangInRequestHandler → hold → usleep.
             loop.add(RLTimer(fireAt: .now + Schedule.hang, name: "hang-timer") { _ in
-                injected.record("hang", "timer \"hang-timer\" held the loop", hold(Schedule.hangHold))
+                injected.record("hang", "timer \"hang-timer\" held the loop", dispatchRequest(holding: Schedule.hangHold))
             }, forMode: .commonModes)
         }
         if options.inject.contains("spin") {
@@ -375,6 +394,10 @@ enum Thread {
 // MARK: main
 
 let options = parseOptions()
+// The hang watchdog ticks every threshold / 4: with its default 250 ms threshold it would notice the
+// injected 300 ms hang between 250 and ~312 ms, sometimes after the hang ended. 200 ms (unless
+// RLTRACE_HANG_THRESHOLD says otherwise) makes it report the hang while it lasts, with a stack.
+if getenv("RLTRACE_HANG_THRESHOLD") == nil { RLHangWatchdog.threshold = .milliseconds(200) }
 if !options.inject.isEmpty && Duration.seconds(options.duration) <= Schedule.last {
     warn("--duration \(options.duration) s ends before the last injected problem (at \(Double(nsOf(Schedule.last)) / 1e9) s)")
 }

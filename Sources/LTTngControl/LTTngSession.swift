@@ -22,7 +22,7 @@ public struct LTTngSession: Sendable {
     /// Whether the session is in snapshot mode.
     public let isSnapshot: Bool
 
-    private init(name: String, cli: LTTngCLI, outputDirectory: URL?, isSnapshot: Bool) {
+    init(name: String, cli: LTTngCLI, outputDirectory: URL?, isSnapshot: Bool) {
         self.name = name
         self.cli = cli
         self.outputDirectory = outputDirectory

@@ -66,6 +66,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     let iterationCounter = Atomic<UInt64>(0)
     /// The current value of ``iterationCounter``.
     var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
+    /// What the loop's thread is doing, for the hang watchdog (see `Watch` in Watchdog.swift): relaxed
+    /// stores on the loop's thread only, read by the watchdog's thread.
+    let watchWord = Atomic<UInt64>(0)
 
     // MARK: Touched only on the loop's thread
     @exclusivity(unchecked) var calloutCount: UInt32 = 0

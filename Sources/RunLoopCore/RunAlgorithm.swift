@@ -34,6 +34,7 @@ extension RLRunLoop {
         }
         guard let (m, previous) = found else { return .finished }
         depth += 1
+        let outerWatch = watchRunBegin()   // hang watchdog: "in the loop's own code" (Watchdog.swift)
         RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
                          timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
                          returnAfterSourceHandled: stopAfterHandle, depth: depth)
@@ -41,6 +42,7 @@ extension RLRunLoop {
         let result = runActivation(m, stopAfterHandle: stopAfterHandle)
         doObservers(m, .exit)
         RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
+        watchRestore(outerWatch)
         depth -= 1
         locked {
             // Pop the per-run flags: the enclosing activation (or the idle loop) ignores wake-ups
@@ -183,7 +185,9 @@ extension RLRunLoop {
         // A poll of a set holding only the loop's own fds makes no system call: the waiter knows
         // whether a wake-up is pending, and whether the deadline the timer was just armed for has
         // passed (see `Waiter.pollOwnFDs`).
+        if !poll { watchAsleep(true) }   // asleep is not hung (hang watchdog)
         var wake = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed) : waiter.wait(on: m.waitSet, poll: poll)
+        if !poll { watchAsleep(false) }
         let traceWake = RLTrace.isEnabled(.wake)
         let now = traceWake ? rl_monotonic_ns() : 0
         let reason = locked { () -> RLTraceWakeReason in
@@ -457,12 +461,15 @@ extension RLRunLoop {
     // traced path, out of line, reads the iteration before the callout (a nested run inside it
     // advances the counter) and emits entry and exit. A session that starts during a callout sees
     // the next one whole; one that stops during it gets no exit (each emitter re-checks).
+    // Around the callout, two relaxed stores tell the hang watchdog which callout the thread is in
+    // (`watchCalloutBegin` / `watchRestore`, Watchdog.swift): no lock, no system call, no clock.
 
     @inline(never)
     func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
         calloutCount &+= 1
-        if RLTrace.isCalloutTraced(.observer) { return tracedObserver(o, activity) }
-        o.callout(o, activity)
+        let outer = watchCalloutBegin(.observer, o.id)
+        if RLTrace.isCalloutTraced(.observer) { tracedObserver(o, activity) } else { o.callout(o, activity) }
+        watchRestore(outer)
     }
 
     @inline(never)
@@ -476,8 +483,9 @@ extension RLRunLoop {
     @inline(never)
     func calloutToSource0(_ s: RLSource0) {
         calloutCount &+= 1
-        if RLTrace.isCalloutTraced(.source0) { return tracedSource0(s) }
-        s.perform()
+        let outer = watchCalloutBegin(.source0, s.id)
+        if RLTrace.isCalloutTraced(.source0) { tracedSource0(s) } else { s.perform() }
+        watchRestore(outer)
     }
 
     @inline(never)
@@ -491,8 +499,9 @@ extension RLRunLoop {
     @inline(never)
     func calloutToSource1(_ s: RLSource1, events: UInt32) {
         calloutCount &+= 1
-        if RLTrace.isCalloutTraced(.source1) { return tracedSource1(s, events: events) }
-        s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
+        let outer = watchCalloutBegin(.source1, s.id)
+        if RLTrace.isCalloutTraced(.source1) { tracedSource1(s, events: events) } else { s.handler(s, s.fd, RLSource1.Readiness(rawValue: events)) }
+        watchRestore(outer)
     }
 
     @inline(never)
@@ -506,8 +515,9 @@ extension RLRunLoop {
     @inline(never)
     func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
         calloutCount &+= 1
-        if RLTrace.isCalloutTraced(.timer) { return tracedTimer(t, scheduled: scheduled) }
-        t.callout(t)
+        let outer = watchCalloutBegin(.timer, t.id)
+        if RLTrace.isCalloutTraced(.timer) { tracedTimer(t, scheduled: scheduled) } else { t.callout(t) }
+        watchRestore(outer)
     }
 
     @inline(never)
@@ -521,8 +531,9 @@ extension RLRunLoop {
     @inline(never)
     func calloutToMainQueue() {
         calloutCount &+= 1
-        if RLTrace.isCalloutTraced(.mainQueue) { return tracedMainQueue() }
-        _dispatch_main_queue_callback_4CF(nil)
+        let outer = watchCalloutBegin(.mainQueue, 0)
+        if RLTrace.isCalloutTraced(.mainQueue) { tracedMainQueue() } else { _dispatch_main_queue_callback_4CF(nil) }
+        watchRestore(outer)
     }
 
     @inline(never)
@@ -537,8 +548,9 @@ extension RLRunLoop {
     @inline(never)
     func calloutToBlock(id item: UInt64, name: String?, body: () -> Void) {
         calloutCount &+= 1
-        if RLTrace.isCalloutTraced(.block) { return tracedBlock(id: item, name: name, body: body) }
-        body()
+        let outer = watchCalloutBegin(.block, item)
+        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: item, name: name, body: body) } else { body() }
+        watchRestore(outer)
     }
 
     @inline(never)

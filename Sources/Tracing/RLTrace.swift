@@ -242,6 +242,50 @@ public enum RLTrace {
         if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind, item, name, mode) }
         #endif
     }
+
+    // MARK: hang watchdog (WARNING; RunLoopCore's RLHangWatchdog emits these)
+
+    /// The `callout_kind` value `hang_begin` records for a loop stuck outside any callout (`loop`).
+    public static let hangKindLoop: UInt8 = 6
+
+    /// A loop has been stuck for `elapsedNs` (≥ `thresholdNs`) in one callout of `kind` on item
+    /// `item` (0 if none) — or, with `kind` nil, in its own code between callouts (recorded as
+    /// `loop`, 6). Emitted by the watchdog's thread; `loopTid` is the hung thread. `hangID` is
+    /// process-unique, increasing from 1.
+    @inlinable @inline(__always) public static func hangBegin(loop: UInt64, iteration: UInt64, hangID: UInt64,
+                                                              kind: RLTraceCalloutKind?, item: UInt64,
+                                                              name: @autoclosure () -> String, thresholdNs: UInt64,
+                                                              elapsedNs: UInt64, loopTid: Int32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_hang_begin_enabled() {
+            _hangBegin(loop, iteration, hangID, kind?.rawValue ?? hangKindLoop, item, name, thresholdNs, elapsedNs, loopTid)
+        }
+        #endif
+    }
+    /// One stack sample of a hang: `frames` innermost first (at most 64 are recorded). RunLoopCore
+    /// emits it from a signal handler on the hung thread itself (C, `rl_hang_capture`); this Swift
+    /// entry point emits it on the calling thread (tools and tests).
+    @inlinable @inline(__always) public static func hangStack(loop: UInt64, hangID: UInt64, sample: UInt32, elapsedNs: UInt64,
+                                                              frames: [UInt64]) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_hang_stack_enabled() { _hangStack(loop, hangID, sample, elapsedNs, frames) }
+        #endif
+    }
+    /// The hung loop made progress again: the hang lasted `durationNs`; `samples` stacks were taken.
+    @inlinable @inline(__always) public static func hangEnd(loop: UInt64, iteration: UInt64, hangID: UInt64,
+                                                            durationNs: UInt64, samples: UInt32) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_hang_end_enabled() { _hangEnd(loop, iteration, hangID, durationNs, samples) }
+        #endif
+    }
+    /// Whether a session records any of `hang_begin`, `hang_stack`, `hang_end` (one branch).
+    @inlinable @inline(__always) public static var isHangTraced: Bool {
+        #if RLTRACE_DISABLED
+        return false
+        #else
+        return rl_tp_hang_any_enabled()
+        #endif
+    }
 }
 
 /// The events of the `runloop` provider, for ``RLTrace/isEnabled(_:)``.
@@ -296,6 +340,12 @@ public enum RLTraceEvent: String, Sendable, CaseIterable {
     case itemAdded = "item_added"
     /// `runloop:item_removed`
     case itemRemoved = "item_removed"
+    /// `runloop:hang_begin`
+    case hangBegin = "hang_begin"
+    /// `runloop:hang_stack`
+    case hangStack = "hang_stack"
+    /// `runloop:hang_end`
+    case hangEnd = "hang_end"
 
     /// The event's full LTTng name, e.g. `runloop:wake`.
     public var lttngName: String { "runloop:" + rawValue }
@@ -353,6 +403,9 @@ extension RLTrace {
         case .timerArmed: return rl_tp_timer_armed_enabled()
         case .itemAdded: return rl_tp_item_added_enabled()
         case .itemRemoved: return rl_tp_item_removed_enabled()
+        case .hangBegin: return rl_tp_hang_begin_enabled()
+        case .hangStack: return rl_tp_hang_stack_enabled()
+        case .hangEnd: return rl_tp_hang_end_enabled()
         }
         #endif
     }

@@ -119,5 +119,20 @@ extension RLTrace {
         let n = name(), m = mode()
         n.withCString { np in m.withCString { mp in rl_tp_item_removed(loop, iteration, kind.rawValue, item, np, mp) } }
     }
+    @usableFromInline @inline(never)
+    static func _hangBegin(_ loop: UInt64, _ iteration: UInt64, _ hangID: UInt64, _ kind: UInt8, _ item: UInt64,
+                           _ name: () -> String, _ thresholdNs: UInt64, _ elapsedNs: UInt64, _ loopTid: Int32) {
+        name().withCString { rl_tp_hang_begin(loop, iteration, hangID, kind, item, $0, thresholdNs, elapsedNs, loopTid) }
+    }
+    @usableFromInline @inline(never)
+    static func _hangStack(_ loop: UInt64, _ hangID: UInt64, _ sample: UInt32, _ elapsedNs: UInt64, _ frames: [UInt64]) {
+        frames.withUnsafeBufferPointer {
+            rl_tp_hang_stack(loop, hangID, sample, elapsedNs, $0.baseAddress, UInt32(min($0.count, Int(RL_HANG_MAX_FRAMES))))
+        }
+    }
+    @usableFromInline @inline(never)
+    static func _hangEnd(_ loop: UInt64, _ iteration: UInt64, _ hangID: UInt64, _ durationNs: UInt64, _ samples: UInt32) {
+        rl_tp_hang_end(loop, iteration, hangID, durationNs, samples)
+    }
 }
 #endif

@@ -30,7 +30,7 @@ enum DirectScenario {
         let names = ["work", "name with spaces", "ünïcødé ⏱", "", String(repeating: "long-", count: 60) + "end",
                      "tab\there"]
         func name() -> String { names.randomElement(using: &rng)! }
-        let stringFields: Set<String> = ["name", "thread_name", "mode"]
+        let stringFields: Set<String> = ["name", "thread_name", "mode", "item_name"]
         func emit(_ event: String, _ fields: [String: String], labels: [String: String] = [:]) {
             var f = fields
             for k in stringFields where f[k] == "" { f[k] = "(unnamed)" }
@@ -166,6 +166,33 @@ enum DirectScenario {
                           "name": n, "mode": mode],
                      labels: ["kind": kindLabels[kind]!])
             }
+        }
+        // The hang watchdog's events (RunLoopCore emits them from its watchdog thread and, for
+        // hang_stack, from a signal handler; here directly, with every kind and a `loop` hang).
+        for kind in [nil] + RLTraceCalloutKind.allCases.map(Optional.some) {
+            let it = u64(), hang = u64(), item = u64(), n = name(), threshold = u64(), elapsed = u64()
+            let ltid = Int32.random(in: 1...Int32.max, using: &rng)
+            RLTrace.hangBegin(loop: loop, iteration: it, hangID: hang, kind: kind, item: item, name: n,
+                              thresholdNs: threshold, elapsedNs: elapsed, loopTid: ltid)
+            emit("hang_begin", ["loop_id": "\(loop)", "iteration": "\(it)", "hang_id": "\(hang)",
+                                "kind": "\(kind?.rawValue ?? RLTrace.hangKindLoop)", "item_id": "\(item)", "item_name": n,
+                                "threshold_ns": "\(threshold)", "elapsed_ns": "\(elapsed)", "loop_tid": "\(ltid)"],
+                 labels: ["kind": kind.map { kindLabels[$0]! } ?? "loop"])
+        }
+        for count in [0, 1, 3, 64, 70] {
+            let hang = u64(), sample = UInt32.random(in: 0...UInt32.max, using: &rng), elapsed = u64()
+            let frames = (0..<count).map { _ in u64() }
+            RLTrace.hangStack(loop: loop, hangID: hang, sample: sample, elapsedNs: elapsed, frames: frames)
+            emit("hang_stack", ["loop_id": "\(loop)", "hang_id": "\(hang)", "sample": "\(sample)", "elapsed_ns": "\(elapsed)",
+                                "frames": frames.prefix(64).map { "\($0)" }.joined(separator: ","),
+                                // babeltrace2 shows the CTF sequence's length field too
+                                "_frames_length": "\(min(count, 64))"])
+        }
+        do {
+            let it = u64(), hang = u64(), duration = u64(), samples = UInt32.random(in: 0...UInt32.max, using: &rng)
+            RLTrace.hangEnd(loop: loop, iteration: it, hangID: hang, durationNs: duration, samples: samples)
+            emit("hang_end", ["loop_id": "\(loop)", "iteration": "\(it)", "hang_id": "\(hang)", "duration_ns": "\(duration)",
+                              "samples": "\(samples)"])
         }
         let destroyedAt = u64()
         RLTrace.loopDestroyed(loop: loop, iteration: destroyedAt, tid: tid)

@@ -6,6 +6,8 @@
 //   tracing-scenarios differential  RunLoopCoreTests' differential scenarios, items named
 //   tracing-scenarios wakes      one run per way of waking the main loop (timer, fd, wakeUp, stop,
 //                                main queue, timeout, poll)
+//   tracing-scenarios hang [--hang-ms N] [--threshold-ms N]   a timer callout stuck N ms in a named
+//                                function, for the hang watchdog
 //
 // Each scenario prints what it did (lines `EXPECT {json}` / `LOG ...`) so the tests can compare
 // the recorded trace with the program's own account of what happened.
@@ -23,7 +25,9 @@ case "nested":
     NestedScenario.run()
 case "differential":
     DifferentialReplay.run()
+case "hang":
+    HangScenario.run(Array(args.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|nested|wakes|differential\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|nested|wakes|differential|hang\n".utf8))
     exit(2)
 }

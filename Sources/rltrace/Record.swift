@@ -24,6 +24,12 @@ struct Record: ParsableCommand {
         The per-thread CPU clock (perf:thread:task-clock) is added when the kernel allows it: the
         report then tells a callout that computed from one that blocked.
           rltrace record --snapshot -- ./service      (flight recorder: only the last buffers are kept)
+          rltrace record --on-hang 100ms -o DIR -- ./service   (a snapshot per hang: docs/hangs.md)
+        With --on-hang, the program's hang watchdog (RLTRACE_HANG_THRESHOLD, set to the threshold)
+        reports each hang with stack samples, and each hang leaves one snapshot (a trace in a
+        subdirectory of DIR) holding the seconds before it; `rltrace hangs DIR` reads them all.
+        The state dump events (lttng_ust_statedump:*, lttng_ust_lib:*: which binary is mapped where)
+        are recorded with runloop:* so that rltrace can symbolize stack samples.
         """
     )
 
@@ -39,11 +45,45 @@ struct Record: ParsableCommand {
     var quiet = false
     @Flag(help: "Write into the output directory even if it already holds a trace.")
     var force = false
+    @Flag(name: .customLong("on-hang"),
+          help: "Flight recorder: record a snapshot each time the program's watchdog reports a hang of at least the threshold that may follow (default 250ms): --on-hang [THRESHOLD].")
+    var onHangFlag = false
+    @Argument(help: ArgumentHelp("With --on-hang: the hang threshold (e.g. 100ms).", valueName: "threshold"))
+    var onHangThreshold: String?
+    @Option(help: "With --on-hang: ring buffer per CPU kept for each snapshot (e.g. 4M, 512K).") var buffer: String?
+    @Option(help: "With --on-hang: the most snapshots taken (one per hang); later hangs are not recorded.") var maxSnapshots: Int?
     @Argument(parsing: .postTerminator, help: "The program and its arguments (after `--`).")
     var command: [String]
 
+    /// Whether `--on-hang` was given (with or without a threshold).
+    var onHangGiven: Bool { onHangFlag }
+
     func validate() throws {
         if command.isEmpty { throw ValidationError("give the program to run after `--`, e.g. rltrace record -- ./service") }
+        if let t = onHangThreshold {
+            guard onHangFlag else { throw ValidationError("unexpected argument \(t.debugDescription) (a threshold follows --on-hang; the program follows `--`)") }
+            _ = try parseThreshold(t, "--on-hang")
+        }
+        if onHangGiven {
+            if snapshot { throw ValidationError("--on-hang and --snapshot are two different recorders: choose one") }
+            if let m = maxSnapshots, m < 1 || m > 1000 { throw ValidationError("--max-snapshots must be 1…1000") }
+            if let b = buffer {
+                guard let n = parseSize(b), n >= 16384 else { throw ValidationError("--buffer: cannot read the size \(b.debugDescription) (e.g. 4M, 512K; at least 16K)") }
+            }
+        } else if buffer != nil || maxSnapshots != nil {
+            throw ValidationError("--buffer and --max-snapshots apply to the flight recorder (--on-hang)")
+        }
+    }
+
+    /// The flight recorder's settings from the options.
+    func flightRecorderSettings() throws -> FlightRecorderSettings {
+        let threshold = onHangThreshold ?? "250ms"
+        // The ring per CPU, in four sub-buffers of a power of two (LTTng's rule) of at least 4 KiB.
+        let total = buffer.flatMap(parseSize) ?? 4 << 20
+        var sub = 4096
+        while sub * 4 < total { sub <<= 1 }
+        return FlightRecorderSettings(threshold: threshold, thresholdNs: try parseThreshold(threshold, "--on-hang"),
+                                      subbufferSize: sub, subbufferCount: 4, maxSnapshots: maxSnapshots ?? 10)
     }
 
     func run() throws {
@@ -57,6 +97,11 @@ struct Record: ParsableCommand {
             throw ExitCode(127)
         }
         let contexts = context.map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } } ?? defaultContexts()
+        if onHangGiven {
+            let status = try recordOnHang(command, output: out, settings: try flightRecorderSettings(), contexts: contexts, announce: !quiet)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let status = try recordProgram(command, output: out, snapshot: snapshot, contexts: contexts, events: events, announce: !quiet)
         try checkContextsWereAccepted(contexts, at: out.path)
         if !quiet { printSummary(of: out.path) }
@@ -99,6 +144,11 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
         session = snapshot ? try LTTngSession.createSnapshot(name: name, outputDirectory: output, cli: cli)
                            : try LTTngSession.create(name: name, outputDirectory: output, cli: cli)
         try session.enableUserspaceEvents(events)
+        // Which binary is mapped where in each process, so stack samples can be symbolized from
+        // the trace alone (liblttng-ust emits these at start-up and on dlopen/dlclose).
+        if events.contains("runloop") {
+            for p in ["lttng_ust_statedump:*", "lttng_ust_lib:*"] { try session.enableUserspaceEvents(p) }
+        }
         let ctx = contexts.filter { !$0.isEmpty }
         if !ctx.isEmpty { try session.addContexts(ctx) }
         try session.start()
@@ -148,13 +198,13 @@ nonisolated(unsafe) var signalTarget: pid_t = 0
 /// and the trace kept. A plain sigaction handler: libdispatch signal sources never see a signal
 /// whose disposition is SIG_IGN on Linux.
 func installSignalForwarding() {
-    // A parent may hand us these signals blocked (the mask survives exec): unblock them, or Ctrl-C
-    // would stay pending and the program would run on.
+    // A parent may hand us signals blocked (the mask survives fork and exec): the program starts
+    // with none blocked, or Ctrl-C would stay pending and the program run on, and the hang
+    // watchdog's stack-capture signal (a real-time signal; test runners block those) would never
+    // reach a hung thread: no stack samples.
     var set = sigset_t()
     sigemptyset(&set)
-    sigaddset(&set, SIGINT)
-    sigaddset(&set, SIGTERM)
-    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    pthread_sigmask(SIG_SETMASK, &set, nil)
     for sig in [SIGINT, SIGTERM] {
         var sa = sigaction()
         sa.__sigaction_handler.sa_handler = { sig in if signalTarget > 0 { kill(signalTarget, sig) } }

@@ -18,7 +18,7 @@ enum RunloopProvider {
 
     /// Every payload field name of the provider.
     static var fieldNames: Set<String> {
-        let re = try! NSRegularExpression(pattern: #"lttng_ust_field_(?:integer|integer_hex|string)\(\s*(?:\w+\s*,\s*)?(\w+)\s*,|lttng_ust_field_enum\(\s*runloop\s*,\s*\w+\s*,\s*\w+\s*,\s*(\w+)"#)
+        let re = try! NSRegularExpression(pattern: #"lttng_ust_field_(?:integer|integer_hex|string|sequence|sequence_hex)\(\s*(?:\w+\s*,\s*)?(\w+)\s*,|lttng_ust_field_enum\(\s*runloop\s*,\s*\w+\s*,\s*\w+\s*,\s*(\w+)"#)
         let ns = header as NSString
         var out = Set<String>()
         for m in re.matches(in: header, range: NSRange(location: 0, length: ns.length)) {
@@ -34,11 +34,12 @@ enum RunloopProvider {
 struct ProviderTests {
     @Test func headerDeclaresTheExpectedEvents() {
         let names = RunloopProvider.eventNames
-        #expect(names.count == 25)
+        #expect(names.count == 28)
         #expect(Set(names).count == names.count)
         for kind in ["observer", "source0", "source1", "timer", "main_queue", "block"] {
             #expect(names.contains("\(kind)_entry") && names.contains("\(kind)_exit"), "\(kind) entry/exit")
         }
+        #expect(names.suffix(3) == ["hang_begin", "hang_stack", "hang_end"], "the hang watchdog's events")
     }
 
     /// docs/tracepoints.md documents every event and every field.

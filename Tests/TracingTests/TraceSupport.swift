@@ -82,6 +82,24 @@ enum BabeltraceText {
             guard i < body.count else { throw fail() }
             if body[i] == "\"" {
                 fields[key] = try readString()
+            } else if body[i] == "[" {
+                // An array or sequence: `[ [0] = v, [1] = v ]` (`[ ]` when empty), kept as the
+                // values joined by "," (integers in decimal).
+                i += 1
+                var values: [String] = []
+                while true {
+                    skipSpaces()
+                    guard i < body.count else { throw fail() }
+                    if body[i] == "]" { i += 1; break }
+                    if body[i] == "," { i += 1; continue }
+                    try expect("[")
+                    _ = readWord()
+                    skipSpaces()
+                    if i < body.count, body[i] == "]" { i += 1 }
+                    try expect("=")
+                    values.append(normalizeInteger(readWord()))
+                }
+                fields[key] = values.joined(separator: ",")
             } else if body[i] == "(" {
                 // ( "label" : container = N )   or   ( <unknown> : container = N )
                 i += 1; skipSpaces()
@@ -205,9 +223,14 @@ enum Tracing {
     /// of the shared daemon and reads the trace back with babeltrace2. Only the program's own events
     /// are returned (a session records every registered process's events).
     /// - Parameter enableOptions: extra `lttng enable-event` options (e.g. `--loglevel=TRACE_INFO`).
+    /// - Parameter events: the events to enable (`lttng enable-event -u` syntax; default `runloop:*`).
+    /// - Parameter privateDaemon: a daemon of the test's own instead of the shared one (which other
+    ///   suites' sessions use at the same time: what they enable is enabled in every program that
+    ///   registers with it, so a test about events being *disabled* needs its own daemon).
     static func record(_ arguments: [String], contexts: [String] = [], enableOptions: [String] = [],
+                       events: String = "runloop:*", privateDaemon: PrivateSessionDaemon? = nil,
                        timeout: Double = 60) throws -> Recording {
-        let daemon = try daemon()
+        let daemon = try privateDaemon ?? daemon()
         let name = "tt-\(getpid())-\(UUID().uuidString.prefix(8))"
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tracing-tests-\(name)")
         defer { try? FileManager.default.removeItem(at: output) }
@@ -215,9 +238,9 @@ enum Tracing {
         var destroyed = false
         defer { if !destroyed { try? session.destroy() } }
         if enableOptions.isEmpty {
-            try session.enableUserspaceEvents("runloop:*")
+            try session.enableUserspaceEvents(events)
         } else {
-            try daemon.cli.run(["enable-event", "--userspace", "--session=\(name)"] + enableOptions + ["runloop:*"])
+            try daemon.cli.run(["enable-event", "--userspace", "--session=\(name)"] + enableOptions + [events])
         }
         try session.addContexts(["vpid"] + contexts)
         try session.start()

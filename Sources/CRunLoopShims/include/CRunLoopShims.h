@@ -27,6 +27,13 @@ void rl_set_thread_name(const char *_Nonnull name);
 /// CLOCK_MONOTONIC in nanoseconds (LTTng's clock).
 uint64_t rl_monotonic_ns(void);
 
+/// An address inside the calling function (the return address of this non-inlined call): for
+/// tests that look for a function in a sampled stack.
+uintptr_t rl_caller_address(void);
+/// The symbol containing `address` as the dynamic linker sees it (dladdr1): its start, its size
+/// (0 if unknown) and the load base of its object. Returns 0 if no symbol was found.
+int rl_symbol_range(uintptr_t address, uintptr_t *_Nonnull start, uintptr_t *_Nonnull size, uintptr_t *_Nonnull base);
+
 /*
  * The loop's two waiting calls, made as raw system calls rather than through glibc's wrappers.
  * In a multi-threaded process (any process linking liblttng-ust, which starts listener threads)

@@ -18,12 +18,19 @@ struct EventPlan {
 
     static let none: UInt8 = 255
 
-    enum NameRule { case never, always, firstPerItem }
+    /// `forensic`: a hang watchdog event, recorded whole in the source's ``HangEvidenceStore``.
+    enum NameRule { case never, always, firstPerItem, forensic }
+    /// Event classes of `lttng_ust_statedump` and `lttng_ust_lib` (which binary is loaded where, per
+    /// process): not delivered, read into the source's module map.
+    static let aux: UInt8 = 254
 
     /// Resolves the plan of the event class `name` whose payload fields are `fields`; `missing` is
     /// set to a required integer field the class lacks (events of this class are then refused).
     init(eventName: String, fields: [String], missing: inout String?) {
-        guard eventName.hasPrefix("runloop:") else { return }
+        guard eventName.hasPrefix("runloop:") else {
+            if eventName.hasPrefix("lttng_ust_statedump:") || eventName.hasPrefix("lttng_ust_lib:") { kind = EventPlan.aux }
+            return
+        }
         let ev = eventName.dropFirst(8)
         var k: RunLoopEvent.Kind?
         switch ev {
@@ -40,6 +47,9 @@ struct EventPlan {
         case "timer_armed": k = .timerArmed
         case "item_added": k = .itemAdded
         case "item_removed": k = .itemRemoved
+        case "hang_begin": k = .hangBegin
+        case "hang_stack": k = .hangStack
+        case "hang_end": k = .hangEnd
         default:
             for ck in CalloutKind.allCases {
                 if ev == "\(ck.label)_entry" { k = .calloutEntry; callout = ck }
@@ -56,8 +66,9 @@ struct EventPlan {
         // A field added to the schema later (`iteration` of lifecycle, cross-thread and registration
         // events; `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace predates it.
         func opt(_ f: String) -> Int { fields.firstIndex(of: f) ?? -1 }
-        // Every event names its loop; `source0_signalled` of a source in no loop names loop 0.
-        loop = kind == .source0Signalled ? opt("loop_id") : req("loop_id")
+        // Every event names its loop; `source0_signalled` of a source in no loop names loop 0; a
+        // hang event lacking a field is read as far as it goes (HangEvidenceStore), never refused.
+        loop = kind == .source0Signalled || kind == .hangBegin || kind == .hangStack || kind == .hangEnd ? opt("loop_id") : req("loop_id")
         switch kind {
         case .loopCreated:
             iteration = opt("iteration"); a = req("tid"); name = opt("thread_name"); nameRule = .always
@@ -102,6 +113,11 @@ struct EventPlan {
         case .itemAdded, .itemRemoved:
             iteration = opt("iteration"); item = req("item_id"); name = opt("name"); nameRule = .always
             kindField = opt("kind")
+        case .hangBegin, .hangStack, .hangEnd:
+            iteration = opt("iteration"); a = opt("hang_id")
+            name = 0; nameRule = .forensic
+        case .gap:
+            break
         }
     }
 }

@@ -75,9 +75,14 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// The filter's time window resolved against the trace (absolute CLOCK_MONOTONIC ns): set
     /// before the first event is delivered.
     public private(set) var window: (lo: Int64, hi: Int64)?
+    /// The hang watchdog's events whole (stack frames, names) and the binaries each process had
+    /// mapped (`lttng_ust_statedump`, `lttng_ust_lib`), filled as the trace is read.
+    public let evidence = HangEvidenceStore()
 
     private let streams: [CTFStream]
     private let plans: [StreamPlan]
+    /// Skips what overlapping traces (flight-recorder snapshots) share.
+    private let overlap: OverlapDedup
     /// The reading thread's table (``names`` itself when one thread does everything).
     private var readerNames: NameTable
     private var namedItems: Set<ItemKey> = []
@@ -110,6 +115,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
         var providers: Set<String> = []
         plans = streams.map { StreamPlan($0, providers: &providers) }
         self.providers = providers
+        overlap = OverlapDedup(streams: streams)
         readerNames = names
     }
 
@@ -142,20 +148,33 @@ public final class RunLoopEventSource: @unchecked Sendable {
         var it = traceSet.makeMergedIterator()
         // Unretained references (the source owns the streams and plans for its whole life): the
         // per-event path then makes no retain or release for them.
-        struct Ref { unowned(unsafe) let s: CTFStream; unowned(unsafe) let p: StreamPlan }
-        let refs = ContiguousArray(zip(streams, plans).map { Ref(s: $0.0, p: $0.1) })
+        struct Ref { unowned(unsafe) let s: CTFStream; unowned(unsafe) let p: StreamPlan; let shared: Bool }
+        let refs = ContiguousArray(zip(streams, plans).enumerated().map { Ref(s: $1.0, p: $1.1, shared: overlap.isShared($0)) })
         do {
             while try it.next() {
                 let r = refs[it.currentStreamIndex]
                 let s = r.s, sp = r.p
+                // A stream another trace also holds (flight-recorder snapshots): each packet once.
+                var gap = false
+                if r.shared {
+                    let v = overlap.check(s, index: it.currentStreamIndex)
+                    if v == .duplicate { continue }
+                    gap = v == .gap
+                }
                 totalEvents &+= 1
                 var ts = Int64(bitPattern: s.cycles)
                 if ts < 0 { ts = lastTs > 0 ? lastTs : 0 }   // a clock past 2^63: damaged, not a time
                 if totalEvents == 1 { clockOffset = s.timestamp &- ts; firstTs = ts }
                 if ts < lastTs { backwardsEvents &+= 1; ts = lastTs } else { lastTs = ts }
+                if gap, window != nil, try !body(RunLoopEvent(kind: .gap, ts: ts)) { break }
                 let ci = s.eventClassIndex
                 let kind = sp.kinds[ci]
-                guard kind != EventPlan.none else { continue }
+                guard kind < EventPlan.aux else {
+                    if kind == EventPlan.aux {
+                        evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
+                    }
+                    continue
+                }
                 if sp.incomplete[ci] != 0 {
                     throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
                 }
@@ -220,6 +239,8 @@ public final class RunLoopEventSource: @unchecked Sendable {
             namedCache[slot] = key
         case .never:
             break
+        case .forensic:
+            e.c = evidence.add(s, e)
         }
         if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: int(s, p.kindField))) { e.calloutKind = ck }
     }

@@ -78,6 +78,12 @@ public struct RunLoopEvent: Sendable {
         case loopCreated, loopDestroyed, runEnter, runExit, iterationBegin, iterationEnd
         case calloutEntry, calloutExit, sleepBegin, wake, wakeUpRequested, source0Signalled
         case timerArmed, itemAdded, itemRemoved
+        /// The hang watchdog's events (`hang_begin`, `hang_stack`, `hang_end`): `a` is the hang id,
+        /// `c` the index of the event's record in the source's ``HangEvidenceStore``.
+        case hangBegin, hangStack, hangEnd
+        /// Not an event of the trace: the source found a gap between overlapping traces (two
+        /// flight-recorder snapshots that do not meet); what was open before it is forgotten.
+        case gap
     }
     /// The event.
     public var kind: Kind

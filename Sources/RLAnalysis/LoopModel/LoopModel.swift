@@ -129,6 +129,8 @@ public protocol LoopModelSink: AnyObject {
     func flow(_ f: Flow)
     /// The trace's first event time (has a default that ignores it).
     func traceBegins(at ts: Int64, epochOffset: Int64)
+    /// A hang watchdog event, whole (has a default that ignores it).
+    func hang(_ record: HangEventRecord, of key: LoopKey)
     /// The end of the stream (has a default that does nothing).
     func finish(end: Int64)
 }
@@ -166,6 +168,8 @@ extension LoopModelSink {
     public func flow(_ f: Flow) {}
     /// The trace's first event time (CLOCK_MONOTONIC ns), before any other call (default: ignored).
     public func traceBegins(at ts: Int64, epochOffset: Int64) {}
+    /// A hang watchdog event (default: ignored).
+    public func hang(_ record: HangEventRecord, of key: LoopKey) {}
     /// The stream has ended at `end` (the last event's time): write out what is held (default: nothing).
     public func finish(end: Int64) {}
 }
@@ -210,6 +214,8 @@ public final class LoopModel {
     private unowned(unsafe) let sink: LoopModelSink
     /// The strings that name ids refer to (the source's).
     public let names: NameTable
+    /// The hang watchdog's events whole (the source's), which hang events refer to.
+    public var evidence: HangEvidenceStore?
 
     /// Creates a model delivering to `sink`, resolving name ids with `names`.
     public init(sink: LoopModelSink, names: NameTable) {
@@ -400,6 +406,7 @@ public final class LoopModel {
             pendingSignals[key, default: []].append((e.ts, e.a, e.c))
             return
         }
+        if e.kind == .gap { forgetOpenState(); return }
         let key = LoopKey(pid: e.pid, loop: e.loop)
         let s = state(key)
         if now {
@@ -407,7 +414,8 @@ public final class LoopModel {
             if e.ts > s.info.last { s.info.last = e.ts }
         }
         if !s.procResolved && e.procname >= 0 { resolveProcname(s, e) }
-        if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed {
+        if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed,
+           e.kind != .hangBegin, e.kind != .hangStack, e.kind != .hangEnd {
             s.info.tid = e.vtid
         }
         switch e.kind {
@@ -504,11 +512,33 @@ public final class LoopModel {
             }
         case .wakeUpRequested:
             if e.b != 0 { s.pendingWakeUps.append((e.ts, e.a)) }
+        case .hangBegin, .hangStack, .hangEnd:
+            // Watchdog events may come from the watchdog's thread: they never name the loop's thread.
+            if now, let r = evidence?.record(at: e.c) { sink.hang(r, of: key) }
+        case .gap:
+            break
         case .source0Signalled, .timerArmed, .itemAdded, .itemRemoved:
             if e.kind == .itemAdded || e.kind == .itemRemoved, e.name > 0 {
                 itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
             }
         }
+    }
+}
+
+extension LoopModel {
+    /// Forgets what is open — iterations, callouts, sleeps, pending wake-ups and signals — at a gap
+    /// between two overlapping traces that do not meet (flight-recorder snapshots taken further
+    /// apart than their buffers reach): the events that would close them are not in any trace, and
+    /// pairing across the gap would make one iteration of the time between (a false hang).
+    /// What was open is left out of the figures, as iterations still open when a trace ends are.
+    func forgetOpenState() {
+        for s in states {
+            s.open = 0
+            s.callouts.removeAll(keepingCapacity: true)
+            s.pendingSleep = nil
+            s.pendingWakeUps.removeAll(keepingCapacity: true)
+        }
+        pendingSignals.removeAll()
     }
 }
 

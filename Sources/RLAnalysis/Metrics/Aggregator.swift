@@ -55,6 +55,10 @@ public final class Aggregator: LoopModelSink {
     public var model: LoopModel?
     /// Another sink that also receives everything (e.g. a timeline), or nil.
     public var forward: LoopModelSink?
+    /// The hang watchdog's events, per hang.
+    let watchdog = WatchdogCollector()
+    /// Resolves the watchdog's stack samples (set once the trace is read; nil: addresses only).
+    public var symbolizer: StackSymbolizer?
 
     /// Creates an aggregator.
     public init(options: ReportOptions = ReportOptions()) { self.options = options }
@@ -223,6 +227,14 @@ public final class Aggregator: LoopModelSink {
 
     public func flow(_ f: Flow) { forward?.flow(f) }
 
+    public func hang(_ record: HangEventRecord, of key: LoopKey) {
+        forward?.hang(record, of: key)
+        watchdog.add(record, of: key)
+    }
+
+    /// Whether the trace held hang watchdog events.
+    public var sawWatchdogEvents: Bool { !watchdog.isEmpty }
+
     // MARK: The document
 
     /// Builds the report for `loops` (from the model) and the source's trace summary; with
@@ -306,7 +318,7 @@ public final class Aggregator: LoopModelSink {
                 wakeUpLatency: WakeUpLatency(count: l.wakeUp.count, totalNs: l.wakeUp.total, maxNs: l.wakeUp.max,
                                              p50Ns: l.wakeUp.percentile(50), p99Ns: l.wakeUp.percentile(99), callerTids: l.wakeUpTids.sorted()),
                 spuriousWakes: l.spurious,
-                hangs: l.hangs, slowIterations: l.slow, spins: l.spins,
+                hangs: watchdog.merge(l.hangs, key: info.key, symbolizer: symbolizer), slowIterations: l.slow, spins: l.spins,
                 slowest: l.slowest.map { s in
                     SlowIteration(iteration: s.it.number, beginNs: s.it.begin, busyNs: s.busy,
                                   callouts: s.it.callouts.sorted { $0.duration > $1.duration }.prefix(8).map { ref($0, info.key) })
@@ -337,12 +349,14 @@ public let defaultAnalysisThreads: Int = {
 /// Runs the whole pipeline over `paths`: reader → event stream → loop model → metrics. With
 /// `distributions`, each item of the report carries its durations (for `rltrace diff`).
 public func analyze(paths: [String], options: ReportOptions = ReportOptions(), filter: EventFilter = EventFilter(),
-                    also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads, distributions: Bool = false) throws -> Report {
+                    also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads, distributions: Bool = false,
+                    symbols: SymbolOptions = SymbolOptions()) throws -> Report {
     let source = try RunLoopEventSource(paths: paths)
     let agg = Aggregator(options: options)
     agg.calloutFilter = filter
     agg.forward = also
     let model = LoopModel(sink: agg, names: source.names)
+    model.evidence = source.evidence
     agg.model = model
     if let also = also as? NameResolving { also.resolver = model }
     try filter.validate()
@@ -371,6 +385,7 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
         throw AnalysisError.contradictoryFilters("the time window \(w.lo == .min ? "start" : at(w.lo))…\(w.hi == .max ? "end" : at(w.hi)) lies outside the trace, \(at(source.firstTs))…\(at(source.lastTs))")
     }
     also?.finish(end: source.lastTs)
+    if agg.sawWatchdogEvents { agg.symbolizer = StackSymbolizer(modules: source.evidence.modules, options: symbols) }
     return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) }, distributions: distributions)
 }
 

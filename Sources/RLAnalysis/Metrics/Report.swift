@@ -129,6 +129,12 @@ public struct HangReport: Codable, Sendable {
     /// On-CPU time of the loop's thread during it, and what that says: `computing` (on CPU for at
     /// least a quarter of its busy time) or `blocked` (absent without a CPU clock context).
     public var onCpuNs: Int64? = nil, state: String? = nil
+    /// What the program's hang watchdog reported (`runloop:hang_begin`/`hang_end`; absent for a
+    /// hang found only from the iteration's duration).
+    public var watchdog: WatchdogHang? = nil
+    /// The watchdog's stack samples of the hung thread, identical consecutive samples counted
+    /// once (absent without samples).
+    public var stacks: [StackSampleGroup]? = nil
 }
 
 /// A run of iterations that never slept.

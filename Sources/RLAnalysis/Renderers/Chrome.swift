@@ -99,6 +99,45 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) { strips.sleep(s, of: key) }
 
+    /// The watchdog's events, written as instant events on the hung loop's thread at the end.
+    private let watchdog = WatchdogCollector()
+    private var hangLoops: [LoopKey] = []
+    public func hang(_ record: HangEventRecord, of key: LoopKey) {
+        if !hangLoops.contains(key) { hangLoops.append(key) }
+        watchdog.add(record, of: key)
+    }
+
+    /// Per watchdog hang: an instant `hang #N detected` where it was noticed, and one
+    /// `hang #N stack (×count)` per run of identical stack samples, its frames in `args.frames`.
+    private func writeHangs() {
+        guard !hangLoops.isEmpty else { return }
+        let symbolizer = StackSymbolizer(modules: resolver?.evidence?.modules ?? [])
+        for key in hangLoops {
+            guard let t = tid(key) else { continue }
+            for h in watchdog.merge([], key: key, symbolizer: symbolizer) {
+                guard let w = h.watchdog else { continue }
+                instant("hang #\(w.hangId) detected", pid: key.pid, tid: t, ts: w.detectedNs) {
+                    out.write("\"hang_id\":"); out.uint(w.hangId); out.write(",\"item\":"); out.jsonString("\(w.kind) \(w.name) #\(w.item)")
+                    out.write(",\"stuck_ns\":"); out.int(w.durationNs ?? -1); out.write(",\"threshold_ns\":"); out.int(w.thresholdNs)
+                }
+                for g in h.stacks ?? [] {
+                    instant("hang #\(w.hangId) stack (×\(g.count))", pid: key.pid, tid: t, ts: g.firstNs) {
+                        out.write("\"elapsed_ns\":"); out.int(g.firstElapsedNs); out.write(",\"frames\":[")
+                        for (i, f) in g.frames.enumerated() { if i > 0 { out.byte(0x2C) }; out.jsonString(f.text) }
+                        out.write("],\"samples\":"); out.jsonString(g.count == 1 ? "\(g.firstSample)" : "\(g.firstSample)-\(g.lastSample)")
+                    }
+                }
+            }
+        }
+    }
+
+    private func instant(_ name: String, pid: Int64, tid: Int64, ts: Int64, args: () -> Void) {
+        begin()
+        out.write("{\"args\":{"); args(); out.write("},\"cat\":\"hang\",\"name\":"); out.jsonString(name)
+        out.write(",\"ph\":\"i\",\"pid\":"); out.int(pid); out.write(",\"s\":\"t\",\"tid\":"); out.int(tid)
+        out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
+    }
+
     private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
     private var names: [NameKey: [UInt8]] = [:]
 
@@ -137,6 +176,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     /// Writes the names and counters (known at the end) and closes the document. `end` is the
     /// trace's last event time.
     public func finish(end: Int64) {
+        writeHangs()
         let loops = (resolver?.loops ?? []).filter { filter.acceptsLoop($0) }
         var seenProcesses = Set<Int64>()
         for l in loops {

@@ -53,6 +53,10 @@ public enum HTMLReportRenderer {
                     o += "<tr><td>\(h.iteration)</td><td>+\(formatDuration(h.beginNs - r.trace.beginNs))</td><td>\(formatDuration(h.busyNs))</td><td class=\"l\">\(c)</td></tr>\n"
                 }
                 o += "</table>\n"
+                for h in l.hangs where h.watchdog != nil || h.stacks != nil {
+                    o += "<h3>Hang at +\(formatDuration(h.beginNs - r.trace.beginNs)) (iteration \(h.iteration)): the watchdog's stack samples</h3>\n"
+                    o += "<pre>" + esc(HangStackText.render(h, indent: "")) + "</pre>\n"
+                }
             }
         }
         o += "</body></html>\n"

@@ -43,6 +43,14 @@ public struct TextReportRenderer {
         }
         o += "\nfindings:\n"
         o += findings.isEmpty ? "  none (no hang, slow callout, late timer or spin)\n" : findings.map { "  • \($0)\n" }.joined()
+        let watched = r.loops.flatMap { l in l.hangs.filter { $0.watchdog != nil || $0.stacks != nil }.map { (l, $0) } }
+        if !watched.isEmpty {
+            o += "\nhang stacks (the program's watchdog):\n"
+            for (l, h) in watched {
+                o += "  \(loopName(l)) iteration \(h.iteration) at \(rel(h.beginNs, r)):\n" + HangStackText.render(h, indent: "    ")
+            }
+            o += HangStackText.unresolvedNote(r)
+        }
 
         for l in r.loops {
             o += "\nloop \(l.loop) — pid \(l.pid) \(l.procname.isEmpty ? "" : "\(l.procname) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\"")\n"

@@ -2,7 +2,7 @@
 // (issue 8). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
 //
 //   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]
-//            [--only 1,...,7,10,s,8,9] [--reader-bench PATH [--reader-events N]]
+//            [--only 1,...,7,10,s,8,9,h] [--reader-bench PATH [--reader-events N]]
 //
 // Internal: `rl-bench --child WORKLOAD ENGINE PARAM` runs one workload and prints one number
 // (used under `strace -c -f` and for the tracing comparison).
@@ -247,6 +247,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     if opt.strace && opt.wants("s") { straceRows(sz) }
     if opt.tracing && opt.wants("8") { tracingRows(sz, opt) }
     if opt.wants("9") { readerRows(opt) }
+    if opt.wants("h") { hangRows(sz, opt) }   // Hang.swift
     log(String(format: "suite done in %.1f s", Date().timeIntervalSince(t0)))
 }
 
@@ -577,6 +578,7 @@ if argv.first == "--child" {
         // n ops for each of 8 producers (for perf/strace runs of workload 10).
         let r = onFreshThread { crossThread(e, producers: Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8, opsEach: n) }
         print(String(format: "%.0f ops/s p50 %.1f µs p99 %.1f µs", r.opsPerSecond, r.p50Us, r.p99Us))
+    case "hang-idle": print(String(decoding: try! JSONEncoder().encode(hangIdleChild(quick: n == 1)), as: UTF8.self))
     case "trace-suite":
         var sz = Sizes()
         if n == 1 { sz.batch /= 4; sz.chained /= 4; sz.due /= 4; sz.reps = 2 }
@@ -612,7 +614,7 @@ while i < argv.count {
         guard i < argv.count else { fail("--baseline needs a path") }
         opt.baseline = argv[i]
     case "-h", "--help":
-        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,10,s,8,9] [--reader-bench PATH] [--reader-events N]")
+        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,10,s,8,9,h] [--reader-bench PATH] [--reader-events N]")
         exit(0)
     default: fail("unknown argument \(argv[i])")
     }

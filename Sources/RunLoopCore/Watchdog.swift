@@ -1,0 +1,355 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CRunLoopShims
+import Synchronization
+import Tracing
+#if !RLTRACE_DISABLED
+import CRunLoopTracepoints
+#endif
+
+// The hang watchdog (issue 13): one thread per process watches every loop through one word each
+// loop already keeps up to date on its own thread, and reports a loop stuck in one callout (or in
+// its own code) past a threshold as `runloop:hang_begin`, samples the stuck thread's stack during
+// the hang (`runloop:hang_stack`, from a signal handler on that thread) and closes it with
+// `runloop:hang_end`. Design, precision and costs: docs/tracepoints.md, "Hangs".
+//
+// What the loop's thread does for it (all relaxed atomic stores, plain `mov`s on x86-64 and `str`
+// on arm64; no lock, no system call, no clock read):
+//   - each callout trampoline stores the callout's word before the callout and restores the
+//     enclosing word after it (RunAlgorithm.swift, "Trampolines");
+//   - a run stores "in the loop's own code" on entry and restores the enclosing word on exit (a run
+//     nested in a callout gives the callout back its word), and marks "asleep" around the wait.
+// The watchdog reads that word and the iteration counter every `threshold / 4`: the same pair seen
+// for a threshold's worth of ticks is a hang.
+
+/// The watch word of a loop (``RLRunLoop/watchWord``): what the loop's thread is doing.
+///
+/// Bits 61–63: the state — 0 idle (not running, or asleep in its wait), 1–6 in a callout of
+/// ``RLTraceCalloutKind`` raw value + 1, 7 in the loop's own code between callouts. Bits 48–60: the
+/// low 13 bits of the loop's callout counter at the callout's start (two consecutive callouts of one
+/// item differ). Bits 0–47: the item's id (0 for the main queue). The word 0 means "never ran"
+/// (not yet known to the watchdog); an idle registered loop holds ``idle``.
+enum Watch {
+    static let idle: UInt64 = 1
+    static let loop: UInt64 = 7 << 61
+    static let itemMask: UInt64 = 0xFFFF_FFFF_FFFF
+
+    @inline(__always) static func callout(_ kind: RLTraceCalloutKind, seq: UInt32, item: UInt64) -> UInt64 {
+        (UInt64(kind.rawValue &+ 1) << 61) | (UInt64(seq & 0x1FFF) << 48) | (item & itemMask)
+    }
+    @inline(__always) static func state(_ word: UInt64) -> UInt64 { word >> 61 }
+    /// The callout kind of a word in a callout; nil in the loop's own code.
+    static func kind(_ word: UInt64) -> RLTraceCalloutKind? {
+        let s = state(word)
+        return s >= 1 && s <= 6 ? RLTraceCalloutKind(rawValue: UInt8(s - 1)) : nil
+    }
+}
+
+// MARK: - The loop's side (hooks called from RunAlgorithm.swift)
+
+extension RLRunLoop {
+    /// Before a callout: publishes the callout (kind, sequence, item) and returns the enclosing word
+    /// for ``watchRestore(_:)`` (one relaxed load, one relaxed store).
+    @inline(__always) func watchCalloutBegin(_ kind: RLTraceCalloutKind, _ item: UInt64) -> UInt64 {
+        let outer = watchWord.load(ordering: .relaxed)
+        watchWord.store(Watch.callout(kind, seq: calloutCount, item: item), ordering: .relaxed)
+        return outer
+    }
+
+    /// After a callout or a run: gives back the enclosing word (one relaxed store).
+    @inline(__always) func watchRestore(_ word: UInt64) {
+        watchWord.store(word, ordering: .relaxed)
+    }
+
+    /// At a run's entry: "in the loop's own code"; returns the enclosing word (idle, or the callout
+    /// a nested run is called from). A loop's first run makes it known to the watchdog.
+    @inline(__always) func watchRunBegin() -> UInt64 {
+        var outer = watchWord.load(ordering: .relaxed)
+        if outer == 0 { outer = RLHangWatchdog.register(self) }
+        watchWord.store(Watch.loop, ordering: .relaxed)
+        return outer
+    }
+
+    /// Around the wait of a pass that sleeps: asleep is not hung.
+    @inline(__always) func watchAsleep(_ asleep: Bool) {
+        watchWord.store(asleep ? Watch.idle : Watch.loop, ordering: .relaxed)
+    }
+
+    /// The name of the item a hang is in (observers, sources and timers are found in the loop's
+    /// modes by id; a block has left the queue when it runs, so it and the main queue have none).
+    /// Called on the watchdog's thread. Never blocks on the loop's lock: gives up after ~1 ms.
+    fileprivate func watchItemName(_ kind: RLTraceCalloutKind, _ item: UInt64) -> String {
+        guard kind != .block && kind != .mainQueue else { return "" }
+        var tries = 0
+        while !lock.tryLock() {
+            tries += 1
+            if tries > 10 { return "" }
+            usleep(100)
+        }
+        defer { lock.unlock() }
+        func matches(_ id: UInt64) -> Bool { id & Watch.itemMask == item }
+        for m in modes.values {
+            switch kind {
+            case .observer: if let o = m.observers.first(where: { matches($0.id) }) { return o.name ?? "" }
+            case .source0: if let s = m.sources0.first(where: { matches($0.id) }) { return s.name ?? "" }
+            case .source1: if let s = m.sources1.values.first(where: { matches($0.id) }) { return s.name ?? "" }
+            case .timer: if let t = m.timers.liveTimers().first(where: { matches($0.id) }) { return t.name ?? "" }
+            case .mainQueue, .block: return ""
+            }
+        }
+        return ""
+    }
+}
+
+// MARK: - The watchdog
+
+/// The process's hang watchdog: reports a run loop stuck in one callout (or in its own code) for
+/// longer than ``threshold`` as `runloop:hang_begin`, samples the stuck thread's stack during the
+/// hang (`runloop:hang_stack`) and reports its end (`runloop:hang_end`). See docs/tracepoints.md,
+/// "Hangs".
+///
+/// It costs nothing unless a tracing session records one of those events: its thread starts with
+/// the first run of any loop and, while no session records them, only checks that every 200 ms. The
+/// capture signal's handler is installed the first time a session records them. Built with
+/// `RLTRACE_DISABLED=1`, there is no watchdog at all.
+public enum RLHangWatchdog {
+    /// How long a loop must be stuck before it is reported: `RLTRACE_HANG_THRESHOLD` from the
+    /// environment (e.g. `250ms`, `1s`, `1.5s`, `500us`; a bare number is milliseconds), else 250 ms.
+    /// Setting it takes effect at the watchdog's next tick. Values below 4 ms are raised to 4 ms.
+    public static var threshold: Duration {
+        get { .nanoseconds(Int64(thresholdNs.load(ordering: .relaxed))) }
+        set {
+            let c = newValue.components
+            let ns = max(0, c.seconds) &* 1_000_000_000 &+ c.attoseconds / 1_000_000_000
+            thresholdNs.store(UInt64(max(4_000_000, ns)), ordering: .relaxed)
+        }
+    }
+
+    /// Whether the watchdog watches (default true; `RLTRACE_HANG_THRESHOLD=off` or `0` makes it
+    /// false, and then its thread is not even started). Set false to stop watching (open hangs are
+    /// closed); true again to resume.
+    public static var isEnabled: Bool {
+        get { enabled.load(ordering: .relaxed) }
+        set {
+            enabled.store(newValue, ordering: .relaxed)
+            #if !RLTRACE_DISABLED
+            if newValue, !loops.withLock({ $0.isEmpty }), !started.exchange(true, ordering: .acquiringAndReleasing) { startThread() }
+            #endif
+        }
+    }
+
+    /// At most this many stacks are sampled per hang (the first when the hang is reported, then
+    /// one every ``threshold`` while it lasts).
+    public static let maxSamplesPerHang = 8
+
+    /// How many stack-capture signals this process has sent (a diagnostic: 0 while no session
+    /// records `runloop:hang_stack`).
+    public static var signalsSent: UInt64 {
+        #if RLTRACE_DISABLED
+        return 0
+        #else
+        return rl_hang_signals_sent()
+        #endif
+    }
+
+    /// How many hangs this process has reported (the last `hang_id` given).
+    public static var hangsReported: UInt64 { nextHangID.load(ordering: .relaxed) }
+
+    /// The signal number the stack capture uses (by default SIGRTMAX − 5, i.e. 59 on Linux; see
+    /// docs/tracepoints.md); nil until a session first records the hang events, or if every
+    /// candidate signal already had a handler. `RLTRACE_HANG_SIGNAL=N` in the environment picks N.
+    public static var signalNumber: Int32? {
+        let s = signal.load(ordering: .relaxed)
+        return s > 0 ? s : nil
+    }
+
+    /// Parses a threshold as `RLTRACE_HANG_THRESHOLD` takes it: a decimal number with a unit `ns`,
+    /// `us` (or `µs`), `ms` or `s`, or without unit in milliseconds. nil if malformed or negative.
+    public static func parseThreshold(_ text: String) -> Duration? {
+        func trimmed(_ s: Substring) -> Substring {
+            var a = s
+            while a.first == " " || a.first == "\t" { a.removeFirst() }
+            while a.last == " " || a.last == "\t" { a.removeLast() }
+            return a
+        }
+        let t = trimmed(text[...])
+        let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)]
+        var number = t, scale = 1e6
+        for (u, f) in units where t.hasSuffix(u) {
+            number = t.dropLast(u.count)
+            scale = f
+            break
+        }
+        guard let v = Double(String(trimmed(number))), v >= 0, v.isFinite, v * scale < 9e18 else { return nil }
+        return .nanoseconds(Int64(v * scale))
+    }
+
+    // MARK: internals
+
+    private static let thresholdNs = Atomic<UInt64>(initialThresholdNs.ns)
+    private static let enabled = Atomic<Bool>(initialThresholdNs.on)
+    private static let nextHangID = Atomic<UInt64>(0)
+    private static let signal = Atomic<Int32>(0)
+    private static let started = Atomic<Bool>(false)
+    private static let loops = Mutex<[WatchedLoop]>([])
+    /// How often the thread checks whether a session records the hang events, while none does.
+    static let idleCheckNs: UInt64 = 200_000_000
+    /// How long a capture waits for the hung thread's handler (a thread blocking the signal).
+    static let captureTimeoutNs: UInt64 = 20_000_000
+
+    private static let initialThresholdNs: (ns: UInt64, on: Bool) = {
+        guard let p = getenv("RLTRACE_HANG_THRESHOLD") else { return (250_000_000, true) }
+        let s = String(cString: p)
+        if s == "off" || s == "0" { return (250_000_000, false) }
+        guard let d = parseThreshold(s) else { return (250_000_000, true) }
+        let c = d.components
+        return (UInt64(max(4_000_000, c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000)), true)
+    }()
+
+    private final class WatchedLoop: @unchecked Sendable {
+        weak var loop: RLRunLoop?
+        let id: UInt64
+        init(_ loop: RLRunLoop) { self.loop = loop; id = loop.id }
+    }
+
+    /// A loop's first run: remembered (weakly), and the thread started if this is the first loop.
+    /// Returns the idle word the loop stores.
+    @inline(never)
+    static func register(_ loop: RLRunLoop) -> UInt64 {
+        #if !RLTRACE_DISABLED
+        rl_hang_thread_prepare()   // on the loop's thread: the capture signal must not be blocked here
+        loops.withLock { $0.append(WatchedLoop(loop)) }
+        if enabled.load(ordering: .relaxed), !started.exchange(true, ordering: .acquiringAndReleasing) { startThread() }
+        #endif
+        return Watch.idle
+    }
+
+    #if !RLTRACE_DISABLED
+    private static func startThread() {
+        var attr = pthread_attr_t()
+        pthread_attr_init(&attr)
+        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
+        pthread_attr_setstacksize(&attr, 256 * 1024)
+        // The watchdog takes no signal meant for the application: it starts with all blocked.
+        var all = sigset_t(), old = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &old)
+        var t = pthread_t()
+        let rc = pthread_create(&t, &attr, { _ in
+            rl_set_thread_name("rl-watchdog")
+            Watcher().run()
+            return nil
+        }, nil)
+        pthread_sigmask(SIG_SETMASK, &old, nil)
+        pthread_attr_destroy(&attr)
+        if rc != 0 { started.store(false, ordering: .relaxed) }
+    }
+
+    /// The watchdog thread's state (touched only on that thread).
+    private final class Watcher {
+        struct Open { var id: UInt64; var iteration: UInt64; var samples: UInt32; var attempts: Int; var nextSample: UInt64 }
+        struct Track { var iteration: UInt64; var word: UInt64; var firstSeen: UInt64; var hang: Open? }
+        var tracks: [UInt64: Track] = [:]
+        var installed = false
+
+        func run() {
+            while true {
+                if !RLHangWatchdog.isEnabled || !RLTrace.isHangTraced {
+                    closeAll(now: rl_monotonic_ns())
+                    sleep(ns: RLHangWatchdog.idleCheckNs)
+                    continue
+                }
+                if !installed { install() }
+                let threshold = RLHangWatchdog.thresholdNs.load(ordering: .relaxed)
+                tick(threshold: threshold)
+                sleep(ns: max(1_000_000, threshold / 4))
+            }
+        }
+
+        func install() {
+            installed = true
+            RLHangWatchdog.signal.store(rl_hang_capture_install(), ordering: .relaxed)
+        }
+
+        func sleep(ns: UInt64) {
+            var ts = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
+            var rest = timespec()
+            while nanosleep(&ts, &rest) != 0 && errno == EINTR { ts = rest }
+        }
+
+        func tick(threshold: UInt64) {
+            let watched = RLHangWatchdog.loops.withLock { list -> [WatchedLoop] in
+                list.removeAll { $0.loop == nil }
+                return list
+            }
+            var seen = Set<UInt64>()
+            for w in watched {
+                guard let loop = w.loop else { continue }
+                seen.insert(w.id)
+                let word = loop.watchWord.load(ordering: .acquiring)
+                let it = loop.iterationCounter.load(ordering: .relaxed)
+                // Read after the word: a state first seen now began no later than now.
+                let now = rl_monotonic_ns()
+                if Watch.state(word) == 0 {
+                    if let t = tracks.removeValue(forKey: w.id) { end(loop.id, t, now: now) }
+                    continue
+                }
+                guard var t = tracks[w.id], t.word == word, t.iteration == it else {
+                    // Progress (or a first look): the hang, if any, is over; start timing afresh.
+                    if let t = tracks[w.id] { end(loop.id, t, now: now) }
+                    tracks[w.id] = Track(iteration: it, word: word, firstSeen: now, hang: nil)
+                    continue
+                }
+                let elapsed = now &- t.firstSeen
+                if t.hang == nil {
+                    if elapsed >= threshold { t.hang = begin(loop, t, elapsed: elapsed, threshold: threshold) }
+                } else if var h = t.hang, h.attempts < RLHangWatchdog.maxSamplesPerHang, now >= h.nextSample {
+                    sample(loop, &h, firstSeen: t.firstSeen, threshold: threshold)
+                    t.hang = h
+                }
+                tracks[w.id] = t
+            }
+            // Loops gone since the last tick.
+            let now = rl_monotonic_ns()
+            for id in tracks.keys where !seen.contains(id) {
+                if let t = tracks.removeValue(forKey: id) { end(id, t, now: now) }
+            }
+        }
+
+        func begin(_ loop: RLRunLoop, _ t: Track, elapsed: UInt64, threshold: UInt64) -> Open {
+            let id = RLHangWatchdog.nextHangID.wrappingAdd(1, ordering: .relaxed).newValue
+            let kind = Watch.kind(t.word)
+            let item = kind == nil ? 0 : t.word & Watch.itemMask
+            RLTrace.hangBegin(loop: loop.id, iteration: t.iteration, hangID: id, kind: kind, item: item,
+                              name: kind.map { loop.watchItemName($0, item) } ?? "", thresholdNs: threshold,
+                              elapsedNs: elapsed, loopTid: loop.threadID)
+            var h = Open(id: id, iteration: t.iteration, samples: 0, attempts: 0, nextSample: 0)
+            sample(loop, &h, firstSeen: t.firstSeen, threshold: threshold)
+            return h
+        }
+
+        /// One stack sample (only while a session records `hang_stack`: otherwise no signal at all).
+        func sample(_ loop: RLRunLoop, _ h: inout Open, firstSeen: UInt64, threshold: UInt64) {
+            h.nextSample = rl_monotonic_ns() &+ threshold
+            guard RLTrace.isEnabled(.hangStack) else { return }
+            h.attempts += 1
+            let n = rl_hang_capture(loop.threadID, loop.id, h.id, h.samples, firstSeen, RLHangWatchdog.captureTimeoutNs)
+            if n >= 0 { h.samples += 1 }
+        }
+
+        func end(_ loop: UInt64, _ t: Track, now: UInt64) {
+            guard let h = t.hang else { return }
+            RLTrace.hangEnd(loop: loop, iteration: h.iteration, hangID: h.id, durationNs: now &- t.firstSeen, samples: h.samples)
+        }
+
+        func closeAll(now: UInt64) {
+            guard !tracks.isEmpty else { return }
+            for (id, t) in tracks { end(id, t, now: now) }
+            tracks.removeAll()
+        }
+    }
+    #endif
+}

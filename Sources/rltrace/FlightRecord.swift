@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import LTTngControl
+import RLAnalysis
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `rltrace record --on-hang`: the flight recorder's settings.
+struct FlightRecorderSettings {
+    /// The hang threshold as the user wrote it (passed to the program) and in ns.
+    var threshold: String, thresholdNs: Int64
+    /// Ring buffer per CPU of the `runloop` channel (bytes), as sub-buffers.
+    var subbufferSize: Int, subbufferCount: Int
+    /// The most snapshots (one per hang).
+    var maxSnapshots: Int
+
+    /// The event whose occurrence records a snapshot. `hang_end`, not `hang_begin`: the watchdog
+    /// emits its stack samples while the hang goes on, so a snapshot at the end holds the whole
+    /// hang — the seconds before it, its begin, every sample, its end — in one trace; a snapshot
+    /// at `hang_begin` would hold no sample yet. A hang that never ends has no `hang_end`: when
+    /// the program is interrupted (Ctrl-C on a hung service), rltrace takes one last snapshot.
+    static let triggerEvent = "runloop:hang_end"
+    /// The state dump channel (which binary is mapped where, for symbols): small, and apart from
+    /// the busy `runloop` channel so that a snapshot taken hours after start-up still holds it.
+    static let statedumpSubbuffer = 65_536, statedumpSubbuffers = 2
+
+    /// The most bytes one snapshot can hold (every CPU's buffers of both channels, full), metadata aside.
+    var snapshotBound: Int {
+        let cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_CONF))))
+        return cpus * (subbufferSize * subbufferCount + Self.statedumpSubbuffer * Self.statedumpSubbuffers)
+    }
+}
+
+/// Parses a buffer size: bytes with an optional binary unit (`512K`, `4M`, `4MiB`, `1G`).
+func parseSize(_ text: String) -> Int? {
+    var t = text.uppercased()
+    if t.hasSuffix("IB") { t.removeLast(2) } else if t.hasSuffix("B") { t.removeLast() }
+    var mult = 1
+    if let u = t.last, let m = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30][String(u)] { mult = m; t.removeLast() }
+    guard let v = Double(t), v > 0, v * Double(mult) < Double(1 << 40) else { return nil }
+    return Int(v * Double(mult))
+}
+
+/// Records `command` as a flight recorder into `output`: one snapshot per hang (at most
+/// `settings.maxSnapshots`); returns the program's exit status.
+func recordOnHang(_ command: [String], output: URL, settings: FlightRecorderSettings, contexts: [String], announce: Bool) throws -> Int32 {
+    var daemon: PrivateSessionDaemon?
+    let cli: LTTngCLI
+    var env = ProcessInfo.processInfo.environment
+    do {
+        if LTTngCLI.ambient.isSessionDaemonReachable() {
+            cli = .ambient
+        } else {
+            if announce { warn("rltrace: no session daemon reachable; starting a private one") }
+            let d = try PrivateSessionDaemon.start()
+            daemon = d
+            cli = d.cli
+            env = d.applicationEnvironment
+        }
+    } catch {
+        warn("rltrace: cannot start a session daemon: \(error)")
+        throw ExitCode(6)
+    }
+    defer { daemon?.stop() }
+
+    let name = "rltrace-fr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    var recorder: FlightRecorder
+    do {
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        recorder = try FlightRecorder(name: name, outputDirectory: output, cli: cli)
+    } catch {
+        warn("rltrace: cannot set up the flight recorder session: \(error)")
+        throw ExitCode(6)
+    }
+    do {
+        let ctx = contexts.filter { !$0.isEmpty }
+        try recorder.addChannel("runloop", subbufferSize: settings.subbufferSize, subbufferCount: settings.subbufferCount,
+                                patterns: ["runloop:*"], contexts: ctx)
+        try recorder.addChannel("statedump", subbufferSize: FlightRecorderSettings.statedumpSubbuffer,
+                                subbufferCount: FlightRecorderSettings.statedumpSubbuffers,
+                                patterns: ["lttng_ust_statedump:*", "lttng_ust_lib:*"], contexts: ctx.filter { !$0.hasPrefix("perf:") })
+        try recorder.snapshotOn(event: FlightRecorderSettings.triggerEvent, maxSnapshots: settings.maxSnapshots)
+        try recorder.session.start()
+    } catch {
+        warn("rltrace: cannot set up the flight recorder (snapshot session, channels, triggers): \(error)")
+        try? recorder.destroy()
+        throw ExitCode(6)
+    }
+    if announce {
+        warn("rltrace: flight recorder: a snapshot per hang of \(settings.threshold) or more (on \(FlightRecorderSettings.triggerEvent)), at most \(settings.maxSnapshots) snapshot\(settings.maxSnapshots == 1 ? "" : "s") of ≤ \(formatBytes(settings.snapshotBound)) each (+ metadata), in \(output.path)")
+    }
+
+    env["RLTRACE_HANG_THRESHOLD"] = settings.threshold
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: resolveCommand(command[0]))
+    p.arguments = Array(command.dropFirst())
+    p.environment = env
+    var status: Int32 = 0
+    var interrupted = false
+    do {
+        installSignalForwarding()
+        try p.run()
+        signalTarget = p.processIdentifier
+        p.waitUntilExit()
+        interrupted = p.terminationReason == .uncaughtSignal
+        status = interrupted ? 128 + p.terminationStatus : p.terminationStatus
+    } catch {
+        warn("rltrace: cannot run \(command[0]): \(error.localizedDescription)")
+        status = 127
+    }
+    signalTarget = 0
+    restoreDefaultSignals()
+
+    // The daemon takes a trigger's snapshot shortly after the event: let the last ones finish.
+    recorder.waitForSnapshots()
+    var taken = recorder.snapshotDirectories().count
+    if interrupted && taken < settings.maxSnapshots {
+        // Killed, perhaps while hung: a hang that never ended triggered nothing. Keep the buffers.
+        do {
+            try recorder.snapshotNow()
+            recorder.waitForSnapshots()
+            taken = recorder.snapshotDirectories().count
+            if announce { warn("rltrace: the program was interrupted: one last snapshot keeps what led up to it (a hang that never ended triggers none)") }
+        } catch {
+            warn("rltrace: the last snapshot failed: \(error)")
+        }
+    }
+    do { try recorder.destroy() } catch {
+        warn("rltrace: removing the flight recorder's triggers or session failed: \(error)")
+    }
+    if announce {
+        if taken == 0 {
+            warn("rltrace: no hang of \(settings.threshold) or more: no snapshot was taken")
+        } else {
+            warn("rltrace: \(taken) snapshot\(taken == 1 ? "" : "s") in \(output.path) — rltrace hangs \(output.path)")
+        }
+        if taken >= settings.maxSnapshots {
+            warn("rltrace: the limit of \(settings.maxSnapshots) snapshot\(settings.maxSnapshots == 1 ? "" : "s") was reached: later hangs, if any, were not recorded (--max-snapshots)")
+        }
+    }
+    return status
+}
+
+func formatBytes(_ n: Int) -> String {
+    n >= 1 << 20 ? "\((Double(n) / Double(1 << 20) * 10).rounded() / 10) MiB" : "\(n / 1024) KiB"
+}

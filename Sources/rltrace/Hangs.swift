@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import RLAnalysis
+
+/// `rltrace hangs`: each hang with the callout that held it.
+struct Hangs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Each hang (an iteration busy past the threshold) with its loop, time, duration, and the callout and item that held it.",
+        discussion: """
+        Example:  rltrace hangs TRACE --hang-threshold 100ms      (--threshold is the same option)
+                  rltrace hangs DIR        (every flight-recorder snapshot in DIR: rltrace record --on-hang)
+        Exit code 0 also when there is no hang (the output says so).
+        When the program's hang watchdog recorded hangs (runloop:hang_begin/hang_stack/hang_end), each
+        is listed with its stack samples as function (file.swift:line), whatever --hang-threshold;
+        frames of binaries missing here show as module+0xoffset (docs/hangs.md).
+        \(exitCodesHelp)
+        """
+    )
+    @OptionGroup var analysis: AnalysisOptions
+    @OptionGroup var thresholds: ThresholdOptions
+    @Option(help: "Output format: text or json.") var format: Format = .text
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+    func run() throws {
+        let opts = try thresholds.options()
+        let t = opts.hangThresholdNs
+        let filter = try analysis.filter()
+        let r = try runAnalysis { try analyze(paths: analysis.traces, options: opts, filter: filter) }
+        if format == .json {
+            struct Row: Encodable { var pid: Int64; var loop: UInt64; var tid: Int64; var threadName: String; var hang: HangReport }
+            let rows = r.loops.flatMap { l in l.hangs.map { Row(pid: l.pid, loop: l.loop, tid: l.tid, threadName: l.threadName, hang: $0) } }
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            writeStdout(String(decoding: try enc.encode(rows), as: UTF8.self) + "\n")
+            return
+        }
+        var o = "hangs (iterations busy ≥ \(formatDuration(t))):\n"
+        var n = 0
+        for l in r.loops {
+            for h in l.hangs {
+                n += 1
+                let c = h.culprit.map { "\($0.kind) \"\($0.name)\" #\($0.item) ran \(formatDuration($0.durationNs))" } ?? "no callout (the time went to the loop itself)"
+                o += "  loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : l.procname) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\"")) iteration \(h.iteration) at +\(formatDuration(h.beginNs - r.trace.beginNs)): busy \(formatDuration(h.busyNs)) of \(formatDuration(h.durationNs)) — \(c)\n"
+                o += HangStackText.render(h, indent: "    ")
+            }
+        }
+        if n == 0 { o += "  none\n" }
+        o += HangStackText.unresolvedNote(r)
+        writeStdout(o)
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+import RLAnalysis
+
+// What the analysis commands share: reading once into a sink, opening the output, option values.
+
+/// Reads the traces once, streaming what the model rebuilds into `sink` (a renderer that writes as
+/// it goes) and returning the report's figures.
+func stream(_ a: AnalysisOptions, options: ReportOptions = ReportOptions(), into sink: LoopModelSink?) throws -> Report {
+    let filter = try a.filter()
+    let progress = Progress.start("reading")
+    defer { progress.stop() }
+    return try runAnalysis { try analyze(paths: a.traces, options: options, filter: filter, also: sink) }
+}
+
+/// The output file of `-o`, or standard output.
+func openOutput(_ path: String?) throws -> ByteSink {
+    guard let path else { return ByteSink(fd: 1) }
+    do { return try ByteSink(creating: path) } catch {
+        warn("rltrace: \(error)")
+        throw ExitCode(1)
+    }
+}
+
+func kindSet(_ kinds: [String]) throws -> Set<CalloutKind> {
+    Set(try kinds.flatMap { $0.split(separator: ",") }.map { k in
+        guard let c = CalloutKind(label: String(k)) else {
+            throw ValidationError("--kind: unknown callout kind \(String(k).debugDescription) (observer, source0, source1, timer, main_queue, block)")
+        }
+        return c
+    })
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import RLAnalysis
+
+/// `rltrace timeline`: one line per iteration.
+struct Timeline: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "One line per iteration: start, busy and sleep time, wake reason, callouts with durations and nesting, flags.",
+        discussion: """
+        Examples:
+          rltrace timeline TRACE --begin 1.2s --end 1.5s
+          rltrace timeline TRACE --flagged                    (hangs, slow iterations, spins, late timers)
+          rltrace timeline TRACE --kind timer --item 'heart*' --min-duration 1ms
+        Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start
+        column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it.
+        Iterations cut by --begin/--end are marked CLIPPED.
+        \(exitCodesHelp)
+        """
+    )
+    @OptionGroup var analysis: AnalysisOptions
+    @Option(help: "Only iterations of runs in this mode (`default` for the default mode).") var mode: String?
+    @Flag(help: "Only flagged iterations (hang, slow, spin, late timer).") var flagged = false
+    @OptionGroup var thresholds: ThresholdOptions
+
+    func run() throws {
+        var sel = TimelineSink.Selection()
+        // The common callout filters select iterations here: those with a matching callout; and
+        // --min-duration selects iterations busy at least that long.
+        sel.kinds = try kindSet(analysis.kind)
+        sel.itemGlob = analysis.item
+        sel.minBusyNs = try analysis.minDuration.map { try parseThreshold($0, "--min-duration") } ?? 0
+        sel.mode = mode
+        sel.flaggedOnly = flagged
+        let opts = try thresholds.options()
+        let out = ByteSink(fd: 1)
+        let sink = TimelineSink(out: out, options: opts, selection: sel)
+        _ = try stream(analysis, options: opts, into: sink)
+        out.flush()
+    }
+}

@@ -1,0 +1,71 @@
+// hang-workload: a RunLoopCore program that hangs its main loop in a named function at known
+// times, for the hang watchdog's stack samples and the flight recorder (issue 13).
+//
+//   hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS]
+//
+// A 10 ms heartbeat timer keeps the loop busy with ordinary iterations (the events before each
+// hang); the timer "parser" fires at --first ms, then every --every ms, N times, and each time
+// computes for --hold ms inside parseHugeDocument(). Prints, for the tests:
+//   function parseHugeDocument main.swift FIRST-LAST     (the function's source lines)
+//   hang K at MS ms                                       (when each hang began, after start)
+#if canImport(Glibc)
+import Glibc
+#endif
+import RunLoopCore
+
+var hangs = 2, first = 500, every = 1000, hold = 300, duration = 2200
+var args = CommandLine.arguments.dropFirst().makeIterator()
+while let a = args.next() {
+    guard let v = args.next().flatMap({ Int($0) }), v >= 0 else {
+        fputs("usage: hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS]\n", stderr)
+        exit(64)
+    }
+    switch a {
+    case "--hangs": hangs = v
+    case "--first": first = v
+    case "--every": every = v
+    case "--hold": hold = v
+    case "--duration": duration = v
+    default:
+        fputs("hang-workload: unknown option \(a)\n", stderr)
+        exit(64)
+    }
+}
+
+func nowNs() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+let parseFirstLine = #line + 2
+/// The hang: computes for `ms` milliseconds without returning to the loop.
+@inline(never) func parseHugeDocument(_ ms: Int) -> UInt64 {
+    let end = nowNs() + Int64(ms) * 1_000_000
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    while nowNs() < end {
+        var i: UInt64 = 0
+        while i < 1000 { h = (h ^ i) &* 0x100_0000_01b3; i += 1 }
+    }
+    return h
+}
+let parseLastLine = #line - 2
+
+print("function parseHugeDocument main.swift \(parseFirstLine)-\(parseLastLine)")
+let start = nowNs()
+let loop = RLRunLoop.current
+var beats = 0, done = 0
+loop.add(RLTimer(fireAt: .now + .milliseconds(10), interval: .milliseconds(10), name: "heartbeat") { _ in beats += 1 },
+         forMode: .commonModes)
+if hangs > 0 {
+    var parser: RLTimer!
+    parser = RLTimer(fireAt: .now + .milliseconds(first), interval: .milliseconds(every), name: "parser") { _ in
+        done += 1
+        print("hang \(done) at \((nowNs() - start) / 1_000_000) ms")
+        _ = parseHugeDocument(hold)
+        if done == hangs { parser.invalidate() }
+    }
+    loop.add(parser, forMode: .commonModes)
+}
+_ = loop.run(mode: .default, seconds: Double(duration) / 1000, returnAfterSourceHandled: false)
+print("heartbeats \(beats), hangs \(done)")
