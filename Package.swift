@@ -11,7 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "RunLoopCore", targets: ["RunLoopCore"]),
-        .library(name: "Tracing", targets: ["Tracing"]),
+        .library(name: "RunLoopTracing", targets: ["RunLoopTracing"]),
         .library(name: "CTFReader", targets: ["CTFReader"]),
         .executable(name: "rltrace", targets: ["rltrace"]),
     ],
@@ -26,7 +26,7 @@ let package = Package(
         .target(
             name: "RunLoopCore",
             dependencies: [
-                "CRunLoopShims", "Tracing",
+                "CRunLoopShims", "RunLoopTracing",
                 // (Timer heaps and the perform-block queue are RunLoopCore's own, grown with realloc:
                 // measured in rl-bench, see docs/benchmarks.md. Deque serves RLMessagePort.)
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -39,7 +39,7 @@ let package = Package(
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
         .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Tests/Programs/rlc-scenarios"),
         // The example loop service (every callout kind, built-in load, injectable problems).
-        .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Sources/ExampleService"),
+        .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Examples/rl-example"),
         // What every test target shares: the product locator, one process runner, hand-built CTF traces.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "RunLoopScenarios", "rlc-scenarios", "rl-example", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
@@ -50,20 +50,20 @@ let package = Package(
             cSettings: [.headerSearchPath(".")] + (tracingDisabled ? [.define("RLTRACE_DISABLED")] : []),
             linkerSettings: tracingDisabled ? [] : [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")]
         ),
-        .target(name: "Tracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
+        .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
-        .executableTarget(name: "tracing-scenarios", dependencies: ["Tracing", "RunLoopCore", "RunLoopScenarios"], path: "Sources/TracingScenarios",
+        .executableTarget(name: "tracing-scenarios", dependencies: ["RunLoopTracing", "RunLoopCore", "RunLoopScenarios"], path: "Tests/Programs/tracing-scenarios",
                          // Swift 5 mode: the replayed differential scenarios are copied verbatim from RunLoopCoreTests (also v5).
                          swiftSettings: [.swiftLanguageMode(.v5)]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "LTTngControl", "tracing-scenarios"]),
+        .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "LTTngControl", "tracing-scenarios", "TestSupport"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
-        .executableTarget(name: "tracing-bench", dependencies: ["Tracing", "RunLoopCore", "LTTngControl"],
-                          path: "Sources/TracingBench", swiftSettings: tracingDefines),
+        .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl"],
+                          path: "Benchmarks/tracing-bench", swiftSettings: tracingDefines),
 
         // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (issue 8; scripts/bench.sh) ---
-        .target(name: "RLBenchMallocCounter", path: "Sources/RLBench/MallocCounter"),
+        .target(name: "RLBenchMallocCounter", path: "Benchmarks/rl-bench-malloc-counter"),
         .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter"],
-                          path: "Sources/RLBench/Main", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
+                          path: "Benchmarks/rl-bench", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),

@@ -5,7 +5,7 @@ import Musl
 #endif
 import Synchronization
 import CRunLoopShims
-import Tracing
+import RunLoopTracing
 
 /// A loop's identity for the items bound to it: one per loop, made with it, referring to it weakly.
 /// Items hold it strongly, so binding an item is one plain retain (a weak reference of their own

@@ -5,7 +5,7 @@ import Musl
 #endif
 import CRunLoopShims
 import Synchronization
-import Tracing
+import RunLoopTracing
 
 /// The per-thread loop registry (thread-specific data with a destructor, as CF uses).
 enum LoopRegistry {

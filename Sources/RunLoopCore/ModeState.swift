@@ -5,7 +5,7 @@ import Musl
 #endif
 import CRunLoopShims
 import Synchronization
-import Tracing
+import RunLoopTracing
 
 /// One mode of one loop (CF's `__CFRunLoopMode`). Guarded by the loop's lock.
 ///

@@ -5,7 +5,7 @@ import Musl
 #endif
 import CRunLoopShims
 import Synchronization
-import Tracing
+import RunLoopTracing
 
 /// A run loop: CFRunLoop re-implemented in Swift for Linux, with CF's semantics (see
 /// `docs/divergences.md` for the few places it deliberately differs).

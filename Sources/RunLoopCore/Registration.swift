@@ -5,7 +5,7 @@ import Musl
 #endif
 import CRunLoopShims
 import Synchronization
-import Tracing
+import RunLoopTracing
 
 // Adding and removing sources, observers and timers (CFRunLoopAdd…/Remove…/Contains…).
 

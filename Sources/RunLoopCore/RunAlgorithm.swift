@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 import CRunLoopShims
-import Tracing
+import RunLoopTracing
 
 /// CF's TIMER_INTERVAL_LIMIT in seconds: a run timeout longer than this means "no timeout".
 let runTimeoutLimit = 504_911_232.0

@@ -5,7 +5,7 @@ import Musl
 #endif
 import CRunLoopShims
 import Synchronization
-import Tracing
+import RunLoopTracing
 #if !RLTRACE_DISABLED
 import CRunLoopTracepoints
 #endif

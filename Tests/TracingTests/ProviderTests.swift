@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Tracing
+import RunLoopTracing
 
 /// The `runloop` provider as declared in its header (the source of truth for names and fields).
 enum RunloopProvider {

@@ -10,7 +10,7 @@
 import Foundation
 import LTTngControl
 import RunLoopCore
-import Tracing
+import RunLoopTracing
 
 // MARK: timing helpers
 

@@ -1,5 +1,5 @@
 import Foundation
-import Tracing
+import RunLoopTracing
 
 /// One event the scenario emitted, as it must appear in the trace: the event name, every payload
 /// field's value (integers in decimal, strings verbatim, enumerations as their integer) and, for
