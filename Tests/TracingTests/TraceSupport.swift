@@ -1,6 +1,7 @@
 import Foundation
 import LTTngControl
 import Testing
+import TestSupport
 
 /// One event as babeltrace2 prints it: `[cycles] host runloop:name: { ctx }, { payload }`.
 struct TraceEvent: CustomStringConvertible, Equatable {
@@ -159,19 +160,8 @@ enum Tracing {
     /// The shared private session daemon.
     static func daemon() throws -> PrivateSessionDaemon { try sharedDaemonResult.get() }
 
-    /// The directory holding this package's built products (the test bundle's directory).
-    static var productsDirectory: URL {
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var dir = exe.deletingLastPathComponent()
-        // swift-testing on Linux runs `<products>/<Package>PackageTests.xctest`.
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("tracing-scenarios").path),
-              dir.path != "/" {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir
-    }
-
-    static var scenarios: URL { productsDirectory.appendingPathComponent("tracing-scenarios") }
+    /// The `tracing-scenarios` program (built next to the test bundle).
+    static var scenarios: URL { URL(fileURLWithPath: (try? productPath("tracing-scenarios")) ?? "tracing-scenarios") }
 
     struct ProgramRun {
         var status: Int32
@@ -186,31 +176,10 @@ enum Tracing {
 
     /// Runs `executable arguments` with `environment`, returning its output (fails the test on timeout).
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String], timeout: Double = 60) throws -> ProgramRun {
-        let p = Process()
-        p.executableURL = executable
-        p.arguments = arguments
-        p.environment = environment
-        let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("tt-out-\(UUID().uuidString)")
-        let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("tt-err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outURL); try? FileManager.default.removeItem(at: errURL) }
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        let start = Date()
-        try p.run()
-        let deadline = start.addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(2_000) }
-        if p.isRunning { p.terminate(); p.waitUntilExit(); Issue.record("\(executable.lastPathComponent) \(arguments) timed out") }
-        p.waitUntilExit()
-        let seconds = Date().timeIntervalSince(start)
-        try? out.close(); try? err.close()
-        return ProgramRun(status: p.terminationStatus,
-                          stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-                          stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
-                          seconds: seconds, pid: p.processIdentifier)
+        let r = try runProgram(executable.path, arguments, environment: environment, timeout: timeout) {
+            Issue.record("\(executable.lastPathComponent) \(arguments) timed out")
+        }
+        return ProgramRun(status: r.status, stdout: r.stdout, stderr: r.stderr, seconds: r.seconds, pid: r.pid)
     }
 
     struct Recording {
