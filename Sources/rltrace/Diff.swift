@@ -38,6 +38,10 @@ struct DiffCommand: ParsableCommand {
     @Option(name: .customLong("fail-on"), help: "Fail (exit 7) when a condition holds, e.g. 'p99>+20%,busy>+5pt,hangs>0'.")
     var failOn: String?
     @Option(help: "Significance level of the tests (0 < alpha < 1).") var alpha = 0.01
+    @Option(name: .customLong("min-impact"), help: "A regression adds at least this much time per second of run (a duration with a unit; default 20ms: 2 % of a thread).")
+    var minImpact = "20ms"
+    @Option(name: .customLong("min-change"), help: "A regression grows p50, p99 or time per second by at least this much (default 25%).")
+    var minChange = "25%"
     @OptionGroup var thresholds: ThresholdOptions
     @Option(name: .shortAndLong, help: "Write to this file instead of standard output (html: default diff.html).")
     var output: String?
@@ -49,6 +53,18 @@ struct DiffCommand: ParsableCommand {
             }
         }
         guard alpha > 0 && alpha < 1 else { throw ValidationError("--alpha must be between 0 and 1 (e.g. 0.01)") }
+        guard parseDurationWithUnit(minImpact) != nil else { throw ValidationError("--min-impact: \(minImpact.debugDescription) is not a duration with a unit (e.g. 5ms, 0ns)") }
+        guard parsePercent(minChange) != nil else { throw ValidationError("--min-change: \(minChange.debugDescription) is not a percentage ≥ 0 (e.g. 20%)") }
+    }
+
+    private func parseDurationWithUnit(_ s: String) -> Int64? {
+        guard s.last?.isLetter == true else { return nil }
+        return parseDuration(s)
+    }
+
+    private func parsePercent(_ s: String) -> Double? {
+        guard s.hasSuffix("%"), let v = Double(s.dropLast()), v.isFinite, v >= 0 else { return nil }
+        return v / 100
     }
 
     func run() throws {
@@ -58,7 +74,8 @@ struct DiffCommand: ParsableCommand {
         let (b, bi) = try load(base, opts)
         let (n, ni) = try load(new, opts)
         progress.stop()
-        var d = DiffBuilder(alpha: alpha).diff(base: b, new: n, baseInput: bi, newInput: ni)
+        var d = DiffBuilder(alpha: alpha, minImpactNsPerSecond: Double(parseDurationWithUnit(minImpact)!), minChange: parsePercent(minChange)!)
+            .diff(base: b, new: n, baseInput: bi, newInput: ni)
         if !conditions.isEmpty { d.failOn = FailCondition.evaluate(conditions, on: d) }
         let text: String
         switch format {

@@ -8,19 +8,19 @@ import RLAnalysis
 
 /// Two recordings of rl-example, 6 s and 4 × 1000 requests each (about 900 compute-results performs):
 /// BASE without injection, NEW with `--inject slow-callout` (every 25th perform holds the loop 50 ms).
-let diffRecordings: Result<(base: String, new: String), Error> = Result {
+let diffRecordings: Result<(base: String, new: String, again: String), Error> = Result {
     let root = NSTemporaryDirectory() + "rltrace-diff-\(getpid())"
     try? FileManager.default.removeItem(atPath: root)
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     var dirs: [String] = []
-    for (name, inject) in [("base", [String]()), ("new", ["--inject", "slow-callout"])] {
+    for (name, inject) in [("base", [String]()), ("new", ["--inject", "slow-callout"]), ("again", [String]())] {
         let dir = root + "/" + name
         let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
                                     "--duration", "6", "--requests", "1000"] + inject)
         guard r.status == 0 else { throw RecordingFailed(message: "rltrace record (\(name)): status \(r.status)\n\(r.err)") }
         dirs.append(dir)
     }
-    return (dirs[0], dirs[1])
+    return (dirs[0], dirs[1], dirs[2])
 }
 
 /// The loops of a diff JSON document, and one item of the loop on thread `thread`.
@@ -113,7 +113,7 @@ struct DiffTests {
     @Test func aTraceAgainstItselfShowsNoChange() throws {
         let r = try run("rltrace", ["diff", demoTrace, demoTrace, "--fail-on", "p99>+1%"])
         #expect(r.status == 0, "\(r.err)")
-        #expect(r.out.contains("regressions (significantly slower, by added time per second of run):\n  none"), "\(r.out)")
+        #expect(r.out.contains("regressions (significantly slower, by at least +20ms/s and +25 %; by added time per second of run):\n  none"), "\(r.out)")
         #expect(r.out.contains("--fail-on p99>+1%: no condition held"))
         let j = try run("rltrace", ["diff", demoTrace, demoTrace, "--format", "json"])
         let doc = try jsonObject(j.out)
@@ -131,12 +131,15 @@ struct DiffTests {
     }
 
     @Test func theInjectedSlowCalloutIsASignificantRegression() throws {
-        let (base, new) = try diffRecordings.get()
+        let (base, new, _) = try diffRecordings.get()
         let text = try run("rltrace", ["diff", base, new])
         #expect(text.status == 0, "\(text.err)")
         let regressions = text.out.components(separatedBy: "\n\n")[1]
         #expect(regressions.contains("source0 \"compute-results\""), "\(text.out)")
         let doc = try jsonObject(try run("rltrace", ["diff", base, new, "--format", "json"]).out)
+        // That item, and no other, is a regression.
+        let regs = doc["regressions"] as! [[String: Any]]
+        #expect(regs.map { "\($0["kind"]!) \($0["name"]!)" } == ["source0 compute-results"], "\(regs)")
         let cr = try #require(diffItem(doc, thread: "rl-example", kind: "source0", name: "compute-results"))
         let test = cr["test"] as! [String: Any]
         #expect(["slower", "mixed"].contains(test["direction"] as? String), "\(test)")
@@ -151,8 +154,31 @@ struct DiffTests {
         #expect(try run("rltrace", ["diff", new, new, "--fail-on", "p99>+20%,busy>+5pt,hangs>+0"]).status == 0)
     }
 
+    @Test func twoRecordingsOfOneConfigurationShowNoRegression() throws {
+        // Two runs of the same configuration differ (machine load moves every callout a little, and
+        // thousands of samples make any shift "significant"): the floors keep that drift out of the
+        // regressions, while the figures still show it. Both directions, and the slow-callout run
+        // against both, so the rule is exercised three times on independent recordings.
+        let (base, new, again) = try diffRecordings.get()
+        for (a, b) in [(base, again), (again, base)] {
+            let r = try run("rltrace", ["diff", a, b])
+            #expect(r.status == 0, "\(r.err)")
+            #expect(r.out.components(separatedBy: "\n\n")[1].hasSuffix("\n  none"), "\(r.out)")
+            let doc = try jsonObject(try run("rltrace", ["diff", a, b, "--format", "json"]).out)
+            #expect((doc["regressions"] as! [Any]).isEmpty, "\(doc["regressions"]!)")
+            #expect(doc["minImpactNsPerSecond"] as? Double == 20_000_000 && doc["minChange"] as? Double == 0.25)
+        }
+        let other = try jsonObject(try run("rltrace", ["diff", again, new, "--format", "json"]).out)
+        #expect((other["regressions"] as! [[String: Any]]).map { $0["name"] as! String } == ["compute-results"])
+        // The floors are options: with none, significance alone decides (the figures are the same).
+        let bare = try run("rltrace", ["diff", base, again, "--min-impact", "0ns", "--min-change", "0%", "--format", "json"])
+        #expect(bare.status == 0)
+        #expect(try run("rltrace", ["diff", base, again, "--min-impact", "5"]).status == 64)
+        #expect(try run("rltrace", ["diff", base, again, "--min-change", "-3%"]).status == 64)
+    }
+
     @Test func jsonReportsWithAndWithoutDistributions() throws {
-        let (base, new) = try diffRecordings.get()
+        let (base, new, _) = try diffRecordings.get()
         let dir = NSTemporaryDirectory() + "rltrace-diff-json-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -196,7 +222,7 @@ struct DiffTests {
     }
 
     @Test func htmlShowsBothDistributions() throws {
-        let (base, new) = try diffRecordings.get()
+        let (base, new, _) = try diffRecordings.get()
         let html = NSTemporaryDirectory() + "rltrace-diff-\(getpid()).html"
         defer { try? FileManager.default.removeItem(atPath: html) }
         let r = try run("rltrace", ["diff", base, new, "--format", "html", "-o", html])

@@ -4,10 +4,33 @@ import Foundation
 public struct DiffBuilder {
     /// The significance level (default 0.01).
     public var alpha: Double
+    /// How large a significant slow-down must be to count as a regression (practical significance):
+    /// at least this much added time per second of run (ns/s, default 20 ms/s: 2 % of a thread)…
+    public var minImpactNsPerSecond: Double
+    /// …and at least this relative growth of the item's p50, p99 or time per second (default 0.25:
+    /// +25 %). Two recordings of one configuration differ by more than chance allows (the machine's
+    /// load moves every callout a little, and thousands of samples make any shift "significant");
+    /// these floors keep such drift out of the regressions, while the figures and tests still show it.
+    public var minChange: Double
     private let quantizer = DurationQuantizer()
 
     /// Creates a builder.
-    public init(alpha: Double = 0.01) { self.alpha = alpha }
+    public init(alpha: Double = 0.01, minImpactNsPerSecond: Double = 20_000_000, minChange: Double = 0.25) {
+        self.alpha = alpha
+        self.minImpactNsPerSecond = minImpactNsPerSecond
+        self.minChange = minChange
+    }
+
+    /// Whether an item's change is a regression: significantly slower (or mixed) and large enough.
+    public func isRegression(_ i: ItemDiff) -> Bool {
+        guard i.test.direction == "slower" || i.test.direction == "mixed" else { return false }
+        guard i.impactNsPerSecond >= minImpactNsPerSecond else { return false }
+        func grew(_ f: FigureChange) -> Bool {
+            guard let b = f.base, let n = f.new else { return false }
+            return b > 0 ? (n - b) / b >= minChange : n > 0
+        }
+        return grew(i.p50Ns) || grew(i.p99Ns) || grew(i.timePerSecondNs)
+    }
 
     /// Compares `base` with `new`; `baseInput`/`newInput` describe where they came from.
     public func diff(base: Report, new: Report, baseInput: DiffInput, newInput: DiffInput) -> TraceDiff {
@@ -19,7 +42,7 @@ public struct DiffBuilder {
         loops.sort { (order[$0.status]!, $0.procname, $0.threadName, $0.newLoop ?? $0.baseLoop ?? 0) < (order[$1.status]!, $1.procname, $1.threadName, $1.newLoop ?? $1.baseLoop ?? 0) }
         var regressions: [RegressionRef] = []
         for l in loops {
-            for i in l.items where i.test.direction == "slower" || i.test.direction == "mixed" {
+            for i in l.items where isRegression(i) {
                 regressions.append(RegressionRef(procname: l.procname, threadName: l.threadName, kind: i.kind, name: i.name,
                                                  impactNsPerSecond: i.impactNsPerSecond, direction: i.test.direction, pValue: i.test.pValue ?? 1))
             }
@@ -32,7 +55,8 @@ public struct DiffBuilder {
         for (label, input) in [("BASE", baseInput), ("NEW", newInput)] where !input.warnings.isEmpty {
             notes.append("\(label) has warnings: " + input.warnings.joined(separator: "; "))
         }
-        return TraceDiff(base: baseInput, new: newInput, alpha: alpha, loops: loops, regressions: regressions, failOn: nil, notes: notes)
+        return TraceDiff(base: baseInput, new: newInput, alpha: alpha, minImpactNsPerSecond: minImpactNsPerSecond, minChange: minChange,
+                         loops: loops, regressions: regressions, failOn: nil, notes: notes)
     }
 
     /// Pairs loops by (procname, threadName); within a group, equal loop ids first, then in loop-id order.

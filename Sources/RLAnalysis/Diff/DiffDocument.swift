@@ -8,9 +8,13 @@ public struct TraceDiff: Codable, Sendable {
     public var base: DiffInput, new: DiffInput
     /// The significance level of the tests.
     public var alpha: Double
+    /// The practical-significance floors of a regression: added time per second of run (ns/s) and
+    /// relative growth of p50, p99 or time per second (0.2 = +20 %).
+    public var minImpactNsPerSecond: Double, minChange: Double
     /// Every loop of either side, matched ones first.
     public var loops: [LoopDiff]
-    /// Items whose durations got significantly slower (in any loop), by impact, largest first.
+    /// Items whose durations got significantly slower (in any loop) by at least the floors, by
+    /// impact, largest first.
     public var regressions: [RegressionRef]
     /// The `--fail-on` conditions and where they held (absent without `--fail-on`).
     public var failOn: FailOnResult?

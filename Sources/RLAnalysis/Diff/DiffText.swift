@@ -7,7 +7,7 @@ public enum TextDiffRenderer {
         var o = "rltrace diff — BASE \(side(d.base)) → NEW \(side(d.new))\n"
         o += "significance: Mann–Whitney U (whole distribution) and the exceedance test above BASE's p99 (slow tail), α = \(d.alpha), Bonferroni ×2\n"
         for n in d.notes { o += "note: \(n)\n" }
-        o += "\nregressions (significantly slower, by added time per second of run):\n"
+        o += "\nregressions (significantly slower, by at least +\(formatDuration(Int64(d.minImpactNsPerSecond)))/s and +\(Int((d.minChange * 100).rounded())) %; by added time per second of run):\n"
         if d.regressions.isEmpty { o += "  none\n" }
         for r in d.regressions {
             o += "  • \(loopLabel(r.procname, r.threadName)): \(r.kind) \"\(r.name)\" \(impactText(r.impactNsPerSecond)) (\(r.direction), p \(pValueText(r.pValue)))\n"
