@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "RunLoopCore", targets: ["RunLoopCore"]),
         .library(name: "RunLoopTracing", targets: ["RunLoopTracing"]),
+        .library(name: "RunLoopSchema", targets: ["RunLoopSchema"]),
         .library(name: "CTFReader", targets: ["CTFReader"]),
         .executable(name: "rltrace", targets: ["rltrace"]),
     ],
@@ -50,12 +51,15 @@ let package = Package(
             cSettings: [.headerSearchPath(".")] + (tracingDisabled ? [.define("RLTRACE_DISABLED")] : []),
             linkerSettings: tracingDisabled ? [] : [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")]
         ),
-        .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints"], swiftSettings: tracingDefines),
+        // issue 18: the provider's event schema (events, fields, enumerations) stated once, as data;
+        // TracingTests' SchemaTests check runloop_tp.h, RLTrace and docs/tracepoints.md against it.
+        .target(name: "RunLoopSchema"),
+        .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints", "RunLoopSchema"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
-        .executableTarget(name: "tracing-scenarios", dependencies: ["RunLoopTracing", "RunLoopCore", "RunLoopScenarios"], path: "Tests/Programs/tracing-scenarios",
+        .executableTarget(name: "tracing-scenarios", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "RunLoopScenarios"], path: "Tests/Programs/tracing-scenarios",
                          // Swift 5 mode: the replayed differential scenarios are copied verbatim from RunLoopCoreTests (also v5).
                          swiftSettings: [.swiftLanguageMode(.v5)]),
-        .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "LTTngControl", "tracing-scenarios", "TestSupport"]),
+        .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
         .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl"],
                           path: "Benchmarks/tracing-bench", swiftSettings: tracingDefines),
@@ -82,7 +86,7 @@ let package = Package(
         // reader → event stream → loop model → metrics → renderers (one folder each)
         .target(
             name: "RLAnalysis",
-            dependencies: ["CTFReader", .product(name: "Histogram", package: "hdrhistogram-swift"),
+            dependencies: ["CTFReader", "RunLoopSchema", .product(name: "Histogram", package: "hdrhistogram-swift"),
                            .product(name: "HeapModule", package: "swift-collections")],
             // The per-event path touches class-held state millions of times a second: dynamic
             // exclusivity checks were ~10 % of `report`'s time (docs/benchmarks.md). The pipeline is

@@ -18,38 +18,14 @@
 #if !RLTRACE_DISABLED
 import CRunLoopTracepoints
 #endif
+import RunLoopSchema
 
-/// The kind of a run-loop callout, as recorded in the `runloop` provider's events.
-public enum RLTraceCalloutKind: UInt8, Sendable, CaseIterable {
-    /// A run-loop observer (activity callout).
-    case observer = 0
-    /// A version-0 source (signalled, performed by the loop).
-    case source0 = 1
-    /// A version-1 source (a file descriptor the loop waits on).
-    case source1 = 2
-    /// A timer.
-    case timer = 3
-    /// The process's main dispatch queue, drained by the main loop.
-    case mainQueue = 4
-    /// A perform-block.
-    case block = 5
-}
+/// The kind of a run-loop callout, as recorded in the `runloop` provider's events (declared, with
+/// its labels and values, in RunLoopSchema).
+public typealias RLTraceCalloutKind = RLSchemaCalloutKind
 
-/// Why a sleeping run loop woke up.
-public enum RLTraceWakeReason: UInt8, Sendable, CaseIterable {
-    /// The loop did not sleep (poll), or woke without any cause it could identify.
-    case none = 0
-    /// The run's own timeout passed.
-    case timeout = 1
-    /// An explicit wakeUp (also stop and the waking perform conveniences).
-    case wakeUp = 2
-    /// A timer of the running mode became due.
-    case timer = 3
-    /// A source1's file descriptor became ready.
-    case source1 = 4
-    /// The main dispatch queue has work.
-    case mainQueue = 5
-}
+/// Why a sleeping run loop woke up (declared, with its labels and values, in RunLoopSchema).
+public typealias RLTraceWakeReason = RLSchemaWakeReason
 
 /// Tracepoints of the `runloop` provider. All loop and item ids are process-unique `UInt64`s;
 /// times are CLOCK_MONOTONIC nanoseconds (LTTng's own clock), durations nanoseconds.
@@ -245,6 +221,8 @@ public enum RLTrace {
 
     // MARK: hang watchdog (WARNING; RunLoopCore's RLHangWatchdog emits these)
 
+    // A literal (a constant the inlined `hangBegin` folds), equal to `RunLoopSchema.calloutKindLoop`:
+    // Tests/TracingTests/SchemaTests.swift checks it.
     /// The `callout_kind` value `hang_begin` records for a loop stuck outside any callout (`loop`).
     public static let hangKindLoop: UInt8 = 6
 
@@ -288,67 +266,13 @@ public enum RLTrace {
     }
 }
 
-/// The events of the `runloop` provider, for ``RLTrace/isEnabled(_:)``.
-public enum RLTraceEvent: String, Sendable, CaseIterable {
-    /// `runloop:loop_created`
-    case loopCreated = "loop_created"
-    /// `runloop:loop_destroyed`
-    case loopDestroyed = "loop_destroyed"
-    /// `runloop:run_enter`
-    case runEnter = "run_enter"
-    /// `runloop:run_exit`
-    case runExit = "run_exit"
-    /// `runloop:iteration_begin`
-    case iterationBegin = "iteration_begin"
-    /// `runloop:iteration_end`
-    case iterationEnd = "iteration_end"
-    /// `runloop:observer_entry`
-    case observerEntry = "observer_entry"
-    /// `runloop:observer_exit`
-    case observerExit = "observer_exit"
-    /// `runloop:source0_entry`
-    case source0Entry = "source0_entry"
-    /// `runloop:source0_exit`
-    case source0Exit = "source0_exit"
-    /// `runloop:source1_entry`
-    case source1Entry = "source1_entry"
-    /// `runloop:source1_exit`
-    case source1Exit = "source1_exit"
-    /// `runloop:timer_entry`
-    case timerEntry = "timer_entry"
-    /// `runloop:timer_exit`
-    case timerExit = "timer_exit"
-    /// `runloop:main_queue_entry`
-    case mainQueueEntry = "main_queue_entry"
-    /// `runloop:main_queue_exit`
-    case mainQueueExit = "main_queue_exit"
-    /// `runloop:block_entry`
-    case blockEntry = "block_entry"
-    /// `runloop:block_exit`
-    case blockExit = "block_exit"
-    /// `runloop:sleep_begin`
-    case sleepBegin = "sleep_begin"
-    /// `runloop:wake`
-    case wake = "wake"
-    /// `runloop:wakeup_requested`
-    case wakeUpRequested = "wakeup_requested"
-    /// `runloop:source0_signalled`
-    case source0Signalled = "source0_signalled"
-    /// `runloop:timer_armed`
-    case timerArmed = "timer_armed"
-    /// `runloop:item_added`
-    case itemAdded = "item_added"
-    /// `runloop:item_removed`
-    case itemRemoved = "item_removed"
-    /// `runloop:hang_begin`
-    case hangBegin = "hang_begin"
-    /// `runloop:hang_stack`
-    case hangStack = "hang_stack"
-    /// `runloop:hang_end`
-    case hangEnd = "hang_end"
+/// The events of the `runloop` provider, for ``RLTrace/isEnabled(_:)``: RunLoopSchema's event ids
+/// (its names, log levels and fields are stated there once; `isEnabled` covers every one).
+public typealias RLTraceEvent = RLSchemaEventID
 
+extension RLSchemaEventID {
     /// The event's full LTTng name, e.g. `runloop:wake`.
-    public var lttngName: String { "runloop:" + rawValue }
+    public var lttngName: String { event.fullName }
 }
 
 extension RLTrace {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import RunLoopSchema
 
 /// What `tracing-scenarios direct` says each call recorded.
 private struct ExpectedEvent: Decodable {
@@ -19,12 +20,13 @@ struct DirectTracepointTests {
             try JSONDecoder().decode(ExpectedEvent.self, from: Data($0.dropFirst(7).utf8))
         }
         #expect(expected.count > 40)
-        #expect(rec.run.stdout.contains("ENABLED \(RunloopProvider.eventNames.count)\n"), "RLTrace.isEnabled under runloop:*")
-        #expect(rec.run.stdout.contains("CALLOUTS_TRACED 6\n"), "RLTrace.isCalloutTraced under runloop:*")
+        #expect(rec.run.stdout.contains("ENABLED \(RunLoopSchema.events.count)\n"), "RLTrace.isEnabled under runloop:*")
+        #expect(rec.run.stdout.contains("CALLOUTS_TRACED \(RLSchemaCalloutKind.allCases.count)\n"), "RLTrace.isCalloutTraced under runloop:*")
         #expect(rec.events.count == expected.count, "trace has \(rec.events.count) events, program fired \(expected.count)")
         // Every event of the provider appears.
         let names = Set(rec.events.map(\.shortName))
-        #expect(names == Set(RunloopProvider.eventNames), "missing: \(Set(RunloopProvider.eventNames).subtracting(names))")
+        let schema = Set(RunLoopSchema.events.map(\.name))
+        #expect(names == schema, "missing: \(schema.subtracting(names))")
         for (e, got) in zip(expected, rec.events) {
             #expect(got.name == e.event)
             guard got.name == e.event else { continue }

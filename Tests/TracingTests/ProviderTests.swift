@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import RunLoopTracing
+import RunLoopSchema
 
 /// The `runloop` provider as declared in its header (the source of truth for names and fields).
 enum RunloopProvider {
@@ -34,10 +35,10 @@ enum RunloopProvider {
 struct ProviderTests {
     @Test func headerDeclaresTheExpectedEvents() {
         let names = RunloopProvider.eventNames
-        #expect(names.count == 28)
+        #expect(names == RunLoopSchema.events.map(\.name), "the header declares RunLoopSchema's events, in order")
         #expect(Set(names).count == names.count)
-        for kind in ["observer", "source0", "source1", "timer", "main_queue", "block"] {
-            #expect(names.contains("\(kind)_entry") && names.contains("\(kind)_exit"), "\(kind) entry/exit")
+        for kind in RLSchemaCalloutKind.allCases {
+            #expect(names.contains(kind.entryEvent.name) && names.contains(kind.exitEvent.name), "\(kind.label) entry/exit")
         }
         #expect(names.suffix(3) == ["hang_begin", "hang_stack", "hang_end"], "the hang watchdog's events")
     }
@@ -57,21 +58,17 @@ struct ProviderTests {
     /// The Swift enumerations match the provider's enumeration mappings value for value.
     @Test func swiftEnumerationsMatchTheProvider() {
         let header = RunloopProvider.header
-        let kinds: [RLTraceCalloutKind: String] = [.observer: "observer", .source0: "source0", .source1: "source1",
-                                                   .timer: "timer", .mainQueue: "main_queue", .block: "block"]
         for k in RLTraceCalloutKind.allCases {
-            #expect(header.contains("lttng_ust_field_enum_value(\"\(kinds[k]!)\", \(k.rawValue))"))
+            #expect(header.contains("lttng_ust_field_enum_value(\"\(k.label)\", \(k.rawValue))"))
         }
-        let reasons: [RLTraceWakeReason: String] = [.none: "none", .timeout: "timeout", .wakeUp: "wake_up",
-                                                    .timer: "timer", .source1: "source1", .mainQueue: "main_queue"]
         for r in RLTraceWakeReason.allCases {
-            #expect(header.contains("lttng_ust_field_enum_value(\"\(reasons[r]!)\", \(r.rawValue))"))
+            #expect(header.contains("lttng_ust_field_enum_value(\"\(r.label)\", \(r.rawValue))"))
         }
     }
 
     /// `RLTraceEvent` names exactly the provider's events; none is enabled in this (unregistered) process.
     @Test func traceEventsMatchTheProvider() {
-        #expect(Set(RLTraceEvent.allCases.map(\.rawValue)) == Set(RunloopProvider.eventNames))
+        #expect(RLTraceEvent.allCases.map(\.name) == RunloopProvider.eventNames)
         #expect(RLTraceEvent.wake.lttngName == "runloop:wake")
         #expect(RLTraceEvent.allCases.allSatisfy { !RLTrace.isEnabled($0) })
         #expect(RLTraceCalloutKind.allCases.allSatisfy { !RLTrace.isCalloutTraced($0) })

@@ -1,4 +1,5 @@
 import CTFReader
+import RunLoopSchema
 
 /// How to read one event class of the `runloop` provider (docs/tracepoints.md), resolved once from
 /// the trace's metadata: which ``RunLoopEvent`` it is and at which payload position each value
@@ -27,94 +28,92 @@ struct EventPlan {
     /// Resolves the plan of the event class `name` whose payload fields are `fields`; `missing` is
     /// set to a required integer field the class lacks (events of this class are then refused).
     init(eventName: String, fields: [String], missing: inout String?) {
-        guard eventName.hasPrefix("runloop:") else {
+        guard eventName.hasPrefix(RunLoopSchema.provider + ":") else {
             if eventName.hasPrefix("lttng_ust_statedump:") || eventName.hasPrefix("lttng_ust_lib:") { kind = EventPlan.aux }
             return
         }
-        let ev = eventName.dropFirst(8)
+        // Names are RunLoopSchema's (resolved once per event class, never per event).
         var k: RunLoopEvent.Kind?
-        switch ev {
-        case "loop_created": k = .loopCreated
-        case "loop_destroyed": k = .loopDestroyed
-        case "run_enter": k = .runEnter
-        case "run_exit": k = .runExit
-        case "iteration_begin": k = .iterationBegin
-        case "iteration_end": k = .iterationEnd
-        case "sleep_begin": k = .sleepBegin
-        case "wake": k = .wake
-        case "wakeup_requested": k = .wakeUpRequested
-        case "source0_signalled": k = .source0Signalled
-        case "timer_armed": k = .timerArmed
-        case "item_added": k = .itemAdded
-        case "item_removed": k = .itemRemoved
-        case "hang_begin": k = .hangBegin
-        case "hang_stack": k = .hangStack
-        case "hang_end": k = .hangEnd
-        default:
-            for ck in CalloutKind.allCases {
-                if ev == "\(ck.label)_entry" { k = .calloutEntry; callout = ck }
-                if ev == "\(ck.label)_exit" { k = .calloutExit; callout = ck }
-            }
+        switch RunLoopSchema.event(named: eventName).flatMap({ RLSchemaEventID(name: $0.name) }) {
+        case .loopCreated: k = .loopCreated
+        case .loopDestroyed: k = .loopDestroyed
+        case .runEnter: k = .runEnter
+        case .runExit: k = .runExit
+        case .iterationBegin: k = .iterationBegin
+        case .iterationEnd: k = .iterationEnd
+        case .sleepBegin: k = .sleepBegin
+        case .wake: k = .wake
+        case .wakeUpRequested: k = .wakeUpRequested
+        case .source0Signalled: k = .source0Signalled
+        case .timerArmed: k = .timerArmed
+        case .itemAdded: k = .itemAdded
+        case .itemRemoved: k = .itemRemoved
+        case .hangBegin: k = .hangBegin
+        case .hangStack: k = .hangStack
+        case .hangEnd: k = .hangEnd
+        case let id?:
+            if let c = id.callout { k = c.isEntry ? .calloutEntry : .calloutExit; callout = c.kind }
+        case nil: break
         }
         guard let kind = k else { return }
         self.kind = kind.rawValue
-        func req(_ f: String) -> Int {
-            if let i = fields.firstIndex(of: f) { return i }
-            if missing == nil { missing = f }
+        func req(_ f: RLSchemaFieldName) -> Int {
+            if let i = fields.firstIndex(of: f.rawValue) { return i }
+            if missing == nil { missing = f.rawValue }
             return -1
         }
         // A field added to the schema later (`iteration` of lifecycle, cross-thread and registration
         // events; `loop_id` and `signal_seq` of `source0_signalled`): 0 when the trace predates it.
-        func opt(_ f: String) -> Int { fields.firstIndex(of: f) ?? -1 }
+        func opt(_ f: RLSchemaFieldName) -> Int { fields.firstIndex(of: f.rawValue) ?? -1 }
         // Every event names its loop; `source0_signalled` of a source in no loop names loop 0; a
         // hang event lacking a field is read as far as it goes (HangEvidenceStore), never refused.
-        loop = kind == .source0Signalled || kind == .hangBegin || kind == .hangStack || kind == .hangEnd ? opt("loop_id") : req("loop_id")
+        loop = kind == .source0Signalled || kind == .hangBegin || kind == .hangStack || kind == .hangEnd ? opt(.loopID) : req(.loopID)
         switch kind {
         case .loopCreated:
-            iteration = opt("iteration"); a = req("tid"); name = opt("thread_name"); nameRule = .always
+            iteration = opt(.iteration); a = req(.tid); name = opt(.threadName); nameRule = .always
         case .loopDestroyed:
-            iteration = opt("iteration"); a = req("tid")
+            iteration = opt(.iteration); a = req(.tid)
         case .runEnter:
-            iteration = req("iteration"); name = opt("mode"); nameRule = .always
-            a = req("timeout_ns"); b = req("depth"); c = req("return_after_source_handled")
+            iteration = req(.iteration); name = opt(.mode); nameRule = .always
+            a = req(.timeoutNs); b = req(.depth); c = req(.returnAfterSourceHandled)
         case .runExit:
-            iteration = req("iteration"); name = opt("mode"); nameRule = .always
-            a = req("result"); b = req("depth")
+            iteration = req(.iteration); name = opt(.mode); nameRule = .always
+            a = req(.result); b = req(.depth)
         case .iterationBegin:
-            iteration = req("iteration")
+            iteration = req(.iteration)
         case .iterationEnd:
-            iteration = req("iteration"); b = req("handled_source"); c = req("callouts")
+            iteration = req(.iteration); b = req(.handledSource); c = req(.callouts)
         case .calloutEntry, .calloutExit:
-            iteration = req("iteration")
-            if callout != .mainQueue { item = req("item_id") }
+            iteration = req(.iteration)
+            if callout != .mainQueue { item = req(.itemID) }
             switch callout {
-            case .observer: a = req("activity")
-            case .source1: a = req("fd"); b = req("events")
-            case .timer: a = req("scheduled_ns")
+            case .observer: a = req(.activity)
+            case .source1: a = req(.fd); b = req(.events)
+            case .timer: a = req(.scheduledNs)
             default: break
             }
             if kind == .calloutEntry && callout != .mainQueue {
-                name = opt("name")
+                name = opt(.name)
                 // Every perform-block is its own item: its name is read every time (interned).
                 nameRule = callout == .block ? .always : .firstPerItem
             }
         case .sleepBegin:
-            iteration = req("iteration"); a = req("timeout_ns"); b = req("deadline_ns")
+            iteration = req(.iteration); a = req(.timeoutNs); b = req(.deadlineNs)
         case .wake:
-            iteration = req("iteration"); b = req("reason"); a = req("fd"); c = req("slept_ns")
+            iteration = req(.iteration); b = req(.reason); a = req(.fd); c = req(.sleptNs)
         case .wakeUpRequested:
-            iteration = opt("iteration"); b = req("accepted"); a = req("caller_tid")
+            iteration = opt(.iteration); b = req(.accepted); a = req(.callerTid)
         case .source0Signalled:
             callout = .source0
-            iteration = opt("iteration"); item = req("item_id"); a = req("caller_tid"); c = opt("signal_seq")
-            name = opt("name"); nameRule = .firstPerItem
+            iteration = opt(.iteration); item = req(.itemID); a = req(.callerTid); c = opt(.signalSeq)
+            name = opt(.name); nameRule = .firstPerItem
         case .timerArmed:
-            iteration = opt("iteration"); item = req("item_id"); a = req("fire_ns"); c = req("interval_ns"); b = req("missed_fires")
+            iteration = opt(.iteration); item = req(.itemID); a = req(.fireNs); c = req(.intervalNs); b = req(.missedFires)
         case .itemAdded, .itemRemoved:
-            iteration = opt("iteration"); item = req("item_id"); name = opt("name"); nameRule = .always
-            kindField = opt("kind")
+            iteration = opt(.iteration); item = req(.itemID); name = opt(.name); nameRule = .always
+            kindField = opt(.kind)
         case .hangBegin, .hangStack, .hangEnd:
-            iteration = opt("iteration"); a = opt("hang_id")
+            iteration = opt(.iteration); a = opt(.hangID)
             name = 0; nameRule = .forensic
         case .gap:
             break

@@ -1,5 +1,6 @@
 import Foundation
 import CTFReader
+import RunLoopSchema
 
 /// A `runloop:hang_begin` event: the watchdog saw a loop stuck past its threshold.
 public struct HangBeginRecord: Sendable {
@@ -95,20 +96,20 @@ public final class HangEvidenceStore: @unchecked Sendable {
         let r: HangEventRecord
         switch e.kind {
         case .hangBegin:
-            let kind = f.label("kind") ?? (f.int("kind").map { CalloutKind(rawValue: UInt8(truncatingIfNeeded: $0))?.label ?? "kind \($0)" } ?? "")
+            let kind = f.label(RLSchemaFieldName.kind.rawValue) ?? (f.int(RLSchemaFieldName.kind.rawValue).map { CalloutKind(rawValue: UInt8(truncatingIfNeeded: $0))?.label ?? "kind \($0)" } ?? "")
             r = .begin(HangBeginRecord(ts: e.ts, pid: e.pid, vtid: e.vtid, loop: e.loop, iteration: e.iteration,
-                                       hangID: UInt64(bitPattern: f.int("hang_id") ?? 0), kind: kind,
-                                       item: UInt64(bitPattern: f.int("item_id") ?? 0), name: f.string("item_name") ?? f.string("name") ?? "",
-                                       thresholdNs: f.int("threshold_ns") ?? 0, elapsedNs: f.int("elapsed_ns") ?? 0,
-                                       loopTid: f.int("loop_tid") ?? f.int("tid") ?? -1))
+                                       hangID: UInt64(bitPattern: f.int(RLSchemaFieldName.hangID.rawValue) ?? 0), kind: kind,
+                                       item: UInt64(bitPattern: f.int(RLSchemaFieldName.itemID.rawValue) ?? 0), name: f.string(RLSchemaFieldName.itemName.rawValue) ?? f.string(RLSchemaFieldName.name.rawValue) ?? "",
+                                       thresholdNs: f.int(RLSchemaFieldName.thresholdNs.rawValue) ?? 0, elapsedNs: f.int(RLSchemaFieldName.elapsedNs.rawValue) ?? 0,
+                                       loopTid: f.int(RLSchemaFieldName.loopTid.rawValue) ?? f.int(RLSchemaFieldName.tid.rawValue) ?? -1))
         case .hangStack:
-            r = .stack(HangStackRecord(ts: e.ts, pid: e.pid, vtid: e.vtid, loop: e.loop, hangID: UInt64(bitPattern: f.int("hang_id") ?? 0),
-                                       sample: f.int("sample") ?? 0, elapsedNs: f.int("elapsed_ns") ?? 0,
-                                       frames: f.integers("frames") ?? []))
+            r = .stack(HangStackRecord(ts: e.ts, pid: e.pid, vtid: e.vtid, loop: e.loop, hangID: UInt64(bitPattern: f.int(RLSchemaFieldName.hangID.rawValue) ?? 0),
+                                       sample: f.int(RLSchemaFieldName.sample.rawValue) ?? 0, elapsedNs: f.int(RLSchemaFieldName.elapsedNs.rawValue) ?? 0,
+                                       frames: f.integers(RLSchemaFieldName.frames.rawValue) ?? []))
         default:
             r = .end(HangEndRecord(ts: e.ts, pid: e.pid, loop: e.loop, iteration: e.iteration,
-                                   hangID: UInt64(bitPattern: f.int("hang_id") ?? 0),
-                                   durationNs: f.int("duration_ns") ?? 0, samples: f.int("samples") ?? 0))
+                                   hangID: UInt64(bitPattern: f.int(RLSchemaFieldName.hangID.rawValue) ?? 0),
+                                   durationNs: f.int(RLSchemaFieldName.durationNs.rawValue) ?? 0, samples: f.int(RLSchemaFieldName.samples.rawValue) ?? 0))
         }
         lock.lock(); defer { lock.unlock() }
         records.append(r)

@@ -1,74 +1,22 @@
-/// The kind of a run-loop callout (the `callout_kind` enumeration of `docs/tracepoints.md`).
-public enum CalloutKind: UInt8, CaseIterable, Sendable, Codable, Comparable {
-    /// An observer.
-    case observer = 0
-    /// A version-0 source.
-    case source0 = 1
-    /// A version-1 (fd) source.
-    case source1 = 2
-    /// A timer.
-    case timer = 3
-    /// The main dispatch queue.
-    case mainQueue = 4
-    /// A perform-block.
-    case block = 5
+import RunLoopSchema
 
-    /// The label used in the trace schema and in JSON (`main_queue` …).
-    public var label: String {
-        switch self {
-        case .observer: "observer"
-        case .source0: "source0"
-        case .source1: "source1"
-        case .timer: "timer"
-        case .mainQueue: "main_queue"
-        case .block: "block"
-        }
-    }
+/// The kind of a run-loop callout (the `callout_kind` enumeration of `docs/tracepoints.md`; values
+/// and labels are RunLoopSchema's).
+public typealias CalloutKind = RLSchemaCalloutKind
 
-    /// Parses a label (`timer`, `main_queue`, also `mainQueue`).
+extension RLSchemaCalloutKind {
+    /// Parses a label (`timer`, `main_queue`, also `mainQueue` and `main-queue`).
     public init?(label: String) {
+        if let k = Self.allCases.first(where: { $0.label == label }) { self = k; return }
         switch label {
-        case "observer": self = .observer
-        case "source0": self = .source0
-        case "source1": self = .source1
-        case "timer": self = .timer
-        case "main_queue", "mainQueue", "main-queue": self = .mainQueue
-        case "block": self = .block
+        case "mainQueue", "main-queue": self = .mainQueue
         default: return nil
         }
     }
-
-    /// Orders kinds by raw value.
-    public static func < (a: CalloutKind, b: CalloutKind) -> Bool { a.rawValue < b.rawValue }
 }
 
-/// Why a loop woke (the `wake_reason` enumeration).
-public enum WakeReason: UInt8, CaseIterable, Sendable, Codable {
-    /// A poll or no identifiable cause.
-    case none = 0
-    /// The run's own timeout.
-    case timeout = 1
-    /// An explicit wakeUp.
-    case wakeUp = 2
-    /// A timer.
-    case timer = 3
-    /// A source1's fd.
-    case source1 = 4
-    /// The main queue.
-    case mainQueue = 5
-
-    /// The schema label (`wake_up`, `main_queue` …).
-    public var label: String {
-        switch self {
-        case .none: "none"
-        case .timeout: "timeout"
-        case .wakeUp: "wake_up"
-        case .timer: "timer"
-        case .source1: "source1"
-        case .mainQueue: "main_queue"
-        }
-    }
-}
+/// Why a loop woke (the `wake_reason` enumeration; values and labels are RunLoopSchema's).
+public typealias WakeReason = RLSchemaWakeReason
 
 /// A `runloop` event, decoded into the fields the analysis uses. Times are CLOCK_MONOTONIC ns
 /// (the raw LTTng clock value, directly comparable with `scheduled_ns`).

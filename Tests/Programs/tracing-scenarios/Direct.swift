@@ -1,5 +1,6 @@
 import Foundation
 import RunLoopTracing
+import RunLoopSchema
 
 /// One event the scenario emitted, as it must appear in the trace: the event name, every payload
 /// field's value (integers in decimal, strings verbatim, enumerations as their integer) and, for
@@ -14,13 +15,12 @@ struct ExpectedEvent: Codable {
 /// and prints (one JSON object a line, prefixed `EXPECT `) what each call must have recorded.
 /// The test compares that log, field by field, with babeltrace2's reading of the trace.
 enum DirectScenario {
-    static let activityLabels: [UInt32: String] = [1: "entry", 2: "before_timers", 4: "before_sources",
-                                                  32: "before_waiting", 64: "after_waiting", 128: "exit"]
-    static let kindLabels: [RLTraceCalloutKind: String] = [.observer: "observer", .source0: "source0", .source1: "source1",
-                                                           .timer: "timer", .mainQueue: "main_queue", .block: "block"]
-    static let reasonLabels: [RLTraceWakeReason: String] = [.none: "none", .timeout: "timeout", .wakeUp: "wake_up",
-                                                            .timer: "timer", .source1: "source1", .mainQueue: "main_queue"]
-    static let resultLabels: [UInt8: String] = [1: "finished", 2: "stopped", 3: "timed_out", 4: "handled_source"]
+    // The labels the trace must show: RunLoopSchema's enumerations (SchemaTests checks them against the header).
+    static let activityLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.activity.enumerators.map { (UInt32($0.value), $0.label) })
+    static let kindLabels = Dictionary(uniqueKeysWithValues: RLTraceCalloutKind.allCases.map { ($0, $0.label) })
+    static let reasonLabels = Dictionary(uniqueKeysWithValues: RLTraceWakeReason.allCases.map { ($0, $0.label) })
+    static let resultLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.runResult.enumerators.map { (UInt8($0.value), $0.label) })
+    static let loopKindLabel = RunLoopSchema.calloutKind.label(of: Int64(RunLoopSchema.calloutKindLoop))!
 
     static func run() {
         var rng = SystemRandomNumberGenerator()
@@ -177,7 +177,7 @@ enum DirectScenario {
             emit("hang_begin", ["loop_id": "\(loop)", "iteration": "\(it)", "hang_id": "\(hang)",
                                 "kind": "\(kind?.rawValue ?? RLTrace.hangKindLoop)", "item_id": "\(item)", "item_name": n,
                                 "threshold_ns": "\(threshold)", "elapsed_ns": "\(elapsed)", "loop_tid": "\(ltid)"],
-                 labels: ["kind": kind.map { kindLabels[$0]! } ?? "loop"])
+                 labels: ["kind": kind.map { kindLabels[$0]! } ?? loopKindLabel])
         }
         for count in [0, 1, 3, 64, 70] {
             let hang = u64(), sample = UInt32.random(in: 0...UInt32.max, using: &rng), elapsed = u64()

@@ -1,0 +1,498 @@
+// The `runloop` LTTng-UST provider's event schema, stated once (issue 18).
+//
+// Every event's name, log level, event class and payload fields (in order, with their CTF kind),
+// and every enumeration (labels and values). The C provider (Sources/CRunLoopTracepoints/runloop_tp.h)
+// must declare exactly this: Tests/TracingTests/SchemaTests.swift parses the header and compares
+// it with these tables, checks that RunLoopTracing has an emitter for every event and that
+// docs/tracepoints.md documents every event. RunLoopTracing and RLAnalysis take their names and
+// values from here. Dependency-free (the standard library only).
+
+// MARK: - value enumerations
+
+/// The kind of a run-loop callout: the `callout_kind` enumeration of the `runloop` provider.
+///
+/// RunLoopTracing calls it `RLTraceCalloutKind`, RLAnalysis `CalloutKind` (type aliases). The
+/// provider's enumeration also has `loop` (``RunLoopSchema/calloutKindLoop``), recorded only by
+/// `hang_begin`, which is not a callout and so not a case here.
+public enum RLSchemaCalloutKind: UInt8, Sendable, CaseIterable, Codable, Comparable {
+    /// A run-loop observer (activity callout).
+    case observer = 0
+    /// A version-0 source (signalled, performed by the loop).
+    case source0 = 1
+    /// A version-1 source (a file descriptor the loop waits on).
+    case source1 = 2
+    /// A timer.
+    case timer = 3
+    /// The process's main dispatch queue, drained by the main loop.
+    case mainQueue = 4
+    /// A perform-block.
+    case block = 5
+
+    /// The label of the value in the trace schema (and in rltrace's JSON): `main_queue` …
+    @inlinable public var label: String {
+        switch self {
+        case .observer: "observer"
+        case .source0: "source0"
+        case .source1: "source1"
+        case .timer: "timer"
+        case .mainQueue: "main_queue"
+        case .block: "block"
+        }
+    }
+
+    /// The callout's entry event (`runloop:<label>_entry`).
+    public var entryEvent: RLSchemaEventID {
+        switch self {
+        case .observer: .observerEntry
+        case .source0: .source0Entry
+        case .source1: .source1Entry
+        case .timer: .timerEntry
+        case .mainQueue: .mainQueueEntry
+        case .block: .blockEntry
+        }
+    }
+
+    /// The callout's exit event (`runloop:<label>_exit`).
+    public var exitEvent: RLSchemaEventID {
+        switch self {
+        case .observer: .observerExit
+        case .source0: .source0Exit
+        case .source1: .source1Exit
+        case .timer: .timerExit
+        case .mainQueue: .mainQueueExit
+        case .block: .blockExit
+        }
+    }
+
+    /// Orders kinds by raw value.
+    @inlinable public static func < (a: RLSchemaCalloutKind, b: RLSchemaCalloutKind) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Why a sleeping run loop woke up: the `wake_reason` enumeration of the `runloop` provider.
+///
+/// RunLoopTracing calls it `RLTraceWakeReason`, RLAnalysis `WakeReason` (type aliases).
+public enum RLSchemaWakeReason: UInt8, Sendable, CaseIterable, Codable {
+    /// The loop did not sleep (poll), or woke without any cause it could identify.
+    case none = 0
+    /// The run's own timeout passed.
+    case timeout = 1
+    /// An explicit wakeUp (also stop and the waking perform conveniences).
+    case wakeUp = 2
+    /// A timer of the running mode became due.
+    case timer = 3
+    /// A source1's file descriptor became ready.
+    case source1 = 4
+    /// The main dispatch queue has work.
+    case mainQueue = 5
+
+    /// The label of the value in the trace schema (`wake_up`, `main_queue` …).
+    @inlinable public var label: String {
+        switch self {
+        case .none: "none"
+        case .timeout: "timeout"
+        case .wakeUp: "wake_up"
+        case .timer: "timer"
+        case .source1: "source1"
+        case .mainQueue: "main_queue"
+        }
+    }
+}
+
+// MARK: - schema types
+
+/// An LTTng-UST log level (`LTTNG_UST_TRACEPOINT_LOGLEVEL_<name>`), raw value LTTng's number.
+public enum RLSchemaLogLevel: Int, Sendable, CaseIterable {
+    /// `WARNING` (4): the hang watchdog's events.
+    case warning = 4
+    /// `INFO` (6): loop and run lifecycle.
+    case info = 6
+    /// `DEBUG_PROCESS` (9): timers armed, registrations.
+    case debugProcess = 9
+    /// `DEBUG` (14): every per-iteration event.
+    case debug = 14
+
+    /// The level's name as in the LTTng macro (`DEBUG_PROCESS`); `lttng` spells it `TRACE_<name>`.
+    public var macroName: String {
+        switch self {
+        case .warning: "WARNING"
+        case .info: "INFO"
+        case .debugProcess: "DEBUG_PROCESS"
+        case .debug: "DEBUG"
+        }
+    }
+}
+
+/// An integer as recorded in CTF: width, signedness and preferred display base.
+public struct RLSchemaInteger: Hashable, Sendable, CustomStringConvertible {
+    /// Width in bits (8, 16, 32, 64).
+    public var bits: Int
+    /// Whether the integer is signed.
+    public var signed: Bool
+    /// Whether it is displayed in hexadecimal (`lttng_ust_field_integer_hex`, `sequence_hex`).
+    public var hex: Bool
+
+    /// Creates an integer type.
+    public init(bits: Int, signed: Bool, hex: Bool = false) {
+        self.bits = bits
+        self.signed = signed
+        self.hex = hex
+    }
+
+    /// `uint8_t`.
+    public static let u8 = RLSchemaInteger(bits: 8, signed: false)
+    /// `uint32_t`.
+    public static let u32 = RLSchemaInteger(bits: 32, signed: false)
+    /// `uint64_t`.
+    public static let u64 = RLSchemaInteger(bits: 64, signed: false)
+    /// `int32_t`.
+    public static let s32 = RLSchemaInteger(bits: 32, signed: true)
+    /// `int64_t`.
+    public static let s64 = RLSchemaInteger(bits: 64, signed: true)
+    /// This type displayed in hexadecimal.
+    public var inHex: RLSchemaInteger { RLSchemaInteger(bits: bits, signed: signed, hex: true) }
+
+    /// The C type (`uint64_t`, `int32_t`), with `/hex` appended when displayed in hexadecimal.
+    public var description: String { (signed ? "int" : "uint") + "\(bits)_t" + (hex ? "/hex" : "") }
+}
+
+/// The CTF kind of a payload field.
+public enum RLSchemaFieldType: Hashable, Sendable {
+    /// An integer (`lttng_ust_field_integer`, `lttng_ust_field_integer_hex`).
+    case integer(RLSchemaInteger)
+    /// A NUL-terminated UTF-8 string (`lttng_ust_field_string`).
+    case string
+    /// A value of the provider's enumeration `enumeration` (its name) in a `container` integer
+    /// (`lttng_ust_field_enum`).
+    case enumeration(String, container: RLSchemaInteger)
+    /// A variable-length array of `element` integers, its length recorded first as a `length`
+    /// integer (`lttng_ust_field_sequence`, `lttng_ust_field_sequence_hex`).
+    case sequence(element: RLSchemaInteger, length: RLSchemaInteger)
+}
+
+/// A payload field's name. The names every event uses are the static members (`.loopID`
+/// is `loop_id`): readers resolve fields by these, never by a spelled-out string.
+public struct RLSchemaFieldName: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The field's name in the trace (`loop_id`).
+    public var rawValue: String
+    /// Wraps a field name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The field's name in the trace.
+    public var description: String { rawValue }
+
+    /// `loop_id`: the run loop (process-unique).
+    public static let loopID = Self(rawValue: "loop_id")
+    /// `iteration`: the loop's iteration counter.
+    public static let iteration = Self(rawValue: "iteration")
+    /// `tid`: the loop's thread (lifecycle events).
+    public static let tid = Self(rawValue: "tid")
+    /// `thread_name`: the loop's thread's name.
+    public static let threadName = Self(rawValue: "thread_name")
+    /// `mode`: a run-loop mode.
+    public static let mode = Self(rawValue: "mode")
+    /// `timeout_ns`: a run's or a sleep's timeout.
+    public static let timeoutNs = Self(rawValue: "timeout_ns")
+    /// `return_after_source_handled`: the run's flag.
+    public static let returnAfterSourceHandled = Self(rawValue: "return_after_source_handled")
+    /// `depth`: the run's nesting depth.
+    public static let depth = Self(rawValue: "depth")
+    /// `result`: a run's result (`run_result`).
+    public static let result = Self(rawValue: "result")
+    /// `handled_source`: whether the iteration handled a source.
+    public static let handledSource = Self(rawValue: "handled_source")
+    /// `callouts`: callouts of the iteration.
+    public static let callouts = Self(rawValue: "callouts")
+    /// `item_id`: an observer, source, timer or block.
+    public static let itemID = Self(rawValue: "item_id")
+    /// `name`: an item's name.
+    public static let name = Self(rawValue: "name")
+    /// `activity`: an observer callout's activity bit (`activity`).
+    public static let activity = Self(rawValue: "activity")
+    /// `fd`: a file descriptor.
+    public static let fd = Self(rawValue: "fd")
+    /// `events`: an epoll readiness mask.
+    public static let events = Self(rawValue: "events")
+    /// `scheduled_ns`: the fire time a timer was due at.
+    public static let scheduledNs = Self(rawValue: "scheduled_ns")
+    /// `deadline_ns`: the time a sleep's wake timer is armed for.
+    public static let deadlineNs = Self(rawValue: "deadline_ns")
+    /// `reason`: why a loop woke (`wake_reason`).
+    public static let reason = Self(rawValue: "reason")
+    /// `slept_ns`: time slept.
+    public static let sleptNs = Self(rawValue: "slept_ns")
+    /// `accepted`: whether a wake-up request was accepted.
+    public static let accepted = Self(rawValue: "accepted")
+    /// `caller_tid`: the requesting thread.
+    public static let callerTid = Self(rawValue: "caller_tid")
+    /// `signal_seq`: the signal a `source0_signalled` belongs to.
+    public static let signalSeq = Self(rawValue: "signal_seq")
+    /// `fire_ns`: a timer's next fire time.
+    public static let fireNs = Self(rawValue: "fire_ns")
+    /// `interval_ns`: a timer's interval.
+    public static let intervalNs = Self(rawValue: "interval_ns")
+    /// `missed_fires`: fires a timer skipped.
+    public static let missedFires = Self(rawValue: "missed_fires")
+    /// `kind`: an item's or a hang's callout kind (`callout_kind`).
+    public static let kind = Self(rawValue: "kind")
+    /// `hang_id`: a hang (process-unique).
+    public static let hangID = Self(rawValue: "hang_id")
+    /// `item_name`: the hung callout's item name.
+    public static let itemName = Self(rawValue: "item_name")
+    /// `threshold_ns`: the watchdog's threshold.
+    public static let thresholdNs = Self(rawValue: "threshold_ns")
+    /// `elapsed_ns`: time stuck so far.
+    public static let elapsedNs = Self(rawValue: "elapsed_ns")
+    /// `loop_tid`: the hung thread.
+    public static let loopTid = Self(rawValue: "loop_tid")
+    /// `sample`: a stack sample's index.
+    public static let sample = Self(rawValue: "sample")
+    /// `frames`: a stack sample's frames, innermost first.
+    public static let frames = Self(rawValue: "frames")
+    /// `duration_ns`: a hang's duration.
+    public static let durationNs = Self(rawValue: "duration_ns")
+    /// `samples`: stack samples taken of a hang.
+    public static let samples = Self(rawValue: "samples")
+}
+
+/// One payload field: its name and CTF kind.
+public struct RLSchemaField: Hashable, Sendable {
+    /// The field's name.
+    public var name: RLSchemaFieldName
+    /// The field's kind.
+    public var type: RLSchemaFieldType
+    /// Creates a field.
+    public init(_ name: RLSchemaFieldName, _ type: RLSchemaFieldType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+/// One event of the provider.
+public struct RLSchemaEvent: Hashable, Sendable {
+    /// The event's name without the provider (`timer_entry`).
+    public var name: String
+    /// The event class it is an instance of (`timer_callout`), or nil for a standalone event.
+    public var eventClass: String?
+    /// Its log level.
+    public var logLevel: RLSchemaLogLevel
+    /// Its payload fields, in order.
+    public var fields: [RLSchemaField]
+
+    /// Creates an event.
+    public init(name: String, eventClass: String? = nil, logLevel: RLSchemaLogLevel, fields: [RLSchemaField]) {
+        self.name = name
+        self.eventClass = eventClass
+        self.logLevel = logLevel
+        self.fields = fields
+    }
+
+    /// The full LTTng name, e.g. `runloop:timer_entry`.
+    public var fullName: String { RunLoopSchema.provider + ":" + name }
+}
+
+/// One label of an enumeration.
+public struct RLSchemaEnumerator: Hashable, Sendable {
+    /// The label (`main_queue`).
+    public var label: String
+    /// Its value.
+    public var value: Int64
+    /// Creates a label.
+    public init(_ label: String, _ value: Int64) {
+        self.label = label
+        self.value = value
+    }
+}
+
+/// One enumeration of the provider (`LTTNG_UST_TRACEPOINT_ENUM`): labels and values in order.
+public struct RLSchemaEnumeration: Hashable, Sendable {
+    /// The enumeration's name (`callout_kind`).
+    public var name: String
+    /// Its labels, in declaration order.
+    public var enumerators: [RLSchemaEnumerator]
+    /// Creates an enumeration.
+    public init(name: String, enumerators: [RLSchemaEnumerator]) {
+        self.name = name
+        self.enumerators = enumerators
+    }
+    /// The label of `value`, or nil.
+    public func label(of value: Int64) -> String? { enumerators.first { $0.value == value }?.label }
+}
+
+// MARK: - the events
+
+/// Every event of the provider, in the header's order; raw value = index in ``RunLoopSchema/events``.
+public enum RLSchemaEventID: UInt8, Sendable, CaseIterable {
+    /// `runloop:loop_created`
+    case loopCreated
+    /// `runloop:loop_destroyed`
+    case loopDestroyed
+    /// `runloop:run_enter`
+    case runEnter
+    /// `runloop:run_exit`
+    case runExit
+    /// `runloop:iteration_begin`
+    case iterationBegin
+    /// `runloop:iteration_end`
+    case iterationEnd
+    /// `runloop:observer_entry`
+    case observerEntry
+    /// `runloop:observer_exit`
+    case observerExit
+    /// `runloop:source0_entry`
+    case source0Entry
+    /// `runloop:source0_exit`
+    case source0Exit
+    /// `runloop:block_entry`
+    case blockEntry
+    /// `runloop:block_exit`
+    case blockExit
+    /// `runloop:source1_entry`
+    case source1Entry
+    /// `runloop:source1_exit`
+    case source1Exit
+    /// `runloop:timer_entry`
+    case timerEntry
+    /// `runloop:timer_exit`
+    case timerExit
+    /// `runloop:main_queue_entry`
+    case mainQueueEntry
+    /// `runloop:main_queue_exit`
+    case mainQueueExit
+    /// `runloop:sleep_begin`
+    case sleepBegin
+    /// `runloop:wake`
+    case wake
+    /// `runloop:wakeup_requested`
+    case wakeUpRequested
+    /// `runloop:source0_signalled`
+    case source0Signalled
+    /// `runloop:timer_armed`
+    case timerArmed
+    /// `runloop:item_added`
+    case itemAdded
+    /// `runloop:item_removed`
+    case itemRemoved
+    /// `runloop:hang_begin`
+    case hangBegin
+    /// `runloop:hang_stack`
+    case hangStack
+    /// `runloop:hang_end`
+    case hangEnd
+
+    /// The event's definition.
+    public var event: RLSchemaEvent { RunLoopSchema.events[Int(rawValue)] }
+    /// The event's name without the provider (`wake`).
+    public var name: String { event.name }
+
+    /// The event with name `name` (`timer_entry`, without the provider), or nil.
+    public init?(name: String) {
+        guard let i = RunLoopSchema.events.firstIndex(where: { $0.name == name }) else { return nil }
+        self.init(rawValue: UInt8(i))
+    }
+
+    /// For a callout's entry or exit event: the callout kind and whether it is the entry.
+    public var callout: (kind: RLSchemaCalloutKind, isEntry: Bool)? {
+        for k in RLSchemaCalloutKind.allCases {
+            if k.entryEvent == self { return (k, true) }
+            if k.exitEvent == self { return (k, false) }
+        }
+        return nil
+    }
+}
+
+/// The `runloop` provider's schema: its events and enumerations.
+public enum RunLoopSchema {
+    /// The provider's name.
+    public static let provider = "runloop"
+
+    /// The `loop` value of `callout_kind`: `hang_begin` of a loop stuck in its own code.
+    public static let calloutKindLoop: UInt8 = 6
+
+    /// The `callout_kind` enumeration.
+    public static let calloutKind = RLSchemaEnumeration(
+        name: "callout_kind",
+        enumerators: RLSchemaCalloutKind.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) }
+            + [RLSchemaEnumerator("loop", Int64(calloutKindLoop))])
+    /// The `wake_reason` enumeration.
+    public static let wakeReason = RLSchemaEnumeration(
+        name: "wake_reason",
+        enumerators: RLSchemaWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) })
+    /// The `run_result` enumeration (CFRunLoopRunResult raw values).
+    public static let runResult = RLSchemaEnumeration(name: "run_result", enumerators: [
+        .init("finished", 1), .init("stopped", 2), .init("timed_out", 3), .init("handled_source", 4),
+    ])
+    /// The `activity` enumeration (CFRunLoopActivity bits, one per observer callout).
+    public static let activity = RLSchemaEnumeration(name: "activity", enumerators: [
+        .init("entry", 1), .init("before_timers", 2), .init("before_sources", 4),
+        .init("before_waiting", 32), .init("after_waiting", 64), .init("exit", 128),
+    ])
+    /// Every enumeration, in the header's order.
+    public static let enumerations: [RLSchemaEnumeration] = [calloutKind, wakeReason, runResult, activity]
+
+    /// Every event, in the header's order (index = ``RLSchemaEventID`` raw value).
+    public static let events: [RLSchemaEvent] = {
+        typealias F = RLSchemaField
+        let loop = F(.loopID, .integer(.u64)), iter = F(.iteration, .integer(.u64))
+        let item = F(.itemID, .integer(.u64)), name = F(.name, .string)
+        let observer = [loop, iter, item, name, F(.activity, .enumeration("activity", container: .u32))]
+        let itemCallout = [loop, iter, item, name]
+        let source1 = [loop, iter, item, name, F(.fd, .integer(.s32)), F(.events, .integer(RLSchemaInteger.u32.inHex))]
+        let timer = [loop, iter, item, name, F(.scheduledNs, .integer(.u64))]
+        let registration = [loop, iter, F(.kind, .enumeration("callout_kind", container: .u8)), item, name, F(.mode, .string)]
+        func ev(_ n: String, _ c: String? = nil, _ l: RLSchemaLogLevel, _ f: [F]) -> RLSchemaEvent {
+            RLSchemaEvent(name: n, eventClass: c, logLevel: l, fields: f)
+        }
+        return [
+            ev("loop_created", nil, .info, [loop, iter, F(.tid, .integer(.s32)), F(.threadName, .string)]),
+            ev("loop_destroyed", nil, .info, [loop, iter, F(.tid, .integer(.s32))]),
+            ev("run_enter", nil, .info, [loop, iter, F(.mode, .string), F(.timeoutNs, .integer(.s64)),
+                                         F(.returnAfterSourceHandled, .integer(.u8)), F(.depth, .integer(.u32))]),
+            ev("run_exit", nil, .info, [loop, iter, F(.mode, .string), F(.result, .enumeration("run_result", container: .u8)),
+                                        F(.depth, .integer(.u32))]),
+            ev("iteration_begin", nil, .debug, [loop, iter]),
+            ev("iteration_end", nil, .debug, [loop, iter, F(.handledSource, .integer(.u8)), F(.callouts, .integer(.u32))]),
+            ev("observer_entry", "observer_callout", .debug, observer),
+            ev("observer_exit", "observer_callout", .debug, observer),
+            ev("source0_entry", "item_callout", .debug, itemCallout),
+            ev("source0_exit", "item_callout", .debug, itemCallout),
+            ev("block_entry", "item_callout", .debug, itemCallout),
+            ev("block_exit", "item_callout", .debug, itemCallout),
+            ev("source1_entry", "source1_callout", .debug, source1),
+            ev("source1_exit", "source1_callout", .debug, source1),
+            ev("timer_entry", "timer_callout", .debug, timer),
+            ev("timer_exit", "timer_callout", .debug, timer),
+            ev("main_queue_entry", "main_queue_callout", .debug, [loop, iter]),
+            ev("main_queue_exit", "main_queue_callout", .debug, [loop, iter]),
+            ev("sleep_begin", nil, .debug, [loop, iter, F(.timeoutNs, .integer(.s64)), F(.deadlineNs, .integer(.u64))]),
+            ev("wake", nil, .debug, [loop, iter, F(.reason, .enumeration("wake_reason", container: .u8)),
+                                     F(.fd, .integer(.s32)), F(.sleptNs, .integer(.u64))]),
+            ev("wakeup_requested", nil, .debug, [loop, iter, F(.accepted, .integer(.u8)), F(.callerTid, .integer(.s32))]),
+            ev("source0_signalled", nil, .debug, [loop, iter, item, name, F(.signalSeq, .integer(.u64)),
+                                                  F(.callerTid, .integer(.s32))]),
+            ev("timer_armed", nil, .debugProcess, [loop, iter, item, name, F(.fireNs, .integer(.u64)),
+                                                   F(.intervalNs, .integer(.u64)), F(.missedFires, .integer(.u64))]),
+            ev("item_added", "item_registration", .debugProcess, registration),
+            ev("item_removed", "item_registration", .debugProcess, registration),
+            ev("hang_begin", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)),
+                                             F(.kind, .enumeration("callout_kind", container: .u8)), item,
+                                             F(.itemName, .string), F(.thresholdNs, .integer(.u64)),
+                                             F(.elapsedNs, .integer(.u64)), F(.loopTid, .integer(.s32))]),
+            ev("hang_stack", nil, .warning, [loop, F(.hangID, .integer(.u64)), F(.sample, .integer(.u32)),
+                                             F(.elapsedNs, .integer(.u64)),
+                                             F(.frames, .sequence(element: RLSchemaInteger.u64.inHex, length: .u32))]),
+            ev("hang_end", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)), F(.durationNs, .integer(.u64)),
+                                           F(.samples, .integer(.u32))]),
+        ]
+    }()
+
+    /// The event named `name`: with or without the `runloop:` prefix; nil for another provider's.
+    public static func event(named name: String) -> RLSchemaEvent? {
+        var n = Substring(name)
+        if n.hasPrefix(provider + ":") { n = n.dropFirst(provider.count + 1) } else if n.contains(":") { return nil }
+        return events.first { $0.name == n }
+    }
+
+    /// The enumeration named `name` (`wake_reason`), or nil.
+    public static func enumeration(named name: String) -> RLSchemaEnumeration? {
+        enumerations.first { $0.name == name }
+    }
+}
