@@ -45,23 +45,8 @@ func parseSize(_ text: String) -> Int? {
 /// Records `command` as a flight recorder into `output`: one snapshot per hang (at most
 /// `settings.maxSnapshots`); returns the program's exit status.
 func recordOnHang(_ command: [String], output: URL, settings: FlightRecorderSettings, contexts: [String], announce: Bool) throws -> Int32 {
-    var daemon: PrivateSessionDaemon?
-    let cli: LTTngCLI
-    var env = ProcessInfo.processInfo.environment
-    do {
-        if LTTngCLI.ambient.isSessionDaemonReachable() {
-            cli = .ambient
-        } else {
-            if announce { warn("rltrace: no session daemon reachable; starting a private one") }
-            let d = try PrivateSessionDaemon.start()
-            daemon = d
-            cli = d.cli
-            env = d.applicationEnvironment
-        }
-    } catch {
-        warn("rltrace: cannot start a session daemon: \(error)")
-        throw ExitCode(6)
-    }
+    let (daemon, cli, daemonEnv) = try reachSessionDaemon(announce: announce)
+    var env = daemonEnv
     defer { daemon?.stop() }
 
     let name = "rltrace-fr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

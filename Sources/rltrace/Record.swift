@@ -109,6 +109,21 @@ struct Record: ParsableCommand {
     }
 }
 
+/// The session daemon to record with: the one reachable (the user's own), else a private one
+/// started here (the caller stops it), with the environment the traced program needs to find it.
+/// Exit 6 when none can be had.
+func reachSessionDaemon(announce: Bool) throws -> (PrivateSessionDaemon?, LTTngCLI, [String: String]) {
+    do {
+        if LTTngCLI.ambient.isSessionDaemonReachable() { return (nil, .ambient, ProcessInfo.processInfo.environment) }
+        if announce { warn("rltrace: no session daemon reachable; starting a private one") }
+        let d = try PrivateSessionDaemon.start()
+        return (d, d.cli, d.applicationEnvironment)
+    } catch {
+        warn("rltrace: cannot start a session daemon: \(error)")
+        throw ExitCode(6)
+    }
+}
+
 func defaultTraceDirectory() -> String {
     let f = DateFormatter()
     f.dateFormat = "yyyyMMdd-HHmmss"
@@ -118,23 +133,7 @@ func defaultTraceDirectory() -> String {
 /// Records `command` into `output`; returns the program's exit status (128+signal if killed).
 func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [String], events: String,
                    announce: Bool) throws -> Int32 {
-    var daemon: PrivateSessionDaemon?
-    let cli: LTTngCLI
-    var env = ProcessInfo.processInfo.environment
-    do {
-        if LTTngCLI.ambient.isSessionDaemonReachable() {
-            cli = .ambient
-        } else {
-            if announce { warn("rltrace: no session daemon reachable; starting a private one") }
-            let d = try PrivateSessionDaemon.start()
-            daemon = d
-            cli = d.cli
-            env = d.applicationEnvironment
-        }
-    } catch {
-        warn("rltrace: cannot start a session daemon: \(error)")
-        throw ExitCode(6)
-    }
+    let (daemon, cli, env) = try reachSessionDaemon(announce: announce)
     defer { daemon?.stop() }
 
     let name = "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
