@@ -61,17 +61,19 @@ let package = Package(
                          swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
-        .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl"],
+        .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl", "TestSupport"],
                           path: "Benchmarks/tracing-bench", swiftSettings: tracingDefines),
 
         // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (issue 8; scripts/bench.sh) ---
         .target(name: "RLBenchMallocCounter", path: "Benchmarks/rl-bench-malloc-counter"),
-        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter"],
+        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter", "TestSupport"],
                           path: "Benchmarks/rl-bench", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),
         .target(name: "CTFReader"),
+        // issue 14: a client of lttng-relayd's live (viewer) protocol feeding CTFReader's decoder.
+        .target(name: "LTTngLive", dependencies: ["CTFReader"]),
         // Records LTTng-UST events of many shapes for CTFReader's tests and benchmark.
         .executableTarget(
             name: "ctf-testgen", path: "Tests/Programs/ctf-testgen",
@@ -96,17 +98,18 @@ let package = Package(
         .executableTarget(
             name: "rltrace",
             dependencies: [
-                "CTFReader", "LTTngControl", "RLAnalysis",
+                "CTFReader", "LTTngControl", "RLAnalysis", "LTTngLive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "hang-workload", "TestSupport"],
+        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "hang-workload", "TestSupport",
+                                                     "LTTngLive", "LTTngControl"],
                     exclude: ["Fixtures"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------
         // Whole rltrace commands vs babeltrace2 on recorded rl-example traces: time, CPU, peak RSS
         // (scripts/bench-pipeline.sh, docs/benchmarks.md; not part of the test suite).
-        .executableTarget(name: "pipeline-bench", path: "Benchmarks/pipeline-bench", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "pipeline-bench", dependencies: ["TestSupport"], path: "Benchmarks/pipeline-bench", swiftSettings: [.swiftLanguageMode(.v5)]),
         // A deterministic RunLoopCore workload (a fixed number of steps, every callout kind) for traces
         // of a chosen size; RLTraceTests' BoundedMemoryTests records it.
         .executableTarget(name: "trace-workload", dependencies: ["RunLoopCore", "CRunLoopShims"],

@@ -1,5 +1,6 @@
 // pipeline-bench support: measuring whole commands as child processes, recording traces, counting events.
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,33 +49,15 @@ struct ChildRun {
 /// process's peak RSS across execve, and a command spawned straight from this (larger) process would
 /// report at least this process's size. Standard output goes to /dev/null unless `captureStdout`.
 func measure(_ argv: [String], helper: String, rssCapMB: Int, timeout: Double, captureStdout: Bool = false) throws -> ChildRun {
-    let tag = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-bench-\(getpid())-\(UUID().uuidString.prefix(8))").path
-    let outPath = captureStdout ? tag + ".out" : "/dev/null", errPath = tag + ".err", figuresPath = tag + ".rusage"
-    defer { unlink(tag + ".out"); unlink(errPath); unlink(figuresPath) }
-    let full = [helper, "--measure", figuresPath, "--kill-above-mb", String(rssCapMB), "--timeout", String(timeout), "--"] + argv
-    var fa = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&fa)
-    defer { posix_spawn_file_actions_destroy(&fa) }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&fa, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_addopen(&fa, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let cargs = full.map { strdup($0) } + [nil]
-    defer { cargs.forEach { free($0) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, helper, &fa, nil, cargs, environ)
-    guard rc == 0 else { throw BenchError("cannot spawn \(helper): \(String(cString: strerror(rc)))") }
-    var helperStatus: Int32 = 0
-    while waitpid(pid, &helperStatus, 0) < 0 && errno == EINTR {}
-    let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    // maxrss_kib user_s sys_s wall_s status killed
-    let f = ((try? String(contentsOfFile: figuresPath, encoding: .utf8)) ?? "").split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-    guard helperStatus == 0, f.count == 6, let kib = Int(f[0]), let user = Double(f[1]), let sys = Double(f[2]),
-          let wall = Double(f[3]), let status = Int32(f[4]) else {
-        throw BenchError("\(helper) --measure failed for \(argv.joined(separator: " ")) (wait status \(helperStatus)): \(err)")
+    let outPath = captureStdout ? FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-bench-\(getpid())-\(UUID().uuidString.prefix(8)).out").path : "/dev/null"
+    defer { if captureStdout { unlink(outPath) } }
+    let r: MeasuredRun
+    do { r = try runMeasured(argv, helper: helper, stdoutPath: outPath, killAboveMB: rssCapMB, timeout: timeout) } catch {
+        throw BenchError("\(error)")
     }
     let out = captureStdout ? ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "") : ""
-    return ChildRun(wall: wall, cpu: user + sys, maxRSSKiB: kib, status: status, killed: f[5] == "-" ? nil : f[5],
-                    stdout: out, stderrTail: err.split(separator: "\n").suffix(2).joined(separator: " | "))
+    return ChildRun(wall: r.wallSeconds, cpu: r.userSeconds + r.systemSeconds, maxRSSKiB: r.maxRSSKiB, status: r.status, killed: r.killed,
+                    stdout: out, stderrTail: r.stderr.split(separator: "\n").suffix(2).joined(separator: " | "))
 }
 
 /// An error with a message.

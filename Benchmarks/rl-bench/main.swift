@@ -10,6 +10,7 @@ import CoreFoundation
 import Foundation
 import LTTngControl
 import RLBenchMallocCounter
+import TestSupport
 import RunLoopCore
 
 #if RLTRACE_DISABLED
@@ -364,17 +365,10 @@ func measureTraceNumbers(_ sz: Sizes) -> TraceNumbers {
 }
 
 func runChild(_ exe: String, _ args: [String], env: [String: String]) -> String? {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = args
-    p.environment = env
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    do { try p.run() } catch { log("cannot run \(exe): \(error)"); return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { log("\(exe) \(args) exited \(p.terminationStatus)"); return nil }
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    let r: ProgramRun
+    do { r = try runProgram(exe, args, environment: env) } catch { log("cannot run \(exe): \(error)"); return nil }
+    guard r.status == 0 else { log("\(exe) \(args) exited \(r.status): \(r.stderr.suffix(400))"); return nil }
+    return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 func traceChild(_ exe: String, env: [String: String], quick: Bool) -> TraceNumbers? {

@@ -10,6 +10,7 @@
 import Foundation
 import LTTngControl
 import RunLoopCore
+import TestSupport
 import RunLoopTracing
 
 // MARK: timing helpers
@@ -158,17 +159,9 @@ func measureLoop() -> LoopNumbers {
 // MARK: child processes and orchestration
 
 func runChild(_ exe: String, _ args: [String], env: [String: String]) throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = args
-    p.environment = env
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw NSError(domain: "tracing-bench", code: Int(p.terminationStatus)) }
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    let r = try runProgram(exe, args, environment: env)
+    guard r.status == 0 else { throw NSError(domain: "tracing-bench", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: r.stderr]) }
+    return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 /// An environment with no session daemon reachable (empty LTTNG_HOME).

@@ -51,8 +51,11 @@ public final class CTFStream: @unchecked Sendable {
 
     let cls: CompiledStreamClass
     @usableFromInline let base: UnsafeRawPointer
+    /// Bytes mapped from the file (0: an 8-byte placeholder owned by the stream; -1: `base` is
+    /// memory the stream does not own, see LiveStream.swift).
     let mapLength: Int
-    let fileSize: Int
+    /// Bytes of data: the file's size, or what a live stream was fed (LiveStream.swift).
+    var fileSize: Int
     @usableFromInline let slots: UnsafeMutablePointer<UInt64>
     let opsBuf: UnsafeMutablePointer<Op>
     let clock: CTFClock?
@@ -164,10 +167,17 @@ public final class CTFStream: @unchecked Sendable {
     /// Byte offset of the current packet in the file.
     public var currentPacketOffset: Int { packetOffset }
 
-    init(path: String, trace: CTFTrace, metadata: CTFMetadata, compiled: [UInt64: CompiledStreamClass], firstStreamID: UInt64) throws {
+    init(path: String, trace: CTFTrace, metadata: CTFMetadata, compiled: [UInt64: CompiledStreamClass], firstStreamID: UInt64,
+         memory: UnsafeRawPointer? = nil) throws {
         self.path = path
         self.trace = trace
         self.environment = metadata.environment
+        if let memory {
+            // A live stream: packets are copied into `memory` as they arrive (LiveStream.swift).
+            base = memory
+            fileSize = 0
+            mapLength = -1
+        } else {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
         defer { close(fd) }
@@ -184,6 +194,7 @@ public final class CTFStream: @unchecked Sendable {
         } else {
             base = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 8))
             mapLength = 0
+        }
         }
         guard let c = compiled[firstStreamID] else {
             throw CTFReaderError.malformed(path: path, offset: 0, field: "trace.packet.header.stream_id", message: "unknown stream class id \(firstStreamID)")
@@ -275,7 +286,7 @@ public final class CTFStream: @unchecked Sendable {
 
     deinit {
         if mapLength > 0 { munmap(UnsafeMutableRawPointer(mutating: base), mapLength) }
-        else { UnsafeMutableRawPointer(mutating: base).deallocate() }
+        else if mapLength == 0 { UnsafeMutableRawPointer(mutating: base).deallocate() }
         slots.deallocate()
         opsBuf.deallocate()
         hot.deallocate()

@@ -17,6 +17,16 @@ public final class CTFTrace: @unchecked Sendable {
     public var hostname: String? { metadata.environment["hostname"] }
     let compiled: [UInt64: CompiledStreamClass]
 
+    /// A trace whose metadata arrived over the network (LTTng live, LiveStream.swift): it holds no
+    /// stream files; `path` names where it came from in messages.
+    init(path: String, metadataText: String, packetByteOrder: CTFByteOrder?) throws {
+        self.path = path
+        let metaPath = path + "/metadata"
+        var parser = try MetadataParser(text: metadataText, path: metaPath, packetByteOrder: packetByteOrder)
+        metadata = try parser.parse()
+        compiled = try CTFTrace.compile(metadata, path: metaPath)
+    }
+
     /// Opens the trace in `directory`: reads and parses its metadata, compiles the decoding programs and
     /// maps every data stream file.
     public init(directory: String) throws {

@@ -12,7 +12,7 @@ struct RLTrace: ParsableCommand {
         abstract: "Record and analyse run-loop traces.",
         version: rltraceVersion,
         subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, LAMICommand.self, Dump.self, Demo.self,
-                      DiffCommand.self]
+                      DiffCommand.self, Top.self]
     )
 }
 

@@ -89,32 +89,9 @@ struct BoundedMemorySetupFailed: Error, CustomStringConvertible { var descriptio
 /// would report at least this process's size). The helper kills the program when its resident set passes
 /// `killAboveMB`.
 func measureChildMemory(_ argv: [String], stdoutPath: String, killAboveMB: Int) throws -> ChildMemory {
-    let tag = NSTemporaryDirectory() + "rlmem-\(getpid())-\(UUID().uuidString.prefix(8))"
-    let errPath = tag + ".err", figuresPath = tag + ".rusage"
-    defer { unlink(errPath); unlink(figuresPath) }
-    let helper = [binDir.appendingPathComponent("trace-workload").path, "--measure", figuresPath,
-                  "--kill-above-mb", String(killAboveMB), "--"] + argv
-    var fa = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&fa)
-    defer { posix_spawn_file_actions_destroy(&fa) }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&fa, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_addopen(&fa, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let cargs = helper.map { strdup($0) } + [nil]
-    defer { cargs.forEach { free($0) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, helper[0], &fa, nil, cargs, environ)
-    guard rc == 0 else { throw BoundedMemorySetupFailed(description: "cannot spawn \(helper[0]): \(String(cString: strerror(rc)))") }
-    var helperStatus: Int32 = 0
-    while waitpid(pid, &helperStatus, 0) < 0 && errno == EINTR {}
-    let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    // maxrss_kib user_s sys_s wall_s status killed
-    let f = ((try? String(contentsOfFile: figuresPath, encoding: .utf8)) ?? "").split(separator: " ")
-    guard helperStatus == 0, f.count == 6, let kib = Int(f[0]), let status = Int32(f[4]) else {
-        throw BoundedMemorySetupFailed(description: "trace-workload --measure failed (wait status \(helperStatus)): \(err)")
-    }
-    return ChildMemory(peakKiB: kib, status: status, killed: f[5].hasPrefix("rss"),
-                       stderrTail: err.split(separator: "\n").suffix(3).joined(separator: " | "))
+    let r = try runMeasured(argv, helper: binDir.appendingPathComponent("trace-workload").path, stdoutPath: stdoutPath, killAboveMB: killAboveMB)
+    return ChildMemory(peakKiB: r.maxRSSKiB, status: r.status, killed: r.killed?.hasPrefix("rss") ?? false,
+                       stderrTail: r.stderr.split(separator: "\n").suffix(3).joined(separator: " | "))
 }
 
 /// Records `trace-workload STEPS` into `dir` under `daemon` with a blocking channel (nothing discarded).

@@ -82,7 +82,15 @@ public func runProgram(_ path: String, _ args: [String], environment: [String: S
     if let timeout {
         let deadline = start.addingTimeInterval(timeout)
         while p.isRunning && Date() < deadline { usleep(2_000) }
-        if p.isRunning { p.terminate(); timedOut?() }
+        if p.isRunning {
+            p.terminate()
+            timedOut?()
+            // SIGTERM may be blocked or handled slowly (a child inherits the signal mask of the
+            // thread that started it): after 5 s more, SIGKILL, so a test never waits forever.
+            let grace = Date().addingTimeInterval(5)
+            while p.isRunning && Date() < grace { usleep(10_000) }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        }
     }
     p.waitUntilExit()
     let seconds = Date().timeIntervalSince(start)

@@ -44,12 +44,9 @@ struct DirectTracepointTests {
 
     /// Without any session daemon, a traced program runs normally and quickly (registration fails fast).
     @Test func noSessionDaemonIsHarmless() throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("no-sessiond-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let (home, noDaemon) = try Tracing.environmentWithoutSessionDaemon()
         defer { try? FileManager.default.removeItem(at: home) }
-        var env = ProcessInfo.processInfo.environment
-        env["LTTNG_HOME"] = home.path
-        env["HOME"] = home.path
+        let env = noDaemon
         let run = try Tracing.run(Tracing.scenarios, ["direct"], environment: env)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.split(separator: "\n").filter { $0.hasPrefix("EXPECT ") }.count > 40)

@@ -371,12 +371,9 @@ struct EngineTraceTests {
     /// and tids masked, is identical to the log of the traced run) in about the same time.
     @Test func untracedRunBehavesIdentically() throws {
         let rec = try Tracing.record(["wakes"])
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("no-sessiond-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let (home, noDaemon) = try Tracing.environmentWithoutSessionDaemon()
         defer { try? FileManager.default.removeItem(at: home) }
-        var env = ProcessInfo.processInfo.environment
-        env["LTTNG_HOME"] = home.path
-        env["HOME"] = home.path
+        let env = noDaemon
         let plain = try Tracing.run(Tracing.scenarios, ["wakes"], environment: env)
         #expect(plain.status == 0 && rec.run.status == 0, "\(plain.stderr) \(rec.run.stderr)")
         func masked(_ lines: [String]) -> [String] {

@@ -155,12 +155,9 @@ struct HangWatchdogTests {
 
     /// Without any session daemon the watchdog never signals (and the program is unaffected).
     @Test func noDaemonNoSignal() throws {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hang-no-sessiond-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let (home, noDaemon) = try Tracing.environmentWithoutSessionDaemon()
         defer { try? FileManager.default.removeItem(at: home) }
-        var env = ProcessInfo.processInfo.environment
-        env["LTTNG_HOME"] = home.path
-        env["HOME"] = home.path
+        var env = noDaemon
         env["RLTRACE_HANG_THRESHOLD"] = "100ms"
         let run = try Tracing.run(Tracing.scenarios, ["hang", "--hang-ms", "300"], environment: env)
         #expect(run.status == 0, "\(run.stderr)")

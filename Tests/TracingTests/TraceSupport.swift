@@ -160,6 +160,17 @@ enum Tracing {
     /// The shared private session daemon.
     static func daemon() throws -> PrivateSessionDaemon { try sharedDaemonResult.get() }
 
+    /// This process's environment with no session daemon reachable: `LTTNG_HOME` and `HOME` at a new
+    /// empty folder (returned, for the caller to remove).
+    static func environmentWithoutSessionDaemon() throws -> (home: URL, environment: [String: String]) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("no-sessiond-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        var env = ProcessInfo.processInfo.environment
+        env["LTTNG_HOME"] = home.path
+        env["HOME"] = home.path
+        return (home, env)
+    }
+
     /// The `tracing-scenarios` program (built next to the test bundle).
     static var scenarios: URL { URL(fileURLWithPath: (try? productPath("tracing-scenarios")) ?? "tracing-scenarios") }
 

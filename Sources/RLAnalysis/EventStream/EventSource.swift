@@ -83,16 +83,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
     private let plans: [StreamPlan]
     /// Skips what overlapping traces (flight-recorder snapshots) share.
     private let overlap: OverlapDedup
-    /// The reading thread's table (``names`` itself when one thread does everything).
-    private var readerNames: NameTable
-    private var namedItems: Set<ItemKey> = []
-    private struct ItemKey: Hashable { var pid: Int64; var item: UInt64; var kind: UInt8 }
-    private let namedCache: UnsafeMutablePointer<ItemKey> = {
-        let p = UnsafeMutablePointer<ItemKey>.allocate(capacity: 256)
-        p.initialize(repeating: ItemKey(pid: .min, item: 0, kind: 255), count: 256)
-        return p
-    }()
-    deinit { namedCache.deallocate() }
+    /// Decodes each event's fields, interning into the reading thread's table (``names`` itself
+    /// when one thread does everything).
+    private let fields: RunLoopFieldDecoder
 
     /// Opens every CTF trace below `paths`.
     public init(paths: [String]) throws {
@@ -116,7 +109,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
         plans = streams.map { StreamPlan($0, providers: &providers) }
         self.providers = providers
         overlap = OverlapDedup(streams: streams)
-        readerNames = names
+        fields = RunLoopFieldDecoder(names: names, evidence: evidence)
     }
 
     /// Losses the reader found (discarded events, lost packets), with their time ranges.
@@ -180,7 +173,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 }
                 runLoopEvents &+= 1
                 var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
-                decode(s, sp, sp.plan(ci), into: &e)
+                fields.fill(s, sp, sp.plan(ci), into: &e)
                 guard gate.accepts(e, epochOffset: clockOffset) else { continue }
                 if window == nil { window = (gate.lo, gate.hi) }
                 if try !body(e) { break }
@@ -190,59 +183,6 @@ public final class RunLoopEventSource: @unchecked Sendable {
         } catch let e as CTFReaderError {
             throw AnalysisError.reader("\(e)")
         }
-    }
-
-    @inline(__always)
-    private func int(_ s: CTFStream, _ index: Int) -> Int64 {
-        index < 0 ? 0 : (s.payloadInteger(at: index) ?? 0)
-    }
-
-    @inline(__always)
-    private func string(_ s: CTFStream, _ index: Int) -> Int32 {
-        index < 0 ? NameTable.empty : (s.payloadStringBytes(at: index).map { readerNames.intern($0) } ?? NameTable.empty)
-    }
-
-    @inline(__always)
-    private func decode(_ s: CTFStream, _ sp: StreamPlan, _ p: UnsafePointer<EventPlan>, into e: inout RunLoopEvent) {
-        if sp.vpid >= 0 { e.pid = s.streamContextInteger(at: sp.vpid) ?? 0 }
-        if sp.vtid >= 0 {
-            e.vtid = s.streamContextInteger(at: sp.vtid) ?? -1
-            // The procname context, interned once per run of events of one thread in this stream.
-            if sp.procname >= 0 {
-                if e.vtid != sp.lastVtid || sp.lastProcname < 0 {
-                    sp.lastVtid = e.vtid
-                    sp.lastProcname = s.streamContextStringBytes(at: sp.procname).map { readerNames.intern($0) } ?? -1
-                }
-                e.procname = sp.lastProcname
-            }
-        } else if sp.procname >= 0 {
-            e.procname = s.streamContextStringBytes(at: sp.procname).map { readerNames.intern($0) } ?? -1
-        }
-        if sp.taskClock >= 0 { e.cpu = s.streamContextInteger(at: sp.taskClock) ?? -1 }
-        let p = p.pointee
-        e.calloutKind = p.callout
-        e.loop = UInt64(bitPattern: int(s, p.loop))
-        e.iteration = UInt64(bitPattern: int(s, p.iteration))
-        e.item = UInt64(bitPattern: int(s, p.item))
-        e.a = int(s, p.a); e.b = int(s, p.b); e.c = int(s, p.c)
-        guard p.name >= 0 else { return }
-        switch p.nameRule {
-        case .always:
-            e.name = string(s, p.name)
-        case .firstPerItem:
-            // Items already named: a direct-mapped cache of 256 in front of the set (a trace has
-            // few items, each seen many times), so the usual case is one compare, no hash.
-            let key = ItemKey(pid: e.pid, item: e.item, kind: p.callout.rawValue)
-            let slot = Int(truncatingIfNeeded: (e.item &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(p.callout.rawValue)
-            if namedCache[slot] == key { break }
-            if !namedItems.contains(key) { namedItems.insert(key); e.name = string(s, p.name) }
-            namedCache[slot] = key
-        case .never:
-            break
-        case .forensic:
-            e.c = evidence.add(s, e)
-        }
-        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: int(s, p.kindField))) { e.calloutKind = ck }
     }
 
     // MARK: two threads
@@ -265,8 +205,8 @@ public final class RunLoopEventSource: @unchecked Sendable {
         // The reader interns into its own table; the consumer's (`names`) receives each chunk's new
         // strings before the chunk's events, so ids agree.
         let mine = NameTable(recordingAdditions: true)
-        readerNames = mine
-        defer { readerNames = names }
+        fields.names = mine
+        defer { fields.names = names }
         let done = DispatchSemaphore(value: 0)
         let stop = ManagedAtomicFlag()
         let thread = Thread { [self] in

@@ -1,0 +1,317 @@
+import Foundation
+import LTTngControl
+import LTTngLive
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Issue 14: `rltrace top`, a live view over LTTng's live protocol. The wire structs against the
+// byte layouts of lttng-viewer-abi.h; then real lttng-sessiond and lttng-relayd daemons (started
+// here, or by `rltrace top -- COMMAND`, and stopped by pid): a hang seen in progress, totals equal
+// to `rltrace report` on the relay daemon's copy of the trace, the full-screen view driven
+// through tmux, and bad input.
+
+/// The snapshots of `top --batch --format json` (one JSON object per line).
+func topSnapshots(_ out: String) throws -> [[String: Any]] {
+    try out.split(separator: "\n").map { line in
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+    }
+}
+
+func loops(_ snap: [String: Any]) -> [[String: Any]] { snap["loops"] as? [[String: Any]] ?? [] }
+
+/// Runs rltrace with `env` added to this process's environment, with a time limit.
+func rltraceTop(_ args: [String], env: [String: String] = [:], timeout: Double = 120) throws -> Run {
+    var e = ProcessInfo.processInfo.environment
+    for (k, v) in env { e[k] = v }
+    let r = try runProgram(binDir.appendingPathComponent("rltrace").path, args, environment: e, timeout: timeout)
+    return Run(out: r.stdout, err: r.stderr, status: r.status)
+}
+
+/// `swift test --filter RLTraceTests.TopTests` runs both suites.
+@Suite("rltrace top") struct TopTests {}
+
+extension TopTests {
+@Suite("rltrace top: the live protocol's structs")
+struct Wire {
+    func bytes(_ f: (inout WireWriter) -> Void) -> [UInt8] { var w = WireWriter(); f(&w); return w.bytes }
+
+    @Test("command header and CONNECT: struct lttng_viewer_cmd, struct lttng_viewer_connect")
+    func connect() {
+        // lttng_viewer_cmd { u64 data_size; u32 cmd; u32 cmd_version; } packed, big-endian.
+        #expect(bytes { ViewerCommandHeader(dataSize: 20, command: .connect).encode(into: &$0) }
+                == [0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0, 0])
+        // lttng_viewer_connect { u64 viewer_session_id; u32 major; u32 minor; u32 type; }
+        let c = bytes { ViewerConnect().encode(into: &$0) }
+        #expect(c.count == ViewerABI.connectSize)
+        #expect(c == [255, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 1])
+        let reply: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 13, 0, 0, 0, 0]
+        let d = reply.withUnsafeBytes { b -> ViewerConnect in var r = WireReader(b); return ViewerConnect.decode(&r) }
+        #expect(d == ViewerConnect(viewerSessionID: 7, major: 2, minor: 13, type: 0))
+        // The command numbers of enum lttng_viewer_command.
+        #expect([ViewerCommand.connect, .listSessions, .attachSession, .getNextIndex, .getPacket, .getMetadata, .getNewStreams,
+                 .createSession, .detachSession].map(\.rawValue) == Array(1...9))
+    }
+
+    @Test("LIST_SESSIONS entry: struct lttng_viewer_session (2.4), 339 bytes, fixed-size names")
+    func session() {
+        let s = ViewerSession(id: 0x0102_0304_0506_0708, liveTimer: 100_000, clients: 1, streams: 3, hostname: "host-a", name: "sess")
+        let b = bytes { s.encode(into: &$0) }
+        #expect(b.count == 8 + 4 + 4 + 4 + 64 + 255)
+        #expect(Array(b[0..<8]) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(Array(b[8..<12]) == [0, 1, 0x86, 0xA0])            // live_timer 100000 µs
+        #expect(Array(b[12..<16]) == [0, 0, 0, 1] && Array(b[16..<20]) == [0, 0, 0, 3])
+        #expect(Array(b[20..<26]) == Array("host-a".utf8) && b[26] == 0)   // hostname[64] at 20
+        #expect(Array(b[84..<88]) == Array("sess".utf8) && b[88] == 0)     // session_name[255] at 84
+        let d = b.withUnsafeBytes { x -> ViewerSession in var r = WireReader(x); return ViewerSession.decode(&r) }
+        #expect(d == s)
+    }
+
+    @Test("streams, attach, index, packet: struct lttng_viewer_stream / _attach_session_request / _index / _get_packet")
+    func streamsAndIndex() {
+        let st = ViewerStream(id: 5, ctfTraceID: 2, isMetadata: true, path: "ust/uid/0/64-bit", channel: "metadata")
+        let b = bytes { st.encode(into: &$0) }
+        #expect(b.count == 8 + 8 + 4 + 4096 + 255)
+        #expect(Array(b[16..<20]) == [0, 0, 0, 1])                         // metadata_flag
+        #expect(Array(b[20..<36]) == Array("ust/uid/0/64-bit".utf8))       // path_name[4096] at 20
+        #expect(Array(b[4116..<4124]) == Array("metadata".utf8))           // channel_name[255] at 4116
+        #expect(b.withUnsafeBytes { x -> ViewerStream in var r = WireReader(x); return ViewerStream.decode(&r) } == st)
+
+        #expect(bytes { AttachRequest(sessionID: 9, seek: ViewerABI.seekBeginning).encode(into: &$0) }
+                == [0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+
+        // lttng_viewer_index: seven u64 (offset, packet_size, content_size, timestamp_begin,
+        // timestamp_end, events_discarded, stream_id), then u32 status and u32 flags: 64 bytes.
+        var raw = [UInt8](repeating: 0, count: 64)
+        for f in 0..<7 { raw[f * 8 + 7] = UInt8(f + 1) }
+        raw[59] = 5                      // status INACTIVE
+        raw[63] = 3                      // flags NEW_METADATA | NEW_STREAM
+        let idx = raw.withUnsafeBytes { x -> ViewerIndex in var r = WireReader(x); return ViewerIndex.decode(&r) }
+        #expect(ViewerABI.indexSize == 64)
+        #expect(idx == ViewerIndex(offset: 1, packetSize: 2, contentSize: 3, timestampBegin: 4, timestampEnd: 5, eventsDiscarded: 6,
+                                   streamID: 7, status: IndexStatus.inactive.rawValue, flags: ViewerABI.flagNewMetadata | ViewerABI.flagNewStream))
+        #expect(bytes { idx.encode(into: &$0) } == raw)
+        #expect([IndexStatus.ok, .retry, .hup, .error, .inactive, .eof].map(\.rawValue) == Array(1...6))
+
+        #expect(bytes { GetPacketRequest(streamID: 1, offset: 0x1000, length: 4096).encode(into: &$0) }
+                == [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x10, 0])
+    }
+
+    @Test("live URLs: babeltrace2's net://HOST[:PORT][/host/HOSTNAME[/SESSION]]")
+    func urls() throws {
+        #expect(try LiveURL("net://localhost") == LiveURL(host: "localhost", port: 5344))
+        #expect(try LiveURL("net://127.0.0.1:1234/host/h1/s1") == LiveURL(host: "127.0.0.1", port: 1234, targetHost: "h1", session: "s1"))
+        #expect(try LiveURL("net4://[::1]:99/host/h") == LiveURL(host: "::1", port: 99, targetHost: "h"))
+        #expect(throws: LiveError.self) { try LiveURL("http://x") }
+        #expect(throws: LiveError.self) { try LiveURL("net://x/sessions/s") }
+        #expect(throws: LiveError.self) { try LiveURL("net://x:0") }
+    }
+}
+
+@Suite("rltrace top: live sessions through a real lttng-relayd", .serialized)
+struct Live {
+    var workload: String { binDir.appendingPathComponent("hang-workload").path }
+    var example: String { binDir.appendingPathComponent("rl-example").path }
+
+    @Test("attached to two sessions of a relayd (--all): a 3 s hang shows in progress within two refreshes, both sessions' loops listed")
+    func hangInProgressAttached() throws {
+        // The relay daemon first: stopped last, once the session daemon (its only client) is gone.
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-relayd-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let relay = try PrivateRelayDaemon.start(outputDirectory: out)
+        defer { relay.stop() }
+        let daemon = try PrivateSessionDaemon.start()
+        defer { daemon.stop() }
+        var sessions: [LTTngSession] = []
+        // Without waiting for the data to be consumed (nobody reads these sessions any more).
+        defer { for s in sessions { _ = try? daemon.cli.run(["destroy", "--no-wait", s.name]) } }
+        for name in ["top-a-\(getpid())", "top-b-\(getpid())"] {
+            let s = try LTTngSession.createLive(name: name, url: relay.sessionURL, livePeriodMicroseconds: 100_000, cli: daemon.cli)
+            sessions.append(s)
+            try s.enableUserspaceEvents("runloop:*")
+            try s.addContexts(["vpid", "vtid", "procname"])
+            try s.start()
+        }
+        // Listing.
+        let list = try rltraceTop(["top", "net://127.0.0.1:\(relay.livePort)"])
+        #expect(list.status == 0)
+        #expect(list.out.contains("/top-a-\(getpid()) (timer = 100000") && list.out.contains("/top-b-\(getpid())"), "\(list.out)")
+        // The program hangs 3 s in the timer "parser", 1.5 s after it starts.
+        let program = Process()
+        program.executableURL = URL(fileURLWithPath: workload)
+        program.arguments = ["--hangs", "1", "--first", "1500", "--hold", "3000", "--duration", "6000"]
+        program.environment = daemon.applicationEnvironment
+        program.standardOutput = FileHandle.nullDevice
+        try program.run()
+        defer { if program.isRunning { program.terminate() }; program.waitUntilExit() }
+        let r = try rltraceTop(["top", "net://127.0.0.1:\(relay.livePort)", "--all", "--from-beginning", "--batch", "--interval", "1s",
+                                "--count", "6", "--format", "json"], env: ["RLTRACE_HANG_THRESHOLD": "250ms"])
+        #expect(r.status == 0, "\(r.err)")
+        let snaps = try topSnapshots(r.out)
+        #expect(snaps.count == 6)
+        let rows = snaps.flatMap(loops)
+        #expect(Set(rows.compactMap { $0["session"] as? String }) == ["top-a-\(getpid())", "top-b-\(getpid())"])
+        #expect(rows.allSatisfy { ($0["procname"] as? String) == "hang-workload" && ($0["host"] as? String) != nil })
+        // When the hang began (its record, in progress or ended), and the first refresh after it.
+        let hangs = rows.flatMap { ($0["hangs"] as? [[String: Any]] ?? []) + ([$0["hang"] as? [String: Any]].compactMap { $0 }) }
+        let begin = try #require(hangs.compactMap { $0["beginNs"] as? Int64 }.min(), "no hang seen:\n\(r.out)")
+        let firstAfter = try #require(snaps.firstIndex { ($0["intervalEndNs"] as? Int64 ?? 0) >= begin }, "no snapshot after the hang began")
+        let inProgress = snaps.indices.filter { i in
+            loops(snaps[i]).contains { ($0["hang"] as? [String: Any])?["inProgress"] as? Bool == true && ($0["hang"] as? [String: Any])?["name"] as? String == "parser" }
+        }
+        #expect(!inProgress.isEmpty, "no snapshot shows the hang in progress:\n\(r.out)")
+        #expect((inProgress.first ?? 99) <= firstAfter + 1, "the hang began before snapshot \(firstAfter + 1) but shows in progress first in \((inProgress.first ?? 98) + 1)")
+
+        // The relay daemon goes away under a viewer: exit 1, naming the relay daemon and the command.
+        let viewer = Process()
+        viewer.executableURL = binDir.appendingPathComponent("rltrace")
+        viewer.arguments = ["top", "net://127.0.0.1:\(relay.livePort)/host/\(rows.first?["host"] as? String ?? "")/top-a-\(getpid())", "--batch"]
+        let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-viewer-\(getpid()).err")
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errURL) }
+        viewer.standardError = try FileHandle(forWritingTo: errURL)
+        viewer.standardOutput = FileHandle.nullDevice
+        try viewer.run()
+        sleep(2)
+        relay.stop()
+        let deadline = Date().addingTimeInterval(20)
+        while viewer.isRunning && Date() < deadline { usleep(50_000) }
+        if viewer.isRunning { viewer.terminate() }
+        viewer.waitUntilExit()
+        let err = String(decoding: FileManager.default.contents(atPath: errURL.path) ?? Data(), as: UTF8.self)
+        #expect(viewer.terminationStatus == 1, "\(err)")
+        #expect(err.contains("relay daemon at 127.0.0.1:\(relay.livePort)") && err.contains("closed the connection"), "\(err)")
+    }
+
+    @Test("top -- rl-example: the totals at the end equal rltrace report on the relayd's copy of the trace")
+    func totalsEqualReport() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-top-totals-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try rltraceTop(["top", "--batch", "--interval", "1s", "--format", "json", "-o", dir, "--",
+                                example, "--duration", "3", "--inject", "hang,spin,late-timer"])
+        #expect(r.status == 0, "\(r.err)")
+        let snaps = try topSnapshots(r.out)
+        let final = try #require(snaps.last)
+        #expect(final["final"] as? Bool == true, "the last snapshot is not the final one:\n\(r.out)")
+        let report = try rltraceTop(["report", dir, "--format", "json"])
+        #expect(report.status == 0, "\(report.err)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(report.out.utf8)) as? [String: Any])
+        let reported = (doc["loops"] as? [[String: Any]] ?? []).map { "\($0["pid"]!)/\($0["loop"]!): \($0["iterations"]!) iterations, \($0["callouts"]!) callouts" }
+        let live = loops(final).map { "\($0["pid"]!)/\($0["loop"]!): \($0["totalIterations"]!) iterations, \($0["totalCallouts"]!) callouts" }
+        #expect(!reported.isEmpty)
+        #expect(live.sorted() == reported.sorted())
+        let events = (final["sessions"] as? [[String: Any]])?.first?["runloopEvents"] as? Int
+        #expect(events == (doc["trace"] as? [String: Any])?["runloopEvents"] as? Int)
+        // The spin and the late timer were seen live too.
+        let rows = snaps.flatMap(loops)
+        #expect(rows.reduce(0) { $0 + ($1["spins"] as? Int ?? 0) } >= 1)
+        #expect(rows.reduce(0) { $0 + ($1["lateTimers"] as? Int ?? 0) } >= 1)
+    }
+
+    @Test("the issue's check: top --batch --interval 1s --count 4 --format json -- rl-example --duration 5 --inject hang")
+    func doneCriterion() throws {
+        let r = try rltraceTop(["top", "--batch", "--interval", "1s", "--count", "4", "--format", "json", "--",
+                                example, "--duration", "5", "--inject", "hang"])
+        #expect(r.status == 0, "\(r.err)")
+        let snaps = try topSnapshots(r.out)
+        #expect(snaps.count == 4)
+        #expect(snaps.filter { $0["final"] as? Bool == false && !loops($0).isEmpty }.count >= 3, "\(r.out)")
+        let showing = snaps.filter { s in
+            loops(s).contains { row in
+                ((row["hangs"] as? [[String: Any]] ?? []) + [row["hang"] as? [String: Any]].compactMap { $0 }).contains { $0["name"] as? String == "hang-timer" }
+            }
+        }
+        #expect(!showing.isEmpty, "no snapshot shows the hang:\n\(r.out)")
+    }
+
+    @Test("a hang without the watchdog: an open callout older than --hang-threshold, judged against the live stream's newest time")
+    func hangFromOpenCallout() throws {
+        let r = try rltraceTop(["top", "--batch", "--interval", "500ms", "--count", "8", "--format", "json", "--hang-threshold", "250ms", "--",
+                                workload, "--hangs", "1", "--first", "500", "--hold", "2500", "--duration", "4000"],
+                               env: ["RLTRACE_HANG_THRESHOLD": "off"])
+        #expect(r.status == 0, "\(r.err)")
+        let snaps = try topSnapshots(r.out)
+        let seen = snaps.flatMap(loops).compactMap { $0["hang"] as? [String: Any] }
+        #expect(seen.contains { $0["source"] as? String == "callout" && $0["kind"] as? String == "timer" && $0["name"] as? String == "parser"
+                                && ($0["durationNs"] as? Int64 ?? 0) >= 250_000_000 }, "\(r.out)")
+        // The elapsed time grows from one refresh to the next.
+        let elapsed = seen.compactMap { $0["durationNs"] as? Int64 }
+        #expect(elapsed == elapsed.sorted())
+    }
+
+    @Test("the full-screen view in tmux: loops shown, s changes the sort, q quits and restores the terminal")
+    func interactive() throws {
+        guard let tmux = which("tmux") else { Issue.record("tmux is not installed (scripts/install-deps.sh installs it)"); return }
+        let name = "rltrace-top-\(getpid())"
+        let rcFile = NSTemporaryDirectory() + "\(name).rc"
+        try? FileManager.default.removeItem(atPath: rcFile)
+        defer { _ = try? runProgram(tmux, ["-L", name, "kill-server"]); try? FileManager.default.removeItem(atPath: rcFile) }
+        let logFile = NSTemporaryDirectory() + "\(name).log"
+        defer { try? FileManager.default.removeItem(atPath: logFile) }
+        let cmd = "\(binDir.appendingPathComponent("rltrace").path) top --interval 300ms --log \(logFile) -- \(workload) --hangs 0 --duration 20000; echo $? > \(rcFile); sleep 30"
+        // A server of its own (-L), a known shell and terminal: the test runner's environment may
+        // name neither.
+        var env = ProcessInfo.processInfo.environment
+        env["SHELL"] = "/bin/sh"
+        env["TERM"] = "xterm-256color"
+        env.removeValue(forKey: "TMUX")
+        func tmuxRun(_ args: [String]) throws -> ProgramRun { try runProgram(tmux, ["-L", name, "-f", "/dev/null"] + args, environment: env) }
+        // Started through system(3): a tmux server started by Foundation's Process does not
+        // outlive the client that started it.
+        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let started = system("SHELL=/bin/sh TERM=xterm-256color \(q(tmux)) -L \(q(name)) -f /dev/null new-session -d -s \(q(name)) -x 160 -y 30 \(q(cmd)) </dev/null >/dev/null 2>&1")
+        #expect(started == 0)
+        func screen() throws -> String {
+            let c = try tmuxRun(["capture-pane", "-t", name, "-p"])
+            return c.stdout.isEmpty ? "(capture-pane: status \(c.status), \(c.stderr))" : c.stdout
+        }
+        func waitFor(_ what: String, _ ok: (String) -> Bool) throws -> String {
+            let deadline = Date().addingTimeInterval(30)
+            var s = ""
+            while Date() < deadline {
+                s = try screen()
+                if ok(s) { return s }
+                usleep(200_000)
+            }
+            Issue.record("timed out waiting for \(what); the screen:\n\(s)")
+            return s
+        }
+        let first = try waitFor("the loop's row") { $0.contains("hang-workload[") && $0.contains("IT/S") }
+        #expect(first.contains("sort (busy ▼)"))
+        _ = try tmuxRun(["send-keys", "-t", name, "s"])
+        _ = try waitFor("the sort to change") { $0.contains("sort (rate ▼)") }
+        _ = try tmuxRun(["send-keys", "-t", name, "/"])
+        _ = try tmuxRun(["send-keys", "-t", name, "nomatch", "Enter"])
+        _ = try waitFor("the filter") { $0.contains("no loop matches the filter \"nomatch\"") }
+        _ = try tmuxRun(["send-keys", "-t", name, "q"])
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: rcFile) && Date() < deadline { usleep(100_000) }
+        let rc = (try? String(contentsOfFile: rcFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(rc == "0")
+        let after = try screen()
+        #expect(!after.contains("IT/S"), "the alternate screen was not left:\n\(after)")
+    }
+
+    @Test("bad input: no relayd (6), an unknown session (3), a bad URL (64)")
+    func badInput() throws {
+        // A port nothing listens on.
+        let port = try #require((20000..<30000).shuffled().first { !PrivateRelayDaemon.isListening(port: $0) })
+        let r = try rltraceTop(["top", "net://127.0.0.1:\(port)"])
+        #expect(r.status == 6)
+        #expect(r.err.contains("127.0.0.1:\(port)"), "\(r.err)")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-bad-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let relay = try PrivateRelayDaemon.start(outputDirectory: out)
+        defer { relay.stop() }
+        let u = try rltraceTop(["top", "net://127.0.0.1:\(relay.livePort)/host/nohost/nosession", "--batch", "--count", "1"])
+        #expect(u.status == 3)
+        #expect(u.err.contains("nohost/nosession") && u.err.contains("127.0.0.1:\(relay.livePort)"), "\(u.err)")
+        let b = try rltraceTop(["top", "http://127.0.0.1"])
+        #expect(b.status == 64)
+        let c = try rltraceTop(["top", "--batch", "--", "/nonexistent/program"])
+        #expect(c.status == 127)
+    }
+}
+}
