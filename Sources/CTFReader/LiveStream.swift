@@ -51,38 +51,11 @@ public final class CTFLiveTrace: @unchecked Sendable {
         return true
     }
 
-    /// The text of packetized metadata (magic 0x75D11D57), or the bytes as text; a final packet
-    /// not yet complete is left for later. Returns the text, the packets' byte order and the bytes used.
+    /// The metadata received so far (CTFTrace.unpackMetadata with `partial`: a packet not yet
+    /// complete is left for later). Returns the text, the packets' byte order and the bytes used.
     static func unpack(_ bytes: [UInt8], path: String) throws -> (String, CTFByteOrder?, Int) {
-        guard bytes.count >= 4 else { return (String(decoding: bytes, as: UTF8.self), nil, bytes.count) }
-        let le = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
-        let magic: UInt32 = 0x75D1_1D57
-        guard le == magic || le.byteSwapped == magic else { return (String(decoding: bytes, as: UTF8.self), nil, bytes.count) }
-        let isBE = le != magic
-        func u32(_ o: Int) -> Int {
-            let v = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
-            return Int(isBE ? v.byteSwapped : v)
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var off = 0
-        let headerSize = 37
-        while off + headerSize <= bytes.count {
-            guard u32(off) == Int(magic) else {
-                throw CTFReaderError.malformed(path: path, offset: off, field: "metadata packet header magic", message: "bad metadata packet magic 0x\(String(u32(off), radix: 16))")
-            }
-            let contentBits = u32(off + 24), packetBits = u32(off + 28)
-            guard bytes[off + 32] == 0, bytes[off + 33] == 0 else {
-                throw CTFReaderError.malformed(path: path, offset: off + 32, field: "metadata packet header compression_scheme", message: "compressed or encrypted metadata is not supported")
-            }
-            guard contentBits % 8 == 0, packetBits % 8 == 0, contentBits >= headerSize * 8, contentBits <= packetBits else {
-                throw CTFReaderError.malformed(path: path, offset: off + 24, field: "metadata packet header content_size", message: "content size \(contentBits) / packet size \(packetBits) bits are inconsistent")
-            }
-            guard off + packetBits / 8 <= bytes.count else { break }   // the rest comes later
-            out.append(contentsOf: bytes[(off + headerSize)..<(off + contentBits / 8)])
-            off += packetBits / 8
-        }
-        return (String(decoding: out, as: UTF8.self), isBE ? .big : .little, off)
+        let r = try CTFTrace.unpackMetadata(bytes, path: path, partial: true)
+        return (r.text, r.packetByteOrder, r.used)
     }
 }
 

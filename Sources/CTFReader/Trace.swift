@@ -60,16 +60,21 @@ public final class CTFTrace: @unchecked Sendable {
             throw CTFReaderError.io(path: path, message: reason)
         }
         let bytes = [UInt8](data)
-        guard bytes.count >= 4 else {
-            return (String(decoding: bytes, as: UTF8.self), nil)
-        }
+        let (text, order, _) = try unpackMetadata(bytes, path: path, partial: false)
+        return (text, order)
+    }
+
+    /// The metadata text of `bytes`: as is when it is plain TSDL, else the content of its packets
+    /// (CTF 1.8 §7.1: a 37-byte header each — magic, uuid, checksum, content and packet sizes in
+    /// bits, compression, encryption, checksum scheme, major, minor), with their byte order. With
+    /// `partial` (metadata arriving over the network), a packet not yet complete is left for later
+    /// and the bytes used are returned; otherwise a truncated packet is an error naming it.
+    static func unpackMetadata(_ bytes: [UInt8], path: String, partial: Bool) throws -> (text: String, packetByteOrder: CTFByteOrder?, used: Int) {
+        guard bytes.count >= 4 else { return (String(decoding: bytes, as: UTF8.self), nil, bytes.count) }
         let le = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
-        let be = le.byteSwapped
         let magic: UInt32 = 0x75D1_1D57
-        guard le == magic || be == magic else {
-            return (String(decoding: bytes, as: UTF8.self), nil)
-        }
-        let isBE = be == magic
+        guard le == magic || le.byteSwapped == magic else { return (String(decoding: bytes, as: UTF8.self), nil, bytes.count) }
+        let isBE = le != magic
         func u32(_ o: Int) -> Int {
             let v = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
             return Int(isBE ? v.byteSwapped : v)
@@ -80,6 +85,7 @@ public final class CTFTrace: @unchecked Sendable {
         let headerSize = 37
         while off < bytes.count {
             guard off + headerSize <= bytes.count else {
+                if partial { break }   // the rest comes later
                 throw CTFReaderError.malformed(path: path, offset: off, field: "metadata packet header", message: "truncated metadata packet header")
             }
             let m = u32(off)
@@ -87,13 +93,13 @@ public final class CTFTrace: @unchecked Sendable {
                 throw CTFReaderError.malformed(path: path, offset: off, field: "metadata packet header magic", message: "bad metadata packet magic 0x\(String(m, radix: 16))")
             }
             let contentBits = u32(off + 24), packetBits = u32(off + 28)
-            let compression = bytes[off + 32], encryption = bytes[off + 33]
-            guard compression == 0, encryption == 0 else {
+            guard bytes[off + 32] == 0, bytes[off + 33] == 0 else {
                 throw CTFReaderError.malformed(path: path, offset: off + 32, field: "metadata packet header compression_scheme", message: "compressed or encrypted metadata is not supported")
             }
             guard contentBits % 8 == 0, packetBits % 8 == 0, contentBits >= headerSize * 8, contentBits <= packetBits else {
                 throw CTFReaderError.malformed(path: path, offset: off + 24, field: "metadata packet header content_size", message: "content size \(contentBits) / packet size \(packetBits) bits are inconsistent")
             }
+            if partial && off + packetBits / 8 > bytes.count { break }   // the rest comes later
             let contentEnd = off + contentBits / 8
             guard contentEnd <= bytes.count else {
                 throw CTFReaderError.malformed(path: path, offset: off + 24, field: "metadata packet header content_size", message: "metadata packet claims \(contentBits / 8) bytes but the file ends at \(bytes.count)")
@@ -101,7 +107,7 @@ public final class CTFTrace: @unchecked Sendable {
             out.append(contentsOf: bytes[(off + headerSize)..<contentEnd])
             off += packetBits / 8
         }
-        return (String(decoding: out, as: UTF8.self), isBE ? .big : .little)
+        return (String(decoding: out, as: UTF8.self), isBE ? .big : .little, min(off, bytes.count))
     }
 
     static func compile(_ m: CTFMetadata, path: String) throws -> [UInt64: CompiledStreamClass] {

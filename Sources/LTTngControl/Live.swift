@@ -84,19 +84,11 @@ public final class PrivateRelayDaemon: @unchecked Sendable {
                         "-L", "tcp://127.0.0.1:\(ports[2])", "-o", outputDirectory.path]
             let logFile = home.appendingPathComponent("relayd-\(ports[2]).log")
             _ = fm.createFile(atPath: logFile.path, contents: nil)
-            let logHandle = try FileHandle(forWritingTo: logFile)
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: relayd)
-            p.arguments = Array(argv.dropFirst())
-            p.environment = env
-            p.standardOutput = logHandle
-            p.standardError = logHandle
-            p.standardInput = FileHandle.nullDevice
-            do { try p.run() } catch {
+            let p: Process
+            do { p = try startDaemonProcess(argv, environment: env, log: logFile) } catch {
                 try? fm.removeItem(at: home)
-                throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
+                throw error
             }
-            try? logHandle.close()
             let d = PrivateRelayDaemon(controlPort: ports[0], dataPort: ports[1], livePort: ports[2], outputDirectory: outputDirectory,
                                        pid: p.processIdentifier, logFile: logFile, process: p, home: home)
             let deadline = Date().addingTimeInterval(timeout)

@@ -81,19 +81,11 @@ public final class PrivateSessionDaemon: @unchecked Sendable {
         } else {
             argv = [sessiond, "--no-kernel"]
         }
-        let logHandle = try FileHandle(forWritingTo: logFile)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: argv[0])
-        p.arguments = Array(argv.dropFirst())
-        p.environment = env
-        p.standardOutput = logHandle
-        p.standardError = logHandle
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch {
+        let p: Process
+        do { p = try startDaemonProcess(argv, environment: env, log: logFile) } catch {
             try? fm.removeItem(at: home)
-            throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
+            throw error
         }
-        try? logHandle.close()
         let pid = p.processIdentifier
         let cli = LTTngCLI(environment: env,
                            launcherPrefix: isRoot ? ["nsenter", "--mount=/proc/\(pid)/ns/mnt", "--"] : [])
@@ -137,4 +129,23 @@ public final class PrivateSessionDaemon: @unchecked Sendable {
     }
 
     deinit { stop() }
+}
+
+/// Starts a daemon `argv` (run in the foreground, so its pid is the daemon's) with its output
+/// appended to `log`. Throws ``LTTngCommandError`` when it cannot be started.
+func startDaemonProcess(_ argv: [String], environment: [String: String], log: URL) throws -> Process {
+    if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
+    let logHandle = try FileHandle(forWritingTo: log)
+    defer { try? logHandle.close() }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: argv[0])
+    p.arguments = Array(argv.dropFirst())
+    p.environment = environment
+    p.standardOutput = logHandle
+    p.standardError = logHandle
+    p.standardInput = FileHandle.nullDevice
+    do { try p.run() } catch {
+        throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
+    }
+    return p
 }
