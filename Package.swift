@@ -66,7 +66,8 @@ let package = Package(
 
         // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (issue 8; scripts/bench.sh) ---
         .target(name: "RLBenchMallocCounter", path: "Benchmarks/rl-bench-malloc-counter"),
-        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter", "TestSupport"],
+        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter", "TestSupport",
+                                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Benchmarks/rl-bench", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------

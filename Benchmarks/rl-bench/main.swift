@@ -9,6 +9,7 @@
 import CoreFoundation
 import Foundation
 import LTTngControl
+import ArgumentParser
 import RLBenchMallocCounter
 import TestSupport
 import RunLoopCore
@@ -583,37 +584,32 @@ if argv.first == "--child" {
     exit(0)
 }
 
-var opt = Options()
-var i = 0
-while i < argv.count {
-    switch argv[i] {
-    case "--json": opt.json = true
-    case "--quick": opt.quick = true
-    case "--no-strace": opt.strace = false
-    case "--no-tracing": opt.tracing = false
-    case "--only":
-        i += 1
-        guard i < argv.count else { fail("--only needs a list such as 1,2,5,s,8") }
-        opt.only = Set(argv[i].split(separator: ",").map(String.init))
-    case "--reader-bench":
-        i += 1
-        guard i < argv.count else { fail("--reader-bench needs a path") }
-        opt.readerBench = argv[i]
-    case "--reader-events":
-        i += 1
-        guard i < argv.count, let n = Int(argv[i]) else { fail("--reader-events needs a number") }
-        opt.readerEvents = n
-    case "--baseline":
-        i += 1
-        guard i < argv.count else { fail("--baseline needs a path") }
-        opt.baseline = argv[i]
-    case "-h", "--help":
-        print("usage: rl-bench [--json] [--quick] [--baseline RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--only 1,2,...,7,10,s,8,9,h] [--reader-bench PATH] [--reader-events N]")
-        exit(0)
-    default: fail("unknown argument \(argv[i])")
-    }
-    i += 1
+/// rl-bench's command line (the `--child WORKLOAD ENGINE N` form above is its own children's).
+struct RLBenchArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rl-bench",
+        abstract: "RunLoopCore vs CoreFoundation's CFRunLoop vs a floor, side by side in one run (docs/benchmarks.md; scripts/bench.sh runs it).")
+    @Flag(help: "Print the rows as JSON ({schema, rows: [...]}) instead of the table.") var json = false
+    @Flag(help: "Small sizes, one repetition (a smoke run).") var quick = false
+    @Flag(name: .customLong("no-strace"), help: "Skip the system-call counts (strace -c -f).") var noStrace = false
+    @Flag(name: .customLong("no-tracing"), help: "Skip the tracing rows (8).") var noTracing = false
+    @Option(help: "Run only these workloads, comma-separated: 1-7, 10, s (syscalls), 8 (tracing), 9 (decoding), h (hang watchdog).")
+    var only: String?
+    @Option(name: .customLong("reader-bench"), help: "The reader-bench executable for workload 9.") var readerBench: String?
+    @Option(name: .customLong("reader-events"), help: "Events of the smaller trace of workload 9 (default 1000000).") var readerEvents: Int?
+    @Option(help: "An rl-bench built with RLTRACE_DISABLED=1, for the tracing rows' compiled-out column.") var baseline: String?
 }
+
+let parsed = RLBenchArguments.parseOrExit(argv)
+var opt = Options()
+opt.json = parsed.json
+opt.quick = parsed.quick
+opt.strace = !parsed.noStrace
+opt.tracing = !parsed.noTracing
+opt.only = parsed.only.map { Set($0.split(separator: ",").map(String.init)) }
+opt.readerBench = parsed.readerBench
+if let n = parsed.readerEvents { opt.readerEvents = n }
+opt.baseline = parsed.baseline
 if rlb_malloc_interposed() == 0 { log("warning: malloc interposition inactive; allocation rows will read 0") }
 
 var sizes = Sizes()
