@@ -38,7 +38,7 @@ let package = Package(
         // replayed under tracing by tracing-scenarios.
         .target(name: "RunLoopScenarios", dependencies: ["RunLoopCore"], path: "Tests/RunLoopScenarios", swiftSettings: [.swiftLanguageMode(.v5)]),
         // Scenario runner whose *main thread* runs the loop (main queue / @MainActor tests).
-        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Tests/Programs/rlc-scenarios"),
+        .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims", "TestSupport"], path: "Tests/Programs/rlc-scenarios"),
         // The example loop service (every callout kind, built-in load, injectable problems).
         .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Examples/rl-example"),
         // What every test target shares: the product locator, one process runner, hand-built CTF traces.

@@ -1,6 +1,7 @@
 // rl-bench support: clocks, threads, statistics, allocation counting, result rows.
 import CRunLoopShims
 import Foundation
+import TestSupport
 import RLBenchMallocCounter
 import Synchronization
 
@@ -22,22 +23,8 @@ func onFreshThread<T>(name: String = "rl-bench", _ body: @escaping () -> T) -> T
     return result!
 }
 
-/// Starts a detached helper thread (signallers, writers); join with the returned handle.
-final class Helper {
-    private var tid = pthread_t()
-    init(name: String, _ body: @escaping () -> Void) {
-        final class Box { let body: () -> Void; let name: String; init(_ b: @escaping () -> Void, _ n: String) { body = b; name = n } }
-        let arg = Unmanaged.passRetained(Box(body, name)).toOpaque()
-        let rc = pthread_create(&tid, nil, { p in
-            let b = Unmanaged<AnyObject>.fromOpaque(p!).takeRetainedValue() as! Box
-            rl_set_thread_name(b.name)
-            b.body()
-            return nil
-        }, arg)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-    }
-    func join() { pthread_join(tid, nil) }
-}
+/// A helper thread (signallers, writers); join with the returned handle (TestSupport's RawThread).
+typealias Helper = RawThread
 
 /// Percentile (0...1) of unsorted samples (nearest rank).
 func percentile(_ xs: [Double], _ p: Double) -> Double {

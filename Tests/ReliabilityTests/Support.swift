@@ -22,27 +22,6 @@ final class Counter: @unchecked Sendable {
     }
 }
 
-/// A plain pthread running a closure (so tests can signal it, or let it exit inside a callout).
-final class RawThread: @unchecked Sendable {
-    private(set) var thread = pthread_t()
-    private let body: () -> Void
-    let started = DispatchSemaphore(value: 0)
-
-    init(name: String, _ body: @escaping () -> Void) {
-        self.body = body
-        let box = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { p in
-            let me = Unmanaged<RawThread>.fromOpaque(p!).takeRetainedValue()
-            me.body()
-            return nil
-        }, box)
-        precondition(rc == 0)
-        _ = name
-    }
-
-    func join() { pthread_join(thread, nil) }
-}
-
 /// The states of every thread of this process (`/proc/self/task/*`): name, state letter, wait channel.
 func threadStates() -> String {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

@@ -8,6 +8,7 @@ import Dispatch
 import RunLoopCore
 import Synchronization
 import CRunLoopShims
+import TestSupport
 
 final class Log: @unchecked Sendable {
     private let lines = Mutex<[String]>([])
@@ -89,7 +90,7 @@ func stallMonitorScenario() {
     loop.add(observer, forMode: .commonModes)
     let stalls = Atomic<Int>(0)
     let stop = Atomic<Bool>(false)
-    let watchdog = Thread(name: "watchdog") {
+    let watchdog = RawThread(name: "watchdog") {
         var seen = stamp.load(ordering: .relaxed), strikes = 0
         while !stop.load(ordering: .relaxed) {
             usleep(20_000)
@@ -177,20 +178,6 @@ func truthScenario() {
 /// A time stamp shared between threads.
 final class Stamp: Sendable { let value = Atomic<Int64>(0) }
 
-/// A tiny joinable thread.
-final class Thread: @unchecked Sendable {
-    private var t = pthread_t()
-    init(name: String, _ body: @escaping () -> Void) {
-        final class Box { let f: () -> Void; init(_ f: @escaping () -> Void) { self.f = f } }
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        pthread_create(&t, nil, { p in
-            Unmanaged<Box>.fromOpaque(p!).takeRetainedValue().f()
-            return nil
-        }, box)
-    }
-    func join() { pthread_join(t, nil) }
-}
-
 /// A process killed (SIGKILL) inside a callout: a few quiet iterations, then a timer whose callout
 /// kills the process, so the trace ends with the main loop still in that callout (issue 19 §4).
 func killedScenario() {
@@ -212,7 +199,7 @@ func wakesScenario() {
     var performed = 0
     let work = RLSource0(order: 0, name: "work") { performed += 1 }
     loop.add(work, forMode: .default)
-    let other = Thread(name: "waker") {
+    let other = RawThread(name: "waker") {
         usleep(100_000)
         for _ in 0..<10 { work.signalAndWake(loop); usleep(30_000) }
         for _ in 0..<7 { loop.wakeUp(); usleep(30_000) }
