@@ -116,13 +116,7 @@ public final class PrivateRelayDaemon: @unchecked Sendable {
         if stopped { lock.unlock(); return }
         stopped = true
         lock.unlock()
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            let deadline = Date().addingTimeInterval(grace)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(pid, SIGKILL) }
-            process.waitUntilExit()
-        }
+        stopDaemonProcess(process, grace: grace)
         if removeHome { try? FileManager.default.removeItem(at: home) }
     }
 

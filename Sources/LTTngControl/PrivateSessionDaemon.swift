@@ -118,17 +118,23 @@ public final class PrivateSessionDaemon: @unchecked Sendable {
         if stopped { lock.unlock(); return }
         stopped = true
         lock.unlock()
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            let deadline = Date().addingTimeInterval(grace)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(pid, SIGKILL) }
-            process.waitUntilExit()
-        }
+        stopDaemonProcess(process, grace: grace)
         try? FileManager.default.removeItem(at: home)
     }
 
     deinit { stop() }
+}
+
+/// Stops a daemon started by ``startDaemonProcess(_:environment:log:)`` by its pid: SIGTERM, then
+/// SIGKILL after `grace` seconds; waits for it to end.
+func stopDaemonProcess(_ process: Process, grace: Double) {
+    guard process.isRunning else { return }
+    let pid = process.processIdentifier
+    kill(pid, SIGTERM)
+    let deadline = Date().addingTimeInterval(grace)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning { kill(pid, SIGKILL) }
+    process.waitUntilExit()
 }
 
 /// Starts a daemon `argv` (run in the foreground, so its pid is the daemon's) with its output
