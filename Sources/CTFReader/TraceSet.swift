@@ -111,6 +111,21 @@ public struct CTFMergedIterator {
         }
     }
 
+    /// Calls `body` with each event's stream index and stream, in time order, until the streams are
+    /// exhausted or `body` returns false. The same events as ``next()``; the loop runs inside the
+    /// iterator, so the per-event path retains neither the iterator's storage nor the stream (`body`
+    /// gets it +0: the trace set owns its streams for its whole life).
+    @inline(__always)
+    public mutating func forEachEvent(_ body: (Int, CTFStream) throws -> Bool) throws {
+        let st = self.st
+        try withExtendedLifetime((st, streams)) {
+            while try next() {
+                let i = st.scalars[1]
+                if try !st.fast[i]._withUnsafeGuaranteedRef({ try body(i, $0) }) { return }
+            }
+        }
+    }
+
     /// Advances to the next event in time order. Returns false when every stream is exhausted.
     public mutating func next() throws -> Bool {
         let sc = st.scalars

@@ -48,7 +48,7 @@ struct HistogramCommand: ParsableCommand {
         if lo > hi { warn("rltrace: contradictory filters: --min is above --max"); throw ExitCode(2) }
         if let md = analysis.minDuration { lo = Swift.max(lo, try parseThreshold(md, "--min-duration")) }
         let sink = HistogramSink(of: of, by: by, lo: lo, hi: hi, kinds: try kindSet(analysis.kind), itemGlob: analysis.item)
-        _ = try stream(analysis, into: sink)
+        try stream(analysis, into: sink)
         writeStdout(sink.render(scale: scale, buckets: buckets))
     }
 }

@@ -5,12 +5,12 @@ import RLAnalysis
 // What the analysis commands share: reading once into a sink, opening the output, option values.
 
 /// Reads the traces once, streaming what the model rebuilds into `sink` (a renderer that writes as
-/// it goes) and returning the report's figures.
-func stream(_ a: AnalysisOptions, options: ReportOptions = ReportOptions(), into sink: LoopModelSink?) throws -> Report {
+/// it goes); no report figures are computed.
+func stream(_ a: AnalysisOptions, into sink: LoopModelSink) throws {
     let filter = try a.filter()
     let progress = Progress.start("reading")
     defer { progress.stop() }
-    return try runAnalysis { try analyze(paths: a.traces, options: options, filter: filter, also: sink) }
+    try runAnalysis { try streamAnalysis(paths: a.traces, filter: filter, into: sink) }
 }
 
 /// The output file of `-o`, or standard output.

@@ -34,7 +34,7 @@ struct Timeline: ParsableCommand {
         let opts = try thresholds.options()
         let out = ByteSink(fd: 1)
         let sink = TimelineSink(out: out, options: opts, selection: sel)
-        _ = try stream(analysis, options: opts, into: sink)
+        try stream(analysis, into: sink)
         out.flush()
     }
 }

@@ -112,6 +112,88 @@ struct AccessorTests {
         #expect(skipped == n, "every body of this trace is skipped lazily")
     }
 
+    @Test("readIntegers gives what the per-field accessors give: in place, after a field that needs decoding, and from the slots")
+    func readIntegersEqualsAccessors() throws {
+        let n = 60
+        let set = try CTFTraceSet(paths: [try Self.write("reads", events: n)])
+        var it = set.makeMergedIterator()
+        var i = 0, compared = 0
+        let sentinel: Int64 = 0x5EED
+        while try it.next() {
+            let s = it.current
+            let ci = s.eventClassIndex
+            // Every context and payload position (absent ones too), each to its own destination, in
+            // an order that puts the big-endian field (not readable in place) in the middle.
+            var refs: [CTFIntegerRef] = []
+            var positions: [(context: Bool, k: Int)] = []
+            for k in [0, 1, 2, 3, -1] {
+                var r = s.integerRef(contextField: k, ofClass: ci)
+                r.destination = refs.count
+                refs.append(r); positions.append((true, k))
+            }
+            for k in [0, 1, 2, 6, 3, 4, 5, 7, 8, 9, 10] {
+                var r = s.integerRef(payloadField: k, ofClass: ci)
+                r.destination = refs.count
+                refs.append(r); positions.append((false, k))
+            }
+            let lazy = s.hot.pointee.lazyBody >= 0
+            func read() -> [Int64] {
+                var out = [Int64](repeating: sentinel, count: refs.count)
+                out.withUnsafeMutableBufferPointer { o in
+                    refs.withUnsafeBufferPointer { r in s.readIntegers(r.baseAddress!, count: r.count, into: o.baseAddress!) }
+                }
+                return out
+            }
+            // Pass 0 on the skipped body (the big-endian field in the middle decodes it), pass 1 from the slots.
+            let first = read()
+            _ = s.payload()
+            let second = read()
+            for (k, p) in positions.enumerated() {
+                let e = p.context ? s.streamContextInteger(at: p.k) : s.payloadInteger(at: p.k)
+                #expect(refs[k].isPresent == (e != nil), "reference \(k) of \(s.eventClass.name)")
+                #expect(first[k] == (e ?? sentinel), "event \(i) in place, reference \(k)")
+                #expect(second[k] == (e ?? sentinel), "event \(i) from the slots, reference \(k)")
+                compared += 1
+            }
+            #expect(lazy)
+            i += 1
+        }
+        #expect(i == n)
+        #expect(compared == n * 16)
+    }
+
+    @Test("readIntegers on a lazily skipped body reads in place, and decodes it once for a field that needs it")
+    func readIntegersInPlace() throws {
+        let set = try CTFTraceSet(paths: [try Self.write("reads-lazy", events: 6)])
+        var it = set.makeMergedIterator()
+        var i = 0
+        while try it.next() {
+            let s = it.current
+            let v = Self.values(i)
+            #expect(s.hot.pointee.lazyBody >= 0)
+            let ci = s.eventClassIndex
+            var loop = s.integerRef(payloadField: 0, ofClass: ci); loop.destination = 0
+            var vtid = s.integerRef(contextField: 2, ofClass: ci); vtid.destination = 1
+            var out: [Int64] = [0, 0]
+            out.withUnsafeMutableBufferPointer { o in
+                [loop, vtid].withUnsafeBufferPointer { r in s.readIntegers(r.baseAddress!, count: 2, into: o.baseAddress!) }
+            }
+            #expect(out == [Int64(bitPattern: v.loop), Int64(v.vtid)])
+            #expect(s.hot.pointee.lazyBody >= 0, "integers readable in place leave the body undecoded")
+            if i % 3 != 2 {
+                var be = s.integerRef(payloadField: 6, ofClass: ci); be.destination = 0
+                var o2: [Int64] = [0]
+                o2.withUnsafeMutableBufferPointer { o in
+                    [be].withUnsafeBufferPointer { r in s.readIntegers(r.baseAddress!, count: 1, into: o.baseAddress!) }
+                }
+                #expect(o2 == [Int64(v.be)])
+                #expect(s.hot.pointee.lazyBody < 0, "a big-endian field is read from the decoded body")
+            }
+            i += 1
+        }
+        #expect(i == 6)
+    }
+
     @Test("a skipped body with an unterminated string or a field past the content fails like a decoded one")
     func malformedSkippedBodies() throws {
         // The last event is `fixed` (i = 2 of 3); take 4 events so the last one has strings.

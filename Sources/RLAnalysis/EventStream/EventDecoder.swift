@@ -26,24 +26,27 @@ final class RunLoopFieldDecoder {
         self.evidence = evidence
     }
 
-    deinit { namedCache.deallocate() }
-
-    @inline(__always)
-    private func int(_ s: CTFStream, _ index: Int) -> Int64 {
-        index < 0 ? 0 : (s.payloadInteger(at: index) ?? 0)
-    }
+    deinit { namedCache.deallocate(); values.deallocate() }
 
     @inline(__always)
     private func string(_ s: CTFStream, _ index: Int) -> Int32 {
         index < 0 ? NameTable.empty : (s.payloadStringBytes(at: index).map { names.intern($0) } ?? NameTable.empty)
     }
 
-    /// Fills `e` (kind and time already set) from the event `s` is on, by plan `p` of stream plan `sp`.
+    /// The integers of one event, read in one call (``StreamPlan/Read`` order).
+    private let values = UnsafeMutablePointer<Int64>.allocate(capacity: StreamPlan.readCount)
+
+    /// Fills `e` by plan `p`, reading its integers through `reads` (the current class's).
     @inline(__always)
-    func fill(_ s: CTFStream, _ sp: StreamPlan, _ p: UnsafePointer<EventPlan>, into e: inout RunLoopEvent) {
-        if sp.vpid >= 0 { e.pid = s.streamContextInteger(at: sp.vpid) ?? 0 }
+    func fill(_ s: CTFStream, _ sp: StreamPlan, _ p: UnsafePointer<EventPlan>, reads: UnsafePointer<CTFIntegerRef>, count: Int, into e: inout RunLoopEvent) {
+        // Absent (or non-integer) fields read as these: pid 0, vtid and CPU clock -1, the rest 0.
+        let v = values
+        v[0] = 0; v[1] = -1; v[2] = -1; v[3] = 0; v[4] = 0; v[5] = 0; v[6] = 0; v[7] = 0; v[8] = 0; v[9] = 0
+        s.readIntegers(reads, count: count, into: v)
+        e.pid = v[0]
+        e.vtid = v[1]
+        e.cpu = v[2]
         if sp.vtid >= 0 {
-            e.vtid = s.streamContextInteger(at: sp.vtid) ?? -1
             // The procname context, interned once per run of events of one thread in this stream.
             if sp.procname >= 0 {
                 if e.vtid != sp.lastVtid || sp.lastProcname < 0 {
@@ -55,13 +58,12 @@ final class RunLoopFieldDecoder {
         } else if sp.procname >= 0 {
             e.procname = s.streamContextStringBytes(at: sp.procname).map { names.intern($0) } ?? -1
         }
-        if sp.taskClock >= 0 { e.cpu = s.streamContextInteger(at: sp.taskClock) ?? -1 }
         let p = p.pointee
         e.calloutKind = p.callout
-        e.loop = UInt64(bitPattern: int(s, p.loop))
-        e.iteration = UInt64(bitPattern: int(s, p.iteration))
-        e.item = UInt64(bitPattern: int(s, p.item))
-        e.a = int(s, p.a); e.b = int(s, p.b); e.c = int(s, p.c)
+        e.loop = UInt64(bitPattern: v[3])
+        e.iteration = UInt64(bitPattern: v[4])
+        e.item = UInt64(bitPattern: v[5])
+        e.a = v[6]; e.b = v[7]; e.c = v[8]
         guard p.name >= 0 else { return }
         switch p.nameRule {
         case .always:
@@ -77,6 +79,53 @@ final class RunLoopFieldDecoder {
         case .forensic:
             e.c = evidence.add(s, e)
         }
-        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: int(s, p.kindField))) { e.calloutKind = ck }
+        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: v[9])) { e.calloutKind = ck }
+    }
+}
+
+/// The times the sources give events, and their counts: CLOCK_MONOTONIC ns (the raw LTTng clock
+/// value), never decreasing — an event earlier than the one before it (a damaged trace) gets the
+/// previous time, and is counted.
+struct EventClock {
+    /// Events timed (any provider), and those whose time was clamped.
+    var totalEvents = 0, backwardsEvents = 0
+    /// First and last event time.
+    var firstTs: Int64 = .max, lastTs: Int64 = .min
+    /// Reader timestamps (ns since the epoch) minus CLOCK_MONOTONIC ns.
+    var clockOffset: Int64 = 0
+
+    /// The time of the event `s` is on, counted.
+    @inline(__always)
+    mutating func time(of s: CTFStream) -> Int64 {
+        totalEvents &+= 1
+        var ts = Int64(bitPattern: s.cycles)
+        if ts < 0 { ts = lastTs > 0 ? lastTs : 0 }   // a clock past 2^63: damaged, not a time
+        if totalEvents == 1 { clockOffset = s.timestamp &- ts; firstTs = ts }
+        if ts < lastTs { backwardsEvents &+= 1; ts = lastTs } else { lastTs = ts }
+        return ts
+    }
+}
+
+extension RunLoopFieldDecoder {
+    /// The `runloop` event `s` is on, at time `ts`, by stream plan `sp`; nil for an event the loop
+    /// model does not take (another provider; the state dump and library events, read into
+    /// ``evidence`` here).
+    /// - Throws: ``AnalysisError/schemaMismatch(_:)`` for a `runloop` event lacking a field.
+    @inline(__always)
+    func decode(_ s: CTFStream, _ sp: StreamPlan, ts: Int64) throws -> RunLoopEvent? {
+        let ci = s.eventClassIndex
+        let kind = sp.kinds[ci]
+        guard kind < EventPlan.aux else {
+            if kind == EventPlan.aux {
+                evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
+            }
+            return nil
+        }
+        if sp.incomplete[ci] != 0 {
+            throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
+        }
+        var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
+        fill(s, sp, sp.plan(ci), reads: sp.reads(ci), count: sp.readCounts[ci], into: &e)
+        return e
     }
 }

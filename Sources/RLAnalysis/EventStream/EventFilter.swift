@@ -72,6 +72,9 @@ public struct EventFilter: Sendable {
             && (itemGlob.map { globMatch($0, name) } ?? true)
     }
 
+    /// Whether any loop-level filter (pid, tid, procname, loop) is set.
+    public var narrowsLoops: Bool { !(pids.isEmpty && tids.isEmpty && procnames.isEmpty && loops.isEmpty) }
+
     /// Whether a loop passes the loop-level filters (pid, tid, procname, loop).
     public func acceptsLoop(_ l: LoopInfo) -> Bool {
         (pids.isEmpty || pids.contains(l.key.pid)) && (tids.isEmpty || tids.contains(l.tid))

@@ -131,6 +131,14 @@ final class StreamPlan {
     /// Stream event context positions of `vpid`, `vtid`, `procname` and the thread's CPU clock
     /// (`perf_thread_task_clock`, ns) (-1: absent).
     let vpid: Int, vtid: Int, procname: Int, taskClock: Int
+    /// Per event class, ``readCount`` integer references, in the order of ``Read``: the context's
+    /// `vpid`, `vtid` and CPU clock, then the plan's payload fields.
+    let reads: UnsafeMutablePointer<CTFIntegerRef>
+    /// The integers ``RunLoopFieldDecoder`` reads per event, by position in ``reads``.
+    enum Read: Int, CaseIterable { case pid, vtid, cpu, loop, iteration, item, a, b, c, kind }
+    static let readCount = Read.allCases.count
+    /// Per event class, how many of its ``reads`` there are (the fields it has).
+    let readCounts: UnsafeMutablePointer<Int>
     /// The procname of the last thread seen in this stream (a thread's events come in runs).
     var lastVtid: Int64 = .min
     var lastProcname: Int32 = -1
@@ -155,9 +163,39 @@ final class StreamPlan {
         vtid = ctx.firstIndex(of: "vtid") ?? -1
         procname = ctx.firstIndex(of: "procname") ?? -1
         taskClock = ctx.firstIndex(of: "perf_thread_task_clock") ?? -1
+        // Per class, only the fields it has, each with where its value goes.
+        let n = StreamPlan.readCount
+        reads = .allocate(capacity: max(1, plans.count * n))
+        readCounts = .allocate(capacity: max(1, plans.count))
+        for (ci, p) in plans.enumerated() {
+            let all: [(Read, CTFIntegerRef)] = [
+                (.pid, s.integerRef(contextField: vpid, ofClass: ci)),
+                (.vtid, s.integerRef(contextField: vtid, ofClass: ci)),
+                (.cpu, s.integerRef(contextField: taskClock, ofClass: ci)),
+                (.loop, s.integerRef(payloadField: p.loop, ofClass: ci)),
+                (.iteration, s.integerRef(payloadField: p.iteration, ofClass: ci)),
+                (.item, s.integerRef(payloadField: p.item, ofClass: ci)),
+                (.a, s.integerRef(payloadField: p.a, ofClass: ci)),
+                (.b, s.integerRef(payloadField: p.b, ofClass: ci)),
+                (.c, s.integerRef(payloadField: p.c, ofClass: ci)),
+                (.kind, s.integerRef(payloadField: p.kindField, ofClass: ci)),
+            ]
+            var k = 0
+            for (what, ref) in all where ref.isPresent {
+                var r = ref
+                r.destination = what.rawValue
+                reads[ci * n + k] = r
+                k += 1
+            }
+            readCounts[ci] = k
+        }
     }
 
-    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate() }
+    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate(); reads.deallocate(); readCounts.deallocate() }
+
+    /// The integer references of event class `index` (``readCount`` of them).
+    @inline(__always)
+    func reads(_ index: Int) -> UnsafePointer<CTFIntegerRef> { UnsafePointer(reads + index * StreamPlan.readCount) }
 
     /// The plan of event class `index`.
     @inline(__always)

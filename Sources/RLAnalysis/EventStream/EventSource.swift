@@ -58,18 +58,19 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// that receives the events (complete for every event delivered so far).
     public let names = NameTable()
     /// Every event read (any provider).
-    public private(set) var totalEvents = 0
+    public var totalEvents: Int { clock.totalEvents }
     /// `runloop` events read.
     public private(set) var runLoopEvents = 0
     /// First and last event timestamps (CLOCK_MONOTONIC ns), over all events.
-    public private(set) var firstTs: Int64 = .max
+    public var firstTs: Int64 { clock.firstTs }
     /// Last event timestamp.
-    public private(set) var lastTs: Int64 = .min
+    public var lastTs: Int64 { clock.lastTs }
     /// Events whose timestamp was earlier than the one before them (a damaged trace): delivered
     /// with the previous timestamp, so no duration is negative.
-    public private(set) var backwardsEvents = 0
+    public var backwardsEvents: Int { clock.backwardsEvents }
     /// Reader timestamps (ns since the epoch) minus CLOCK_MONOTONIC ns: converts the reader's times.
-    public private(set) var clockOffset: Int64 = 0
+    public var clockOffset: Int64 { clock.clockOffset }
+    private var clock = EventClock()
     /// Providers seen (the part of event names before `:`).
     public private(set) var providers: Set<String> = []
     /// The filter's time window resolved against the trace (absolute CLOCK_MONOTONIC ns): set
@@ -123,13 +124,39 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// `runloop` events or an unknown layout; a reader error mid-way ends the stream with the events
     /// read so far delivered and the error thrown.
     public func forEach(threads: Int = 1, filter: EventFilter = EventFilter(), _ body: (RunLoopEvent) throws -> Void) throws {
+        try forEachBatch(threads: threads, filter: filter) { batch in
+            for e in batch { try body(e) }
+        }
+    }
+
+    /// ``forEach(threads:filter:_:)`` by batches: `body` gets the events in runs of up to 8192 (a
+    /// buffer valid during the call), so the per-event work of the consumer is its own loop.
+    public func forEachBatch(threads: Int = 1, filter: EventFilter = EventFilter(),
+                             _ body: (UnsafeBufferPointer<RunLoopEvent>) throws -> Void) throws {
         if threads >= 2 {
             try forEachPipelined(filter: filter, body)
         } else {
-            try produce(EventGate(filter)) { e in
-                try body(e)
-                return true
+            let chunk = Chunk()
+            var failure: Error?, bodyFailed = false
+            func deliver() throws {
+                defer { chunk.events.deinitialize(count: chunk.count); chunk.count = 0 }
+                do { try body(UnsafeBufferPointer(start: chunk.events, count: chunk.count)) } catch { bodyFailed = true; throw error }
             }
+            do {
+                try produce(EventGate(filter)) { e in
+                    (chunk.events + chunk.count).initialize(to: e)
+                    chunk.count += 1
+                    if chunk.count == Chunk.capacity { try deliver() }
+                    return true
+                }
+            } catch {
+                failure = error
+            }
+            // What was read before a reader error is delivered before it is thrown.
+            if chunk.count > 0 {
+                if bodyFailed { chunk.events.deinitialize(count: chunk.count); chunk.count = 0 } else { try deliver() }
+            }
+            if let failure { throw failure }
         }
         if runLoopEvents == 0 {
             throw AnalysisError.noRunLoopEvents(providers: providers.sorted())
@@ -139,50 +166,46 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// Reads every event and hands each decoded `runloop` event to `body`, until `body` returns false.
     private func produce(_ gate: EventGate, _ body: (RunLoopEvent) throws -> Bool) throws {
         var it = traceSet.makeMergedIterator()
-        // Unretained references (the source owns the streams and plans for its whole life): the
-        // per-event path then makes no retain or release for them.
-        struct Ref { unowned(unsafe) let s: CTFStream; unowned(unsafe) let p: StreamPlan; let shared: Bool }
-        let refs = ContiguousArray(zip(streams, plans).enumerated().map { Ref(s: $1.0, p: $1.1, shared: overlap.isShared($0)) })
+        // Plans as unmanaged references, used through `_withUnsafeGuaranteedRef`: the source owns
+        // them for its whole life (`plans`), so the per-event path needs no retain or release of
+        // them (copying an `unowned(unsafe)` reference into a local retained it); the iterator's
+        // loop hands the stream over the same way.
+        let refs = ContiguousArray(plans.map { Unmanaged.passUnretained($0) })
+        let shared = ContiguousArray(streams.indices.map { overlap.isShared($0) })
         do {
-            while try it.next() {
-                let r = refs[it.currentStreamIndex]
-                let s = r.s, sp = r.p
-                // A stream another trace also holds (flight-recorder snapshots): each packet once.
-                var gap = false
-                if r.shared {
-                    let v = overlap.check(s, index: it.currentStreamIndex)
-                    if v == .duplicate { continue }
-                    gap = v == .gap
-                }
-                totalEvents &+= 1
-                var ts = Int64(bitPattern: s.cycles)
-                if ts < 0 { ts = lastTs > 0 ? lastTs : 0 }   // a clock past 2^63: damaged, not a time
-                if totalEvents == 1 { clockOffset = s.timestamp &- ts; firstTs = ts }
-                if ts < lastTs { backwardsEvents &+= 1; ts = lastTs } else { lastTs = ts }
-                if gap, window != nil, try !body(RunLoopEvent(kind: .gap, ts: ts)) { break }
-                let ci = s.eventClassIndex
-                let kind = sp.kinds[ci]
-                guard kind < EventPlan.aux else {
-                    if kind == EventPlan.aux {
-                        evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
+            try withExtendedLifetime((plans, gate)) {
+                try it.forEachEvent { index, s in
+                    try refs[index]._withUnsafeGuaranteedRef { sp in
+                        try step(s, sp, index: index, shared: shared[index], gate, body)
                     }
-                    continue
                 }
-                if sp.incomplete[ci] != 0 {
-                    throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
-                }
-                runLoopEvents &+= 1
-                var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
-                fields.fill(s, sp, sp.plan(ci), into: &e)
-                guard gate.accepts(e, epochOffset: clockOffset) else { continue }
-                if window == nil { window = (gate.lo, gate.hi) }
-                if try !body(e) { break }
             }
         } catch let e as AnalysisError {
             throw e
         } catch let e as CTFReaderError {
             throw AnalysisError.reader("\(e)")
         }
+    }
+
+    /// The event `s` is on: counted, timed, decoded by plan `sp` and handed to `body` if the gate
+    /// accepts it. Returns false when `body` asks to stop.
+    @inline(__always)
+    private func step(_ s: CTFStream, _ sp: StreamPlan, index: Int, shared: Bool, _ gate: EventGate,
+                      _ body: (RunLoopEvent) throws -> Bool) throws -> Bool {
+        // A stream another trace also holds (flight-recorder snapshots): each packet once.
+        var gap = false
+        if shared {
+            let v = overlap.check(s, index: index)
+            if v == .duplicate { return true }
+            gap = v == .gap
+        }
+        let ts = clock.time(of: s)
+        if gap, window != nil, try !body(RunLoopEvent(kind: .gap, ts: ts)) { return false }
+        guard let e = try fields.decode(s, sp, ts: ts) else { return true }
+        runLoopEvents &+= 1
+        guard gate.accepts(e, epochOffset: clockOffset) else { return true }
+        if window == nil { window = (gate.lo, gate.hi) }
+        return try body(e)
     }
 
     // MARK: two threads
@@ -199,7 +222,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
         deinit { events.deallocate() }
     }
 
-    private func forEachPipelined(filter: EventFilter, _ body: (RunLoopEvent) throws -> Void) throws {
+    private func forEachPipelined(filter: EventFilter, _ body: (UnsafeBufferPointer<RunLoopEvent>) throws -> Void) throws {
         let ring = (0..<6).map { _ in Chunk() }
         let free = DispatchSemaphore(value: ring.count), full = DispatchSemaphore(value: 0)
         // The reader interns into its own table; the consumer's (`names`) receives each chunk's new
@@ -251,7 +274,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
             names.adopt(chunk.newNames)
             if failure == nil {
                 do {
-                    for i in 0..<chunk.count { try body(chunk.events[i]) }
+                    if chunk.count > 0 { try body(UnsafeBufferPointer(start: chunk.events, count: chunk.count)) }
                 } catch {
                     failure = error
                     stop.set()

@@ -14,11 +14,18 @@ public final class LiveEventDecoder {
     /// The hang watchdog's events whole (``LoopModel/evidence``).
     public let evidence = HangEvidenceStore()
     /// Events decoded (any provider), `runloop` events, events delivered with a clamped time.
-    public private(set) var totalEvents = 0, runLoopEvents = 0, backwardsEvents = 0
+    public var totalEvents: Int { clock.totalEvents }
+    /// `runloop` events decoded.
+    public private(set) var runLoopEvents = 0
+    /// Events delivered with a clamped time.
+    public var backwardsEvents: Int { clock.backwardsEvents }
     /// First and last event time (CLOCK_MONOTONIC ns).
-    public private(set) var firstTs: Int64 = .max, lastTs: Int64 = .min
+    public var firstTs: Int64 { clock.firstTs }
+    /// Last event time.
+    public var lastTs: Int64 { clock.lastTs }
     /// Reader timestamps (ns since the epoch) minus CLOCK_MONOTONIC ns.
-    public private(set) var clockOffset: Int64 = 0
+    public var clockOffset: Int64 { clock.clockOffset }
+    private var clock = EventClock()
     /// Providers seen.
     public private(set) var providers: Set<String> = []
 
@@ -53,25 +60,9 @@ public final class LiveEventDecoder {
     @inline(__always)
     public func decode(_ s: CTFStream, streamIndex: Int) throws -> RunLoopEvent? {
         let sp = plan(s, streamIndex)
-        totalEvents &+= 1
-        var ts = Int64(bitPattern: s.cycles)
-        if ts < 0 { ts = lastTs > 0 ? lastTs : 0 }
-        if totalEvents == 1 { clockOffset = s.timestamp &- ts; firstTs = ts }
-        if ts < lastTs { backwardsEvents &+= 1; ts = lastTs } else { lastTs = ts }
-        let ci = s.eventClassIndex
-        let kind = sp.kinds[ci]
-        guard kind < EventPlan.aux else {
-            if kind == EventPlan.aux {
-                evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
-            }
-            return nil
-        }
-        if sp.incomplete[ci] != 0 {
-            throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
-        }
+        let ts = clock.time(of: s)
+        guard let e = try fields.decode(s, sp, ts: ts) else { return nil }
         runLoopEvents &+= 1
-        var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
-        fields.fill(s, sp, sp.plan(ci), into: &e)
         return e
     }
 }

@@ -198,7 +198,8 @@ public final class LoopModel {
     private var states: [State] = []
     private var stateIndex: [LoopKey: Int] = [:]
     private var lastKey = LoopKey(pid: .min, loop: .max)
-    private var lastState: State?
+    /// The state of `lastKey`, unretained: `states` keeps every state alive for the model's life.
+    private var lastState: Unmanaged<State>?
     private var itemNames: [NameKey: Int32] = [:]
     /// Process names: the `procname` of each process's main thread (tid == pid). LTTng's procname
     /// is per thread, so a loop on a named worker thread still belongs to its process's name.
@@ -251,8 +252,16 @@ public final class LoopModel {
 
     /// What is known so far of the loop `key` (nil if no event of it was seen).
     public func info(of key: LoopKey) -> LoopInfo? {
-        if key == lastKey, let s = lastState { return s.info }
+        if key == lastKey, let s = lastState { return s._withUnsafeGuaranteedRef { $0.info } }
         return stateIndex[key].map { states[$0].info }
+    }
+
+    /// The thread of the loop `key` as known so far (`LoopInfo.tid`; nil if no event of it was
+    /// seen), without copying its ``LoopInfo``.
+    @inline(__always)
+    public func threadID(of key: LoopKey) -> Int64? {
+        if key == lastKey, let s = lastState { return s._withUnsafeGuaranteedRef { $0.info.tid } }
+        return stateIndex[key].map { states[$0].info.tid }
     }
 
     /// The name of an item (empty if never seen; blocks are named by their records).
@@ -285,8 +294,9 @@ public final class LoopModel {
         }
     }
 
+    /// The state of loop `key` (made on first sight), unretained: `states` owns it.
     @inline(__always)
-    private func state(_ key: LoopKey) -> State {
+    private func state(_ key: LoopKey) -> Unmanaged<State> {
         if key == lastKey, let s = lastState { return s }
         let s: State
         if let i = stateIndex[key] { s = states[i] } else {
@@ -295,8 +305,9 @@ public final class LoopModel {
             states.append(s)
         }
         lastKey = key
-        lastState = s
-        return s
+        let u = Unmanaged.passUnretained(s)
+        lastState = u
+        return u
     }
 
     // MARK: the time window
@@ -331,6 +342,7 @@ public final class LoopModel {
 
     /// Closes everything open at the window's end, clipped to it.
     private func closeAtWindowEnd() {
+        let sink = self.sink
         pastWindow = true
         for s in states {
             let key = s.info.key
@@ -357,13 +369,13 @@ public final class LoopModel {
                 s.stack[idx].end = hi
                 s.stack[idx].clipped = true
                 s.stack[idx].cpuNs = -1
-                finishIteration(s, idx)
+                finishIteration(s, idx, sink)
             }
         }
     }
 
     /// Hands the iteration at `idx` (closed) to the sink and folds it into its parent.
-    private func finishIteration(_ s: State, _ idx: Int) {
+    private func finishIteration(_ s: State, _ idx: Int, _ sink: LoopModelSink) {
         s.open = idx
         if lo != .min || hi != .max {
             // Sleeps outside the window do not count; those across its edges count their part inside.
@@ -390,8 +402,18 @@ public final class LoopModel {
         }
     }
 
+    /// Feeds events in order (timestamps never decreasing: the source guarantees it).
+    public func consume(_ events: UnsafeBufferPointer<RunLoopEvent>) {
+        // The sink is taken once per batch and passed down +0: no retain or release per event.
+        let sink = self.sink
+        for e in events { consume(e, sink) }
+    }
+
     /// Feeds one event (timestamps never decreasing: the source guarantees it).
-    public func consume(_ e: RunLoopEvent) {
+    public func consume(_ e: RunLoopEvent) { consume(e, sink) }
+
+    @inline(__always)
+    private func consume(_ e: RunLoopEvent, _ sink: LoopModelSink) {
         if e.ts > hi {
             if !pastWindow { closeAtWindowEnd() }
             return
@@ -408,7 +430,13 @@ public final class LoopModel {
         }
         if e.kind == .gap { forgetOpenState(); return }
         let key = LoopKey(pid: e.pid, loop: e.loop)
-        let s = state(key)
+        // The state is used +0 (no retain or release per event): `states` owns it.
+        state(key)._withUnsafeGuaranteedRef { s in apply(e, to: s, key: key, now: now, sink) }
+    }
+
+    /// The per-loop part of ``consume(_:)``.
+    @inline(__always)
+    private func apply(_ e: RunLoopEvent, to s: State, key: LoopKey, now: Bool, _ sink: LoopModelSink) {
         if now {
             if e.ts < s.info.first { s.info.first = e.ts }
             if e.ts > s.info.last { s.info.last = e.ts }
@@ -449,7 +477,7 @@ public final class LoopModel {
             s.stack[idx].end = e.ts
             s.stack[idx].handledSource = e.b != 0
             s.stack[idx].cpuNs = cpuSpan(s.stack[idx].cpuNs, e.cpu)
-            finishIteration(s, idx)
+            finishIteration(s, idx, sink)
         case .calloutEntry:
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
             rec.cpuNs = e.cpu

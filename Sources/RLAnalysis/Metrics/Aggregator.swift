@@ -53,28 +53,38 @@ public final class Aggregator: LoopModelSink {
     private var loops: [LoopKey: Loop] = [:]
     /// Set by the caller after the model exists (for item names).
     public var model: LoopModel?
-    /// Another sink that also receives everything (e.g. a timeline), or nil.
-    public var forward: LoopModelSink?
+    /// Another sink that also receives everything (e.g. a timeline), or nil. A constant, so the
+    /// per-record forwarding borrows it (no retain or release per callout).
+    public let forward: LoopModelSink?
     /// The hang watchdog's events, per hang.
     let watchdog = WatchdogCollector()
     /// Resolves the watchdog's stack samples (set once the trace is read; nil: addresses only).
     public var symbolizer: StackSymbolizer?
 
-    /// Creates an aggregator.
-    public init(options: ReportOptions = ReportOptions()) { self.options = options }
+    /// Creates an aggregator, forwarding everything it receives to `forward`.
+    public init(options: ReportOptions = ReportOptions(), forward: LoopModelSink? = nil) {
+        self.options = options
+        self.forward = forward
+    }
 
     private var lastKey = LoopKey(pid: .min, loop: .max)
-    private var lastLoop: Loop?
+    /// The loop of `lastKey`, unretained: `loops` owns every loop for the aggregator's life.
+    private var lastLoop: Unmanaged<Loop>?
 
+    /// Calls `body` with the figures of loop `k` (made on first sight), +0: the per-callout path
+    /// makes no retain or release of them.
     @inline(__always)
-    private func loop(_ k: LoopKey) -> Loop {
-        if k == lastKey, let l = lastLoop { return l }
+    private func withLoop<R>(_ k: LoopKey, _ body: (Loop) -> R) -> R {
+        if k == lastKey, let l = lastLoop { return l._withUnsafeGuaranteedRef(body) }
         let l: Loop
         if let x = loops[k] { l = x } else { l = Loop(); loops[k] = l }
         lastKey = k
-        lastLoop = l
-        return l
+        lastLoop = .passUnretained(l)
+        return body(l)
     }
+
+    @inline(__always)
+    private func loop(_ k: LoopKey) -> Loop { withLoop(k) { $0 } }
 
     // MARK: LoopModelSink
 
@@ -166,7 +176,12 @@ public final class Aggregator: LoopModelSink {
         if calloutFilter.narrowsCallouts {
             guard calloutFilter.acceptsCallout(kind: c.kind, name: model?.name(of: c, pid: key.pid) ?? "", durationNs: c.duration) else { return }
         }
-        let l = loop(key)
+        withLoop(key) { l in count(c, in: l) }
+    }
+
+    /// The per-kind and per-item figures of callout `c` of loop `l`.
+    @inline(__always)
+    private func count(_ c: CalloutRecord, in l: Loop) {
         l.callouts += 1
         l.kinds[Int(c.kind.rawValue)].add(c.duration)
         let k = ItemKey(c)
@@ -189,12 +204,12 @@ public final class Aggregator: LoopModelSink {
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) {
         forward?.sleep(s, of: key)
-        loop(key).sleepHist[Int(s.reason.rawValue) * 64 + log2Bucket(s.duration)] += 1
+        withLoop(key) { $0.sleepHist[Int(s.reason.rawValue) * 64 + log2Bucket(s.duration)] += 1 }
     }
 
     public func wake(_ reason: WakeReason, of key: LoopKey) {
         forward?.wake(reason, of: key)
-        loop(key).wakeReasons[Int(reason.rawValue)] += 1
+        withLoop(key) { $0.wakeReasons[Int(reason.rawValue)] += 1 }
     }
 
     public func unmatchedCallout(of key: LoopKey) {
@@ -216,9 +231,10 @@ public final class Aggregator: LoopModelSink {
 
     public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {
         forward?.wakeUpLatency(ns, callerTid: callerTid, of: key)
-        let l = loop(key)
-        l.wakeUp.add(ns)
-        l.wakeUpTids.insert(callerTid)
+        withLoop(key) { l in
+            l.wakeUp.add(ns)
+            l.wakeUpTids.insert(callerTid)
+        }
     }
 
     public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
@@ -282,17 +298,20 @@ public final class Aggregator: LoopModelSink {
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
             let items = l.items.map { k, i in
                 let a = l.itemAcc[i]
+                let p = a.percentiles([50, 99])
                 return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
-                                  maxNs: a.max, p50Ns: a.percentile(50), p99Ns: a.percentile(99),
+                                  maxNs: a.max, p50Ns: p[0], p99Ns: p[1],
                                   onCpuNs: l.itemCpu[i] >= 0 ? l.itemCpu[i] : nil,
                                   distribution: distributions ? distributionPairs(a) : nil)
             }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
             func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
                 d.map { item, a in
-                    ItemLatency(item: item, name: name(kind, item), count: a.count, totalNs: a.total, maxNs: a.max,
-                                p50Ns: a.percentile(50), p99Ns: a.percentile(99), callerTids: tids?[item].map { $0.sorted() })
+                    let p = a.percentiles([50, 99])
+                    return ItemLatency(item: item, name: name(kind, item), count: a.count, totalNs: a.total, maxNs: a.max,
+                                       p50Ns: p[0], p99Ns: p[1], callerTids: tids?[item].map { $0.sorted() })
                 }.sorted { $0.item < $1.item }
             }
+            let wakeUpP = l.wakeUp.percentiles([50, 99])
             reports.append(LoopReport(
                 pid: info.key.pid, loop: info.key.loop, tid: info.tid, threadName: info.threadName, procname: info.procname,
                 firstNs: info.first, lastNs: info.last, spanNs: span,
@@ -316,7 +335,7 @@ public final class Aggregator: LoopModelSink {
                 timerLateness: latencies(l.lateness, kind: .timer, tids: nil),
                 signalLatency: latencies(l.signal, kind: .source0, tids: l.signalTids),
                 wakeUpLatency: WakeUpLatency(count: l.wakeUp.count, totalNs: l.wakeUp.total, maxNs: l.wakeUp.max,
-                                             p50Ns: l.wakeUp.percentile(50), p99Ns: l.wakeUp.percentile(99), callerTids: l.wakeUpTids.sorted()),
+                                             p50Ns: wakeUpP[0], p99Ns: wakeUpP[1], callerTids: l.wakeUpTids.sorted()),
                 spuriousWakes: l.spurious,
                 hangs: watchdog.merge(l.hangs, key: info.key, symbolizer: symbolizer), slowIterations: l.slow, spins: l.spins,
                 slowest: l.slowest.map { s in
@@ -352,23 +371,40 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
                     also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads, distributions: Bool = false,
                     symbols: SymbolOptions = SymbolOptions()) throws -> Report {
     let source = try RunLoopEventSource(paths: paths)
-    let agg = Aggregator(options: options)
+    let agg = Aggregator(options: options, forward: also)
     agg.calloutFilter = filter
-    agg.forward = also
-    let model = LoopModel(sink: agg, names: source.names)
-    model.evidence = source.evidence
+    let model = try runModel(source: source, filter: filter, sink: agg, also: also, threads: threads)
     agg.model = model
+    if agg.sawWatchdogEvents { agg.symbolizer = StackSymbolizer(modules: source.evidence.modules, options: symbols) }
+    return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) }, distributions: distributions)
+}
+
+/// Runs reader → event stream → loop model into `sink` alone, for the commands that only render
+/// (timeline, histogram, export): no report figures are computed.
+public func streamAnalysis(paths: [String], filter: EventFilter = EventFilter(), into sink: LoopModelSink,
+                           threads: Int = defaultAnalysisThreads) throws {
+    let source = try RunLoopEventSource(paths: paths)
+    _ = try runModel(source: source, filter: filter, sink: sink, also: sink, threads: threads)
+}
+
+/// Feeds `source`'s events through a loop model into `sink`; `also` (the sink itself, or one the
+/// sink forwards to) is told when the trace begins and ends.
+private func runModel(source: RunLoopEventSource, filter: EventFilter, sink: LoopModelSink, also: LoopModelSink?,
+                      threads: Int) throws -> LoopModel {
+    let model = LoopModel(sink: sink, names: source.names)
+    model.evidence = source.evidence
+    if let agg = sink as? Aggregator { agg.model = model }
     if let also = also as? NameResolving { also.resolver = model }
     try filter.validate()
     var started = false
     do {
-        try source.forEach(threads: threads, filter: filter) { e in
+        try source.forEachBatch(threads: threads, filter: filter) { batch in
             if !started {
                 started = true
                 if let w = source.window { model.setWindow(lo: w.lo, hi: w.hi) }
                 also?.traceBegins(at: source.firstTs, epochOffset: source.clockOffset)
             }
-            model.consume(e)
+            model.consume(batch)
         }
     } catch {
         also?.finish(end: source.lastTs)      // what was read is written out before the error is reported
@@ -385,8 +421,7 @@ public func analyze(paths: [String], options: ReportOptions = ReportOptions(), f
         throw AnalysisError.contradictoryFilters("the time window \(w.lo == .min ? "start" : at(w.lo))…\(w.hi == .max ? "end" : at(w.hi)) lies outside the trace, \(at(source.firstTs))…\(at(source.lastTs))")
     }
     also?.finish(end: source.lastTs)
-    if agg.sawWatchdogEvents { agg.symbolizer = StackSymbolizer(modules: source.evidence.modules, options: symbols) }
-    return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) }, distributions: distributions)
+    return model
 }
 
 /// A sink that needs item names once the stream is read.

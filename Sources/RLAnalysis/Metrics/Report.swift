@@ -244,7 +244,8 @@ public struct DurationAccumulator: @unchecked Sendable {
         } else if !isKnownUniquelyReferenced(&box) {
             box = Box(box!.h)
         }
-        _ = box.unsafelyUnwrapped.h.record(v)
+        // The box is held by `self` (unique, checked above) for the whole call: used +0.
+        Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { _ = $0.h.record(v) }
     }
 
     /// The percentile `p` (0…100), nearest rank.
@@ -275,9 +276,42 @@ public struct DurationAccumulator: @unchecked Sendable {
         }
     }
 
+    /// The percentiles `ps` (each 0…100, in any order), as ``percentile(_:)`` gives them one by one,
+    /// in one pass over the histogram instead of one each.
+    public func percentiles(_ ps: [Double]) -> [Int64] {
+        guard count > 0, let hist else { return ps.map { percentile($0) } }
+        var out = [Int64](repeating: 0, count: ps.count)
+        // The histogram's own rule (HdrHistogram's valueAtPercentile): the count at a percentile is
+        // rounded up from one ulp below it; the value is the first bucket reaching it, as its
+        // highest equivalent value, clamped to [min, max recorded].
+        var thresholds: [(index: Int, count: UInt64)] = []
+        for (i, p) in ps.enumerated() {
+            if p == 0 { out[i] = Int64(clamping: hist.min); continue }
+            if p >= 100 { out[i] = Int64(clamping: hist.maxRecorded); continue }
+            let requested = Swift.min(Swift.max(p.nextDown, 0), 100)
+            thresholds.append((i, Swift.max(1, UInt64((requested * Double(hist.totalCount) / 100).rounded(.up)))))
+        }
+        thresholds.sort { $0.count < $1.count }
+        var next = 0, cumulative: UInt64 = 0
+        let lo = hist.min, hi = hist.maxRecorded
+        for v in hist.recordedValues() {
+            if next == thresholds.count { break }
+            cumulative &+= UInt64(v.count)
+            while next < thresholds.count && cumulative >= thresholds[next].count {
+                out[thresholds[next].index] = Int64(clamping: Swift.max(Swift.min(v.value, hi), lo))
+                next += 1
+            }
+        }
+        return out
+    }
+
     /// The summary for JSON.
     public func summary(full: Bool = true) -> DurationSummary {
-        DurationSummary(count: count, totalNs: total, maxNs: max, p50Ns: percentile(50),
-                        p90Ns: full ? percentile(90) : nil, p99Ns: percentile(99), p999Ns: full ? percentile(99.9) : nil)
+        if full {
+            let p = percentiles([50, 90, 99, 99.9])
+            return DurationSummary(count: count, totalNs: total, maxNs: max, p50Ns: p[0], p90Ns: p[1], p99Ns: p[2], p999Ns: p[3])
+        }
+        let p = percentiles([50, 99])
+        return DurationSummary(count: count, totalNs: total, maxNs: max, p50Ns: p[0], p90Ns: nil, p99Ns: p[1], p999Ns: nil)
     }
 }

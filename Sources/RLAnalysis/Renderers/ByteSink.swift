@@ -2,6 +2,78 @@
 import Glibc
 #endif
 
+/// Writes bytes at a position of a ``ByteSink``'s buffer, inside ``ByteSink/reserving(_:_:)``: the
+/// caller reserved room for everything it writes, so no write checks for room.
+public struct ByteCursor {
+    /// The next byte to write.
+    public private(set) var p: UnsafeMutablePointer<UInt8>
+    @inline(__always) init(_ p: UnsafeMutablePointer<UInt8>) { self.p = p }
+
+    /// Writes one byte.
+    @inline(__always)
+    public mutating func byte(_ b: UInt8) { p.pointee = b; p += 1 }
+
+    /// Writes text.
+    @inline(__always)
+    public mutating func write(_ s: StaticString) { bytes(s.utf8Start, s.utf8CodeUnitCount) }
+
+    /// Writes `n` bytes from `b`.
+    @inline(__always)
+    public mutating func bytes(_ b: UnsafePointer<UInt8>, _ n: Int) {
+        if n <= 16 {
+            var i = 0
+            while i < n { p[i] = b[i]; i &+= 1 }
+        } else {
+            p.update(from: b, count: n)
+        }
+        p += n
+    }
+
+    /// Writes raw bytes.
+    @inline(__always)
+    public mutating func bytes(_ b: UnsafeRawBufferPointer) {
+        if let a = b.baseAddress { bytes(a.assumingMemoryBound(to: UInt8.self), b.count) }
+    }
+
+    /// "00", "01", …, "99".
+    nonisolated(unsafe) static let digitPairs: UnsafeMutablePointer<UInt8> = {   // written once, then only read
+        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 200)
+        for i in 0..<100 { t[2 * i] = 0x30 + UInt8(i / 10); t[2 * i + 1] = 0x30 + UInt8(i % 10) }
+        return t
+    }()
+
+    /// Writes a decimal unsigned integer (at most 20 bytes).
+    @inline(__always)
+    public mutating func uint(_ v: UInt64) {
+        if v < 10 { byte(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
+        var n = 1
+        var t: UInt64 = 10
+        while n < 20 && v >= t { n &+= 1; t = t &* 10 }
+        // Two digits per division, from a table of "00"…"99".
+        var x = v
+        var i = n
+        while x >= 100 {
+            let r = Int(truncatingIfNeeded: x % 100)
+            x /= 100
+            i &-= 2
+            p[i] = ByteCursor.digitPairs[2 &* r]; p[i &+ 1] = ByteCursor.digitPairs[2 &* r &+ 1]
+        }
+        if x >= 10 {
+            let r = Int(truncatingIfNeeded: x)
+            p[0] = ByteCursor.digitPairs[2 &* r]; p[1] = ByteCursor.digitPairs[2 &* r &+ 1]
+        } else {
+            p[0] = 0x30 &+ UInt8(truncatingIfNeeded: x)
+        }
+        p += n
+    }
+
+    /// Writes a decimal integer (at most 20 bytes).
+    @inline(__always)
+    public mutating func int(_ v: Int64) {
+        if v < 0 { byte(0x2D); uint(v.magnitude) } else { uint(UInt64(v)) }
+    }
+}
+
 /// Where a renderer writes: bytes gathered in a buffer and written to a file descriptor in 64 KiB
 /// chunks as the output grows (or kept in memory when there is no descriptor), with the number
 /// formatting renderers need done by hand — no `String` per field, nothing per event but bytes.
@@ -75,26 +147,50 @@ public final class ByteSink {
 
     @inline(__always)
     private func room(_ n: Int) {
-        if count + n > ByteSink.flushAt { flush() }
+        if count &+ n > ByteSink.flushAt { flush() }
     }
 
     /// Appends raw bytes.
     @inline(__always)
     public func bytes(_ p: UnsafeRawBufferPointer) {
-        var p = p
-        while p.count > ByteSink.flushAt {           // a huge write: in pieces
-            bytes(UnsafeRawBufferPointer(rebasing: p[..<ByteSink.flushAt]))
-            p = UnsafeRawBufferPointer(rebasing: p[ByteSink.flushAt...])
+        let n = p.count
+        guard n <= ByteSink.flushAt else { return hugeBytes(p) }
+        room(n)
+        if let b = p.baseAddress { copy(b.assumingMemoryBound(to: UInt8.self), n) }
+    }
+
+    /// Copies `n` bytes (at most 64 KiB, room made) to the buffer: short runs byte by byte (JSON's
+    /// keys and punctuation: a call to memcpy cost more than the copy), longer ones with memcpy.
+    @inline(__always)
+    private func copy(_ b: UnsafePointer<UInt8>, _ n: Int) {
+        let d = raw + count
+        if n <= 16 {
+            var i = 0
+            while i < n { d[i] = b[i]; i &+= 1 }
+        } else {
+            d.update(from: b, count: n)
         }
-        room(p.count)
-        if let b = p.baseAddress { (raw + count).update(from: b.assumingMemoryBound(to: UInt8.self), count: p.count) }
-        count += p.count
+        count &+= n
+    }
+
+    /// A write of more than 64 KiB: in pieces.
+    @inline(never)
+    private func hugeBytes(_ p: UnsafeRawBufferPointer) {
+        var p = p
+        while !p.isEmpty {
+            let piece = UnsafeRawBufferPointer(rebasing: p[..<min(p.count, ByteSink.flushAt)])
+            room(piece.count)
+            copy(piece.baseAddress!.assumingMemoryBound(to: UInt8.self), piece.count)
+            p = UnsafeRawBufferPointer(rebasing: p[piece.count...])
+        }
     }
 
     /// Appends text.
     @inline(__always)
     public func write(_ s: StaticString) {
-        s.withUTF8Buffer { bytes(UnsafeRawBufferPointer($0)) }
+        let n = s.utf8CodeUnitCount
+        room(n)
+        copy(s.utf8Start, n)
     }
 
     /// Appends text.
@@ -120,19 +216,29 @@ public final class ByteSink {
     @inline(__always)
     public func uint(_ v: UInt64) {
         room(20)
-        if v < 10 { raw[count] = 0x30 &+ UInt8(v); count += 1; return }
-        var n = 0, x = v
-        while x > 0 { n += 1; x /= 10 }
-        x = v
-        var i = count + n - 1
-        while x > 0 { raw[i] = 0x30 &+ UInt8(x % 10); x /= 10; i -= 1 }
-        count += n
+        var c = ByteCursor(raw + count)
+        c.uint(v)
+        count = c.p - raw
     }
 
     /// Appends a decimal integer.
     @inline(__always)
     public func int(_ v: Int64) {
-        if v < 0 { byte(0x2D); uint(v.magnitude) } else { uint(UInt64(v)) }
+        room(21)
+        var c = ByteCursor(raw + count)
+        c.int(v)
+        count = c.p - raw
+    }
+
+    /// Calls `body` with a cursor over at least `capacity` free bytes (at most 64 KiB), of which
+    /// `body` writes at most `capacity`: a record written with no per-field bookkeeping.
+    @inline(__always)
+    public func reserving(_ capacity: Int, _ body: (inout ByteCursor) -> Void) {
+        precondition(capacity <= ByteSink.flushAt, "ByteSink.reserving: \(capacity) bytes is more than one buffer")
+        room(capacity)
+        var c = ByteCursor(raw + count)
+        body(&c)
+        count = c.p - raw
     }
 
     /// Appends a duration as ``formatDuration(_:)`` writes it (`812ns`, `3.4µs`, `12.5ms`, `1.25s`).

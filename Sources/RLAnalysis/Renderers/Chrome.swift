@@ -5,7 +5,14 @@
 /// or perform. Times are µs after the trace's first event, written with three decimals (exact ns).
 public final class ChromeTraceSink: LoopModelSink, NameResolving {
     /// The model, for names and loops.
-    public var resolver: LoopModel?
+    public var resolver: LoopModel? {
+        didSet { model = resolver.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `resolver`, unretained (it holds the model while set): the per-callout lookups make no
+    /// retain or release.
+    private var model: Unmanaged<LoopModel>?
+    /// Whether the filter selects loops (computed once: its sets are not touched per callout).
+    private let narrowsLoops: Bool
     private let out: ByteSink
     private let filter: EventFilter
     private let strips = BusyStripCollector()
@@ -17,6 +24,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     public init(out: ByteSink, filter: EventFilter = EventFilter()) {
         self.out = out
         self.filter = filter
+        narrowsLoops = filter.narrowsLoops
         out.write("{\"traceEvents\":[\n")
     }
 
@@ -28,9 +36,16 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     private var epochOffset: Int64 = 0
 
     /// The thread id shown for a loop (its thread, else its loop id), nil for a loop filtered out.
+    @inline(__always)
     private func tid(_ key: LoopKey) -> Int64? {
-        guard let info = resolver?.info(of: key), filter.acceptsLoop(info) else { return nil }
-        return info.tid >= 0 ? info.tid : Int64(bitPattern: key.loop)
+        guard let model else { return nil }
+        return model._withUnsafeGuaranteedRef { m in
+            if narrowsLoops {
+                guard let info = m.info(of: key), filter.acceptsLoop(info) else { return nil }
+            }
+            guard let t = m.threadID(of: key) else { return nil }
+            return t >= 0 ? t : Int64(bitPattern: key.loop)
+        }
     }
 
     @inline(__always) private func begin() {
@@ -45,6 +60,18 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         let f = m % 1000
         out.byte(0x30 &+ UInt8(f / 100)); out.byte(0x30 &+ UInt8(f / 10 % 10)); out.byte(0x30 &+ UInt8(f % 10))
     }
+    /// `micros(_:)` through a cursor (at most 25 bytes).
+    @inline(__always) private static func micros(_ c: inout ByteCursor, _ ns: Int64) {
+        if ns < 0 { c.byte(0x2D) }
+        let m = ns.magnitude
+        c.uint(m / 1000); c.byte(0x2E)
+        let f = m % 1000
+        c.byte(0x30 &+ UInt8(f / 100)); c.byte(0x30 &+ UInt8(f / 10 % 10)); c.byte(0x30 &+ UInt8(f % 10))
+    }
+    /// Room for a slice record written through a cursor, beyond its name: the keys, punctuation,
+    /// six numbers of at most 25 bytes and a category.
+    private static let sliceRoom = 320
+
     /// A complete slice; `args` writes the members of its `args` object.
     @inline(__always) private func slice(_ name: () -> Void, cat: StaticString, pid: Int64, tid: Int64, ts: Int64, dur: Int64, hasArgs: Bool = true, args: () -> Void) {
         begin()
@@ -69,9 +96,15 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         guard filter.acceptsLoop(loop) else { return }
         let t = loop.tid >= 0 ? loop.tid : Int64(bitPattern: loop.key.loop)
         let pid = it.key.pid
-        slice({ out.write("\"iteration\"") }, cat: "iteration", pid: pid, tid: t, ts: it.begin, dur: it.duration) {
-            out.write("\"busy_ns\":"); out.int(it.busyNs); out.write(",\"handled_source\":"); out.write(it.handledSource ? "true" : "false")
-            out.write(",\"iteration\":"); out.uint(it.number)
+        let origin = self.origin
+        out.reserving(ChromeTraceSink.sliceRoom) { c in
+            if first { first = false } else { c.write(",\n") }
+            c.write("{\"args\":{\"busy_ns\":"); c.int(it.busyNs); c.write(",\"handled_source\":")
+            if it.handledSource { c.write("true") } else { c.write("false") }
+            c.write(",\"iteration\":"); c.uint(it.number)
+            c.write("},\"cat\":\"iteration\",\"dur\":"); ChromeTraceSink.micros(&c, it.duration)
+            c.write(",\"name\":\"iteration\",\"ph\":\"X\",\"pid\":"); c.int(pid); c.write(",\"tid\":"); c.int(t)
+            c.write(",\"ts\":"); ChromeTraceSink.micros(&c, it.begin &- origin); c.byte(0x7D)
         }
         for s in it.sleeps {
             slice({ out.write("\"sleep → "); out.write(s.reason.label); out.byte(0x22) }, cat: "sleep", pid: pid, tid: t, ts: s.begin, dur: s.duration) {
@@ -92,8 +125,23 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         case .mainQueue: cat = "main_queue"
         case .block: cat = "block"
         }
-        slice({ out.write(sliceName(cl, pid: key.pid)) }, cat: cat, pid: key.pid, tid: t, ts: cl.begin, dur: cl.duration) {
-            out.write("\"detail\":"); out.int(cl.detail); out.write(",\"item\":"); out.uint(cl.item)
+        guard let r = nameRange(cl, pid: key.pid), r.count <= 32768 else {
+            // A name not known yet (rendered each time until it is), or a huge one.
+            slice({ writeUncachedName(cl, pid: key.pid) }, cat: cat, pid: key.pid, tid: t, ts: cl.begin, dur: cl.duration) {
+                out.write("\"detail\":"); out.int(cl.detail); out.write(",\"item\":"); out.uint(cl.item)
+            }
+            return
+        }
+        let origin = self.origin
+        nameBytes.withUnsafeBufferPointer { nb in
+            out.reserving(ChromeTraceSink.sliceRoom + r.count) { c in
+                if first { first = false } else { c.write(",\n") }
+                c.write("{\"args\":{\"detail\":"); c.int(cl.detail); c.write(",\"item\":"); c.uint(cl.item)
+                c.write("},\"cat\":\""); c.write(cat); c.write("\",\"dur\":"); ChromeTraceSink.micros(&c, cl.duration)
+                c.write(",\"name\":"); c.bytes(nb.baseAddress! + r.start, r.count)
+                c.write(",\"ph\":\"X\",\"pid\":"); c.int(key.pid); c.write(",\"tid\":"); c.int(t)
+                c.write(",\"ts\":"); ChromeTraceSink.micros(&c, cl.begin &- origin); c.byte(0x7D)
+            }
         }
     }
 
@@ -139,20 +187,49 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     }
 
     private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
-    private var names: [NameKey: [UInt8]] = [:]
+    /// Rendered names, one after another in `nameBytes`: (start, count) per item.
+    private var names: [NameKey: (start: Int, count: Int)] = [:]
+    private var nameBytes: [UInt8] = []
+    /// A direct-mapped cache in front of `names` (a trace has few items, each seen many times): the
+    /// usual callout finds its name with one compare, no hash.
+    private var nameCache = [(key: NameKey, start: Int, count: Int)](
+        repeating: (NameKey(pid: .min, item: 0, kind: .observer, block: -2), 0, 0), count: 256)
 
-    /// A callout slice's name as a JSON string (`"timer heartbeat"`, `"source0 #21"` when unnamed),
-    /// rendered once per item.
-    private func sliceName(_ cl: CalloutRecord, pid: Int64) -> [UInt8] {
-        let k = NameKey(pid: pid, item: cl.kind == .block ? 0 : cl.item, kind: cl.kind, block: cl.kind == .block ? cl.blockName : -1)
-        if let n = names[k] { return n }
+    /// Where a callout slice's name, a JSON string (`"timer heartbeat"`), lies in `nameBytes`
+    /// (rendered once per item); nil for an item not named yet (written each time by
+    /// ``writeUncachedName(_:pid:)``, so its name shows once known).
+    @inline(__always)
+    private func nameRange(_ cl: CalloutRecord, pid: Int64) -> (start: Int, count: Int)? {
+        let block = cl.kind == .block
+        let k = NameKey(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1)
+        let slot = Int(truncatingIfNeeded: ((k.item ^ UInt64(UInt32(bitPattern: k.block))) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
+        let e = nameCache[slot]
+        if e.key == k { return (e.start, e.count) }
+        guard let r = renderedName(k, cl, pid: pid) else { return nil }
+        nameCache[slot] = (k, r.start, r.count)
+        return r
+    }
+
+    /// The item's rendered name in `nameBytes`, rendering it the first time; nil while unnamed.
+    @inline(never)
+    private func renderedName(_ k: NameKey, _ cl: CalloutRecord, pid: Int64) -> (start: Int, count: Int)? {
+        if let r = names[k] { return r }
         let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
-        var text = "\(cl.kind.label) \(name.isEmpty ? "#\(cl.item)" : name)"
+        guard !name.isEmpty || cl.kind == .block else { return nil }
+        var text = "\(cl.kind.label) \(name)"
         var bytes: [UInt8] = []
         text.withUTF8 { appendJSONString($0, to: &bytes) }
-        // A name learned later (an item first seen unnamed) is not cached, so it shows once known.
-        if !name.isEmpty || cl.kind == .block { names[k] = bytes }
-        return bytes
+        let r = (start: nameBytes.count, count: bytes.count)
+        nameBytes.append(contentsOf: bytes)
+        names[k] = r
+        return r
+    }
+
+    /// The name of a callout whose item has none (yet), or whose name is huge: `"source0 #21"`.
+    @inline(never)
+    private func writeUncachedName(_ cl: CalloutRecord, pid: Int64) {
+        let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
+        out.jsonString("\(cl.kind.label) \(name.isEmpty ? "#\(cl.item)" : name)")
     }
 
     public func flow(_ f: Flow) {
@@ -164,12 +241,21 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         if !(resolver?.isLoopThread(f.fromTid, pid: f.to.pid) ?? false) {
             slice({ out.jsonString(f.kind) }, cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false) {}
         }
-        for (ph, ts, th) in [("s", f.fromTs, f.fromTid), ("f", f.toTs, t)] {
-            begin()
-            if ph == "f" { out.write("{\"bp\":\"e\",") } else { out.byte(0x7B) }
-            out.write("\"cat\":\"flow\",\"id\":"); out.int(Int64(flowID)); out.write(",\"name\":"); out.jsonString(f.kind)
-            out.write(",\"ph\":\""); out.write(ph); out.write("\",\"pid\":"); out.int(f.to.pid); out.write(",\"tid\":"); out.int(th)
-            out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
+        let origin = self.origin
+        let signal = f.kind == "signal", wakeUp = f.kind == "wakeUp"
+        var other: [UInt8] = []
+        if !signal && !wakeUp { var k = f.kind; k.withUTF8 { appendJSONString($0, to: &other) } }
+        for end in 0..<2 {
+            let ts = end == 0 ? f.fromTs : f.toTs, th = end == 0 ? f.fromTid : t
+            out.reserving(ChromeTraceSink.sliceRoom + other.count) { c in
+                if first { first = false } else { c.write(",\n") }
+                if end == 1 { c.write("{\"bp\":\"e\",") } else { c.byte(0x7B) }
+                c.write("\"cat\":\"flow\",\"id\":"); c.int(Int64(flowID)); c.write(",\"name\":")
+                if signal { c.write("\"signal\"") } else if wakeUp { c.write("\"wakeUp\"") } else { other.withUnsafeBytes { c.bytes($0) } }
+                c.write(",\"ph\":\""); if end == 1 { c.byte(0x66) } else { c.byte(0x73) }
+                c.write("\",\"pid\":"); c.int(f.to.pid); c.write(",\"tid\":"); c.int(th)
+                c.write(",\"ts\":"); ChromeTraceSink.micros(&c, ts &- origin); c.byte(0x7D)
+            }
         }
     }
 

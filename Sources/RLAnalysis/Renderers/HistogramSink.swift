@@ -160,7 +160,8 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         var o = ""
         for (label, g) in merged.sorted(by: { $0.key < $1.key }) {
             let acc = g.acc
-            o += "\(label): \(acc.count) values · p50 \(formatDuration(acc.percentile(50))) · p90 \(formatDuration(acc.percentile(90))) · p99 \(formatDuration(acc.percentile(99))) · p99.9 \(formatDuration(acc.percentile(99.9))) · max \(formatDuration(acc.max))\n"
+            let p = acc.percentiles([50, 90, 99, 99.9])
+            o += "\(label): \(acc.count) values · p50 \(formatDuration(p[0])) · p90 \(formatDuration(p[1])) · p99 \(formatDuration(p[2])) · p99.9 \(formatDuration(p[3])) · max \(formatDuration(acc.max))\n"
             if scale == .log2 {
                 o += histogramLines(bucketDictionary(g.log2[...]), indent: "  ")
             } else {

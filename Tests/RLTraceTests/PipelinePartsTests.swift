@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import RLAnalysis
+
+// The pieces the streaming pipeline's speed rests on (issue 12), against the plain formulations they
+// replace: decimal formatting through the byte cursor, the name table's cache, one-pass percentiles.
+
+@Suite("Pipeline parts")
+struct PipelinePartsTests {
+    @Test("ByteSink writes integers as String(describing:) does, at every digit count and at the extremes")
+    func integers() {
+        var values: [Int64] = [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, .max, .min, .min + 1, -1, -9, -10, -100]
+        var p: Int64 = 1
+        for _ in 0..<18 { p *= 10; values += [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)] }
+        let sink = ByteSink()
+        for v in values { sink.int(v); sink.byte(0x20) }
+        let unsigned: [UInt64] = [0, 7, 42, 1 << 63, .max, .max - 1, 10_000_000_000_000_000_000, 9_999_999_999_999_999_999]
+        for v in unsigned { sink.uint(v); sink.byte(0x20) }
+        let expected = values.map(String.init).joined(separator: " ") + " " + unsigned.map(String.init).joined(separator: " ") + " "
+        #expect(sink.text == expected)
+    }
+
+    @Test("a record written through a cursor lands between the writes before and after it")
+    func cursor() {
+        let sink = ByteSink()
+        sink.write("[")
+        for i in 0..<5000 {      // more than one 64 KiB buffer: reserving flushes in between
+            sink.reserving(64) { c in
+                c.write("{\"n\":"); c.int(Int64(i) - 2500); c.write(",\"u\":"); c.uint(UInt64(i) * 1_000_003); c.byte(0x7D)
+            }
+            sink.byte(0x2C)
+        }
+        sink.write("]")
+        let expected = "[" + (0..<5000).map { "{\"n\":\($0 - 2500),\"u\":\(UInt64($0) * 1_000_003)}," }.joined() + "]"
+        #expect(sink.text == expected)
+    }
+
+    @Test("the name table gives each distinct name one id, through cache evictions and back")
+    func names() {
+        let table = NameTable()
+        let words = (0..<5000).map { "name-\($0 * 7919 % 100_003)" } + ["", "a", "ab", "abcdefgh", "abcdefghi", "é"]
+        var ids: [String: Int32] = [:]
+        for round in 0..<3 {
+            for w in (round == 1 ? words.reversed() : words) {
+                let id = table.intern(w)
+                if let known = ids[w] { #expect(known == id, "\(w) in round \(round)") } else { ids[w] = id }
+                #expect(table[id] == w)
+            }
+        }
+        #expect(Set(ids.values).count == Set(words).count)
+        #expect(table.intern("") == NameTable.empty)
+        // Byte-for-byte the same names from raw bytes (as the decoder interns them).
+        for w in words.prefix(100) {
+            var s = w
+            let id = s.withUTF8 { table.intern(UnsafeRawBufferPointer($0)) }
+            #expect(id == ids[w])
+        }
+    }
+
+    @Test("percentiles in one pass equal percentile(_:) one by one, exact and from the histogram")
+    func percentiles() {
+        var small = DurationAccumulator()
+        for v: Int64 in [5, 1, 9, 3, 3, 7] { small.add(v) }
+        let ps: [Double] = [0, 1, 50, 90, 99, 99.9, 100]
+        #expect(small.percentiles(ps) == ps.map { small.percentile($0) })
+        var big = DurationAccumulator()
+        var x: UInt64 = 0x1234_5678
+        for i in 0..<200_000 {
+            x = x &* 6364136223846793005 &+ 1442695040888963407
+            big.add(i % 1000 == 0 ? Int64(x >> 30) : Int64(x >> 44))   // a body and a long tail
+        }
+        let more: [Double] = [0, 0.1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 100]
+        #expect(big.percentiles(more) == more.map { big.percentile($0) })
+        #expect(big.percentiles([99, 50]) == [big.percentile(99), big.percentile(50)], "in any order")
+        #expect(DurationAccumulator().percentiles([50, 99]) == [0, 0])
+    }
+}
