@@ -243,9 +243,7 @@ public final class ByteSink {
 
     /// Appends a duration as ``formatDuration(_:)`` writes it (`812ns`, `3.4µs`, `12.5ms`, `1.25s`).
     public func duration(_ ns: Int64) {
-        scratch.removeAll(keepingCapacity: true)
-        appendDuration(ns, to: &scratch)
-        write(scratch)
+        reserving(ByteCursor.durationRoom) { $0.duration(ns) }
     }
 
     /// Appends what `body` writes, right-aligned in `width` characters (one space before it when
@@ -323,33 +321,49 @@ func appendInt(_ v: Int64, to out: inout [UInt8]) {
 /// `formatDuration(ns)` as bytes: the same rounding (to 3 significant digits below 100 of a unit,
 /// whole units above), without going through `String`.
 func appendDuration(_ ns: Int64, to out: inout [UInt8]) {
-    let a = abs(Double(ns))
-    if ns < 0 { out.append(0x2D) }
-    if a < 1_000 { appendUInt(UInt64(a), to: &out); out.append(0x6E); out.append(0x73); return }
-    let v: Double
-    if a < 1_000_000 { v = a / 1e3 } else if a < 1_000_000_000 { v = a / 1e6 } else { v = a / 1e9 }
-    if v >= 100 {
-        appendUInt(UInt64(v.rounded()), to: &out)
-    } else {
-        let decimals = v >= 10 ? 1 : 2
-        let k = UInt64((v * (decimals == 1 ? 10 : 100)).rounded())
-        let scale: UInt64 = decimals == 1 ? 10 : 100
-        appendUInt(k / scale, to: &out)
-        var frac = k % scale
-        if frac != 0 {
-            out.append(0x2E)
-            if decimals == 2 {
-                if frac % 10 == 0 { frac /= 10; out.append(0x30 &+ UInt8(frac)) } else {
-                    out.append(0x30 &+ UInt8(frac / 10)); out.append(0x30 &+ UInt8(frac % 10))
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ByteCursor.durationRoom) { t in
+        var c = ByteCursor(t.baseAddress!)
+        c.duration(ns)
+        out.append(contentsOf: UnsafeBufferPointer(start: t.baseAddress!, count: c.p - t.baseAddress!))
+    }
+}
+
+extension ByteCursor {
+    /// The most bytes ``duration(_:)`` writes.
+    static let durationRoom = 32
+
+    /// Writes a duration as ``formatDuration(_:)`` does (`812ns`, `3.4µs`, `12.5ms`, `1.25s`): 3
+    /// significant digits below 100 of a unit, whole units above (at most ``durationRoom`` bytes).
+    @inline(__always)
+    public mutating func duration(_ ns: Int64) {
+        let a = abs(Double(ns))
+        if ns < 0 { byte(0x2D) }
+        if a < 1_000 { uint(UInt64(a)); byte(0x6E); byte(0x73); return }
+        let v: Double
+        if a < 1_000_000 { v = a / 1e3 } else if a < 1_000_000_000 { v = a / 1e6 } else { v = a / 1e9 }
+        if v >= 100 {
+            uint(UInt64(v.rounded()))
+        } else {
+            let decimals = v >= 10 ? 1 : 2
+            let k = UInt64((v * (decimals == 1 ? 10 : 100)).rounded())
+            let scale: UInt64 = decimals == 1 ? 10 : 100
+            uint(k / scale)
+            var frac = k % scale
+            if frac != 0 {
+                byte(0x2E)
+                if decimals == 2 {
+                    if frac % 10 == 0 { frac /= 10; byte(0x30 &+ UInt8(frac)) } else {
+                        byte(0x30 &+ UInt8(frac / 10)); byte(0x30 &+ UInt8(frac % 10))
+                    }
+                } else {
+                    byte(0x30 &+ UInt8(frac))
                 }
-            } else {
-                out.append(0x30 &+ UInt8(frac))
             }
         }
+        if a < 1_000_000 { byte(0xC2); byte(0xB5); byte(0x73) }        // µs
+        else if a < 1_000_000_000 { byte(0x6D); byte(0x73) }           // ms
+        else { byte(0x73) }                                            // s
     }
-    if a < 1_000_000 { out.append(0xC2); out.append(0xB5); out.append(0x73) }        // µs
-    else if a < 1_000_000_000 { out.append(0x6D); out.append(0x73) }                  // ms
-    else { out.append(0x73) }                                                          // s
 }
 
 /// A JSON string literal of UTF-8 `bytes` (RFC 8259 escaping: quote, backslash, controls).

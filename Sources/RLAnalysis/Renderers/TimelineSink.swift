@@ -56,6 +56,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     public private(set) var shown = 0
 
     /// Creates a timeline writing to `out`.
+    deinit { scratch.deallocate() }
+
     public init(out: ByteSink, options: ReportOptions = ReportOptions(), selection: Selection = Selection()) {
         self.out = out
         self.options = options
@@ -124,6 +126,78 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         out.flush()
     }
 
+    /// Room for a row's columns (beyond its indentation), and for one callout (beyond its name and
+    /// depth marks).
+    private static let columnsRoom = 256, calloutRoom = 96
+    /// Each column is written here first, to be padded.
+    private let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 128)
+    /// Labels by raw value, written once and then only read.
+    nonisolated(unsafe) private static let kindLabels: [UnsafeRawBufferPointer] = CalloutKind.allCases.sorted { $0.rawValue < $1.rawValue }.map { staticBytes($0.label) }
+    nonisolated(unsafe) private static let wakeLabels: [UnsafeRawBufferPointer] = {
+        let all = WakeReason.allCases
+        let n = Int(all.map(\.rawValue).max() ?? 0) + 1
+        return (0..<n).map { i in staticBytes(all.first { Int($0.rawValue) == i }?.label ?? "") }
+    }()
+    /// The bytes of `s`, kept for the process's life (labels, a few dozen bytes).
+    private static func staticBytes(_ s: String) -> UnsafeRawBufferPointer {
+        let u = Array(s.utf8)
+        let p = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, u.count), alignment: 1)
+        p.copyBytes(from: u)
+        return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(p)[0..<u.count])
+    }
+
+    /// Writes what `body` writes right-aligned in `width` characters (one space before it when it
+    /// is as wide or wider), as ``ByteSink/rightAligned(_:_:)`` does. `body` writes at most 64 bytes.
+    @inline(__always)
+    private func right(_ c: inout ByteCursor, _ width: Int, _ body: (inout ByteCursor) -> Void) {
+        var t = ByteCursor(scratch)
+        body(&t)
+        let n = t.p - scratch
+        var chars = 0
+        for i in 0..<n where scratch[i] & 0xC0 != 0x80 { chars &+= 1 }
+        if chars >= width { c.byte(0x20) } else { for _ in 0..<(width - chars) { c.byte(0x20) } }
+        c.bytes(scratch, n)
+    }
+
+    /// Left-aligned, as ``ByteSink/leftAligned(_:_:)`` does.
+    @inline(__always)
+    private func left(_ c: inout ByteCursor, _ width: Int, _ body: (inout ByteCursor) -> Void) {
+        var t = ByteCursor(scratch)
+        body(&t)
+        let n = t.p - scratch
+        var chars = 0
+        for i in 0..<n where scratch[i] & 0xC0 != 0x80 { chars &+= 1 }
+        c.bytes(scratch, n)
+        if chars >= width { c.byte(0x20) } else { for _ in 0..<(width - chars) { c.byte(0x20) } }
+    }
+
+    private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
+    /// Callout names (raw UTF-8) one after another, rendered once per item: (start, count) each,
+    /// with a direct-mapped cache in front (an item is seen many times).
+    private var names: [NameKey: (start: Int, count: Int)] = [:]
+    private var nameBytes: [UInt8] = []
+    private var nameCache = [(key: NameKey, start: Int, count: Int)](
+        repeating: (NameKey(pid: .min, item: 0, kind: .observer, block: -2), 0, 0), count: 256)
+
+    /// Where a callout's name lies in `nameBytes`; nil while its item has none (its `#id` is
+    /// written then).
+    @inline(__always)
+    private func nameRange(_ cl: CalloutRecord, _ pid: Int64) -> (start: Int, count: Int)? {
+        let block = cl.kind == .block
+        let k = NameKey(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1)
+        let slot = Int(truncatingIfNeeded: ((k.item ^ UInt64(UInt32(bitPattern: k.block))) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
+        let e = nameCache[slot]
+        if e.key == k { return (e.start, e.count) }
+        if let r = names[k] { nameCache[slot] = (k, r.start, r.count); return r }
+        let n = name(cl, pid)
+        guard !n.isEmpty else { return nil }
+        let r = (start: nameBytes.count, count: n.utf8.count)
+        nameBytes.append(contentsOf: n.utf8)
+        names[k] = r
+        nameCache[slot] = (k, r.start, r.count)
+        return r
+    }
+
     private func name(_ c: CalloutRecord, _ pid: Int64) -> String {
         c.kind == .mainQueue ? "main-queue" : (resolver?.name(of: c, pid: pid) ?? "")
     }
@@ -143,34 +217,45 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             if !r.loop.threadName.isEmpty { out.write(" \""); out.write(r.loop.threadName); out.byte(0x22) }
             out.write(")\n")
         }
-        for _ in 0..<it.depth { out.write("    ") }
-        out.rightAligned(11) { b in b.append(0x23); appendUInt(it.number, to: &b) }
-        out.write("  ")
-        let abs = it.begin &+ epochOffset
-        let secs = abs / 1_000_000_000, frac = abs % 1_000_000_000
-        out.rightAligned(20) { b in
-            appendInt(secs, to: &b); b.append(0x2E)
-            var d: Int64 = 100_000_000
-            while d > 0 { b.append(0x30 &+ UInt8((frac / d) % 10)); d /= 10 }
+        // The columns, through a cursor: each into `scratch`, then padded (widths count characters:
+        // `µ` is two bytes).
+        let origin = self.origin, epochOffset = self.epochOffset
+        out.reserving(TimelineSink.columnsRoom + 4 * min(it.depth, 1000)) { c in
+            for _ in 0..<min(it.depth, 1000) { c.write("    ") }
+            right(&c, 11) { b in b.byte(0x23); b.uint(it.number) }
+            c.write("  ")
+            let abs = it.begin &+ epochOffset
+            let secs = abs / 1_000_000_000, frac = abs % 1_000_000_000
+            right(&c, 20) { b in
+                b.int(secs); b.byte(0x2E)
+                var d: Int64 = 100_000_000
+                while d > 0 { b.byte(0x30 &+ UInt8((frac / d) % 10)); d /= 10 }
+            }
+            right(&c, 12) { b in b.byte(0x2B); b.duration(it.begin &- origin) }
+            right(&c, 12) { b in b.duration(it.busyNs) }
+            let sleep = it.ownSleepNs
+            right(&c, 11) { b in if sleep > 0 { b.duration(sleep) } else { b.byte(0x2D) } }
+            c.write("  ")
+            let wake = it.sleeps.first?.reason ?? .none
+            left(&c, 12) { b in
+                if !it.sleeps.isEmpty { b.bytes(TimelineSink.wakeLabels[Int(wake.rawValue)]) } else if it.polls > 0 { b.write("poll") } else { b.byte(0x2D) }
+            }
         }
-        out.rightAligned(12) { b in b.append(0x2B); appendDuration(it.begin &- self.origin, to: &b) }
-        out.rightAligned(12) { b in appendDuration(it.busyNs, to: &b) }
-        let sleep = it.ownSleepNs
-        out.rightAligned(11) { b in if sleep > 0 { appendDuration(sleep, to: &b) } else { b.append(0x2D) } }
-        out.write("  ")
-        let wake = it.sleeps.first.map { $0.reason.label } ?? (it.polls > 0 ? "poll" : "-")
-        out.leftAligned(12) { b in b.append(contentsOf: wake.utf8) }
         var first = true
         var observers = 0
         for cl in it.callouts {
             if cl.kind == .observer { observers += 1; if cl.duration < 1_000_000 { continue } }
-            if !first { out.write(", ") }
-            first = false
-            for _ in 0..<cl.depth { out.write("›") }
-            out.write(cl.kind.label); out.byte(0x28)
-            let n = name(cl, it.key.pid)
-            if n.isEmpty { out.byte(0x23); out.uint(cl.item) } else { out.write(n) }
-            out.write(") "); out.duration(cl.duration)
+            let name = nameRange(cl, it.key.pid)
+            let depth = min(cl.depth, 1000)
+            out.reserving(TimelineSink.calloutRoom + 3 * depth) { c in
+                if !first { c.write(", ") }
+                first = false
+                for _ in 0..<depth { c.write("›") }
+                c.bytes(TimelineSink.kindLabels[Int(cl.kind.rawValue)]); c.byte(0x28)
+                if name == nil { c.byte(0x23); c.uint(cl.item) }
+            }
+            if let name { nameBytes.withUnsafeBytes { out.bytes(UnsafeRawBufferPointer(rebasing: $0[name.start..<(name.start + name.count)])) } }
+            out.reserving(TimelineSink.calloutRoom) { c in c.write(") "); c.duration(cl.duration) }
         }
         if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
         let mode = resolver?.names[it.mode] ?? ""
