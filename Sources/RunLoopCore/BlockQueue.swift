@@ -67,6 +67,7 @@ final class BlockQueue {
 
     var isEmpty: Bool { count == 0 }
 
+    @inline(__always)
     func append(_ item: consuming BlockItem) {
         if count == capacity { grow() }
         (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
@@ -86,7 +87,16 @@ final class BlockQueue {
         return false
     }
 
+    /// Whether a queued block may run in `m` (reads each block in place: no copy, so no
+    /// retain/release of its closure, unlike `contains(where:)`).
+    @inline(__always)
+    func containsBlock(for m: ModeState, isCommon: Bool) -> Bool {
+        for i in 0..<count where buffer[(head + i) & (capacity - 1)].matches(m, isCommon: isCommon) { return true }
+        return false
+    }
+
     /// Exchanges the blocks (and buffers) of two queues: O(1).
+    @inline(__always)
     func swapContents(with other: BlockQueue) {
         swap(&buffer, &other.buffer)
         swap(&capacity, &other.capacity)
@@ -105,8 +115,13 @@ final class BlockQueue {
     }
 
     /// Gives a drained queue that grew large (a burst of blocks) its initial buffer back.
+    @inline(__always)
     func shrinkIfDrained() {
-        guard count == 0 && capacity > 4096 else { return }
+        if count == 0 && capacity > 4096 { shrink() }
+    }
+
+    @inline(never)
+    private func shrink() {
         free(buffer)
         capacity = BlockQueue.initialCapacity
         buffer = BlockQueue.allocate(capacity)
@@ -115,6 +130,7 @@ final class BlockQueue {
 
     /// Doubles the capacity of a full queue. The blocks before the wrap point, `[head, capacity)`,
     /// stay where they are; those after it, `[0, head)`, move to just after them.
+    @inline(never)
     private func grow() {
         let newCapacity = capacity * 2
         guard let p = realloc(buffer, newCapacity * MemoryLayout<BlockItem>.stride) else {

@@ -457,6 +457,14 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         state.invalidate()?.removeEverywhere(self)
     }
 
+    /// For a queue entry of mode `mode` stamped `stamp`: whether it is live (the timer's membership
+    /// in that mode still has that stamp) and whether the timer's callout is running, in one
+    /// section of its lock.
+    @inline(__always)
+    func queueState(mode: ObjectIdentifier, stamp: UInt64) -> (live: Bool, firing: Bool) {
+        state.withLock { ($0.memberships.stamp(in: mode) == stamp, $0.firing) }
+    }
+
     /// `RLTimer #id "name" fire=… interval=… tolerance=…` (`fire` is when it is due).
     public var description: String {
         let s = state.withLock { $0 }

@@ -30,6 +30,7 @@ final class ModeState: @unchecked Sendable {
     /// `ignoresWakeUps`, so a source added, signalled and woken for from another thread is seen.
     let hasSources0 = Atomic<Bool>(false)
     @exclusivity(unchecked) var timers: TimerQueue
+    /// (Whoever sets it also sets the loop's `stopRequested`, as ``RLRunLoop/stop()`` does for a run.)
     @exclusivity(unchecked) var stopped = false
     @exclusivity(unchecked) var mainQueueRegistered = false
     /// Whether the mode is one of the loop's common modes (cached: checked every pass).

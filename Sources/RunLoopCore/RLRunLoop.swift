@@ -25,7 +25,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     let waiter: Waiter
     let mainQueueFD: Int32
-    /// The loop's lock: a plain pthread mutex (see ``RLLock`` for why not `Mutex`).
+    /// The loop's lock (see ``RLLock``: an atomic word, waiters parked on a semaphore; why not `Mutex`).
     let lock = RLLock()
     /// What items bound to this loop hold (see ``LoopHandle``).
     let handle = LoopHandle()
@@ -33,6 +33,12 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// and from a wake to the next pass). Written only on the loop's thread; read by ``wakeUp()`` on
     /// any thread without taking the lock.
     let ignoresWakeUps = Atomic<Bool>(true)
+    /// Whether a stop flag may be set: set (under the lock) with every stop flag — a per-run
+    /// `stopped` or a mode's `stopped` — and recomputed under the lock when step 0 consumes one, so
+    /// step 0 of a run nobody stopped reads it alone, without the lock. Never false while a flag of a
+    /// running activation is set: a stop made before step 0 (on the loop's thread, or on another one
+    /// synchronised with it) is seen by its load; one racing with it is one that came just after.
+    let stopRequested = Atomic<Bool>(false)
 
     // MARK: Guarded by `lock`
     // (`@exclusivity(unchecked)` here and below: the lock, or the loop's thread, already serialises
@@ -51,6 +57,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var sleeping = false
     @exclusivity(unchecked) var deallocating = false
     @exclusivity(unchecked) var nextStamp: UInt64 = 0
+    /// The next block id of the range reserved by ``makeBlockIDLocked()``, and its end.
+    @exclusivity(unchecked) var nextBlockID: UInt64 = 0
+    @exclusivity(unchecked) var blockIDLimit: UInt64 = 0
     @exclusivity(unchecked) var source1ByID: [UInt64: RLSource1] = [:]
     /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
     @exclusivity(unchecked) var mainQueueSuspended: [ModeState] = []
@@ -77,9 +86,13 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var observerScratch: [[RLObserver]] = []
     @exclusivity(unchecked) var source0Scratch: [[RLSource0]] = []
     @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
-    /// An empty block queue that kept its buffer: ``doBlocks(_:)`` swaps it in for the queue it
-    /// takes (nil while a drain has it: a nested activation's drain then makes its own).
-    @exclusivity(unchecked) var blockSpare: BlockQueue? = BlockQueue()
+    /// An empty block queue that keeps its buffer: ``doBlocks(_:)`` swaps it in for the queue it
+    /// takes, and drains it (a `let`: using it costs no retain).
+    let drainQueue = BlockQueue()
+    /// Whether a drain is using `drainQueue` (a nested activation's drain then makes its own queue).
+    @exclusivity(unchecked) var drainQueueBusy = false
+    /// The drain queue of runs nested in a block (nil while one has it: a deeper one makes its own).
+    @exclusivity(unchecked) var nestedDrainQueue: BlockQueue?
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()
@@ -284,21 +297,32 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Queues `block` to run when the loop next runs `mode` (CF's `CFRunLoopPerformBlock`). Does
     /// **not** wake the loop. ``RLMode/commonModes`` means any common mode.
     public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: @escaping () -> Void) {
-        let id = RLIDs.make()
         locked {
             // `modeLocked` finds or creates any mode but the common pseudo-mode (nil).
             let target: BlockItem.Target = withModeLocked(mode, create: true) { .mode(ObjectIdentifier($0)) } ?? .common
-            blocks.append(BlockItem(target: target, id: id, name: name, body: block))
+            blocks.append(BlockItem(target: target, id: makeBlockIDLocked(), name: name, body: block))
         }
+    }
+
+    /// A process-unique id for a block (its trace `item`), from a range of ids the loop reserves
+    /// 256 at a time: no atomic operation on the process-wide counter per block. Called with the
+    /// lock held.
+    @inline(__always)
+    func makeBlockIDLocked() -> UInt64 {
+        if nextBlockID == blockIDLimit {
+            nextBlockID = RLIDs.reserve(256)
+            blockIDLimit = nextBlockID &+ 256
+        }
+        defer { nextBlockID &+= 1 }
+        return nextBlockID
     }
 
     /// Queues `block` for any of `modes` (CF's `CFRunLoopPerformBlock` with a set). Does not wake.
     public func performBlock(forModes modes: Set<RLMode>, name: String? = nil, _ block: @escaping () -> Void) {
         if modes.count == 1 { return performBlock(forMode: modes.first!, name: name, block) }
-        let id = RLIDs.make()
         locked {
             for m in modes { _ = modeLocked(m, create: true) }
-            blocks.append(BlockItem(target: .many(modes), id: id, name: name, body: block))
+            blocks.append(BlockItem(target: .many(modes), id: makeBlockIDLocked(), name: name, body: block))
         }
     }
 
@@ -344,7 +368,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Stops the innermost running activation (it returns ``RLRunResult/stopped``) and wakes it.
     /// On a loop that is not running it does nothing that a later run sees (CF).
     public func stop() {
-        locked { perRun[perRun.count - 1].stopped = true }
+        locked {
+            perRun[perRun.count - 1].stopped = true
+            stopRequested.store(true, ordering: .releasing)
+        }
         wakeUp()
     }
 

@@ -294,7 +294,10 @@ extension RLRunLoop {
             }
             rearmIfSleepingLocked()
         }
-        for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        // (Checked first: iterating `joined` copies it, which costs even when nobody records.)
+        if RLTrace.isEnabled(.itemAdded) {
+            for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        }
     }
 
     /// Adds a timer to one mode: claims it for this loop (a timer belongs to one loop; invalidated
@@ -344,7 +347,9 @@ extension RLRunLoop {
             }
             rearmIfSleepingLocked()
         }
-        for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        if RLTrace.isEnabled(.itemRemoved) {
+            for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        }
     }
 
     /// Whether `mode` holds `timer` (false when the timer is not bound to this loop, as in CF's

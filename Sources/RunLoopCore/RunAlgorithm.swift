@@ -20,37 +20,53 @@ extension RLRunLoop {
         // Step 1: an invalid mode, or a missing or empty one, finishes at once (no entry/exit). The
         // common pseudo-mode is never a mode of the loop (`modeLocked` does not create it), so it is
         // "missing" here without a string comparison on every run.
-        let found: (m: ModeState, previous: Unmanaged<ModeState>?)? = locked {
-            guard !deallocating, let m = modeLocked(mode, create: false), !isEmptyLocked(m) else { return nil }
-            // Step 2 (same lock section): push per-run flags, a new activation accepting wake-ups;
-            // save and set the current mode.
-            let deadline: UInt64 = seconds <= 0 ? 0
-                : (seconds <= runTimeoutLimit ? rl_monotonic_ns() &+ UInt64(seconds * 1e9) : .max)
-            perRun.append(PerRun(stopped: false, outerIgnoresWakeUps: ignoresWakeUps.load(ordering: .relaxed), deadline: deadline))
-            ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
-            let p = currentModeState
-            currentModeState = .passUnretained(m)
-            return (m, p)
+        let found: (m: Unmanaged<ModeState>, previous: Unmanaged<ModeState>?, deadline: UInt64)? = locked {
+            guard !deallocating else { return nil }
+            return withModeLocked(mode, create: false) { m -> (Unmanaged<ModeState>, Unmanaged<ModeState>?, UInt64)? in
+                guard !isEmptyLocked(m) else { return nil }
+                // Step 2 (same lock section): push per-run flags, a new activation accepting wake-ups;
+                // save and set the current mode.
+                let deadline: UInt64 = seconds <= 0 ? 0
+                    : (seconds <= runTimeoutLimit ? rl_monotonic_ns() &+ UInt64(seconds * 1e9) : .max)
+                perRun.append(PerRun(stopped: false, outerIgnoresWakeUps: ignoresWakeUps.load(ordering: .relaxed), deadline: deadline))
+                // (Release is enough here: step 1 of every pass stores it again, sequentially
+                // consistent, before the pass looks for work; a waker that reads the old value just
+                // before this store is one that came before the run.)
+                ignoresWakeUps.store(false, ordering: .releasing)
+                let p = currentModeState
+                currentModeState = .passUnretained(m)
+                return (.passUnretained(m), p, deadline)
+            } ?? nil
         }
-        guard let (m, previous) = found else { return .finished }
-        depth += 1
-        let outerWatch = watchRunBegin()   // hang watchdog: "in the loop's own code" (Watchdog.swift)
-        RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
-                         timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
-                         returnAfterSourceHandled: stopAfterHandle, depth: depth)
-        doObservers(m, .entry)
-        let result = runActivation(m, stopAfterHandle: stopAfterHandle)
-        doObservers(m, .exit)
-        RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
-        watchRestore(outerWatch)
-        depth -= 1
-        locked {
-            // Pop the per-run flags: the enclosing activation (or the idle loop) ignores wake-ups
-            // again if it did when this one began.
-            ignoresWakeUps.store(perRun.removeLast().outerIgnoresWakeUps, ordering: .sequentiallyConsistent)
-            currentModeState = previous
+        guard let (mode_, previous, deadline) = found else { return .finished }
+        // The mode is used unretained (no retain/release pair per run): `modes` owns every mode and
+        // never removes one while the loop lives.
+        return mode_._withUnsafeGuaranteedRef { m in
+            depth += 1
+            let outerWatch = watchRunBegin()   // hang watchdog: "in the loop's own code" (Watchdog.swift)
+            RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
+                             timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
+                             returnAfterSourceHandled: stopAfterHandle, depth: depth)
+            doObservers(m, .entry)
+            let result = runActivation(m, stopAfterHandle: stopAfterHandle, deadline: deadline)
+            doObservers(m, .exit)
+            RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
+            watchRestore(outerWatch)
+            depth -= 1
+            locked {
+                // Pop the per-run flags: the enclosing activation (or the idle loop) ignores wake-ups
+                // again if it did when this one began. Accepting again must be sequentially
+                // consistent (the enclosing pass goes on looking for work, as after step 1); ignoring
+                // needs only release (a waker that misses it wakes the loop once more, harmlessly).
+                if perRun.removeLast().outerIgnoresWakeUps {
+                    ignoresWakeUps.store(true, ordering: .releasing)
+                } else {
+                    ignoresWakeUps.store(false, ordering: .sequentiallyConsistent)
+                }
+                currentModeState = previous
+            }
+            return result
         }
-        return result
     }
 
     /// CF's `__CFRunLoopModeIsEmpty`: no source0, source1, timer or block for it; observers do not
@@ -59,19 +75,21 @@ extension RLRunLoop {
         if isMainLoop && !inMainQueueCallout && m.isCommon { return false }
         if !m.sources0.isEmpty || !m.sources1.isEmpty || !m.timers.isEmpty { return false }
         if blocks.isEmpty { return true }
-        return !blocks.contains { $0.matches(m, isCommon: m.isCommon) }
+        return !blocks.containsBlock(for: m, isCommon: m.isCommon)
     }
 
     /// CF's `__CFRunLoopRun`: the iterations of one activation.
-    func runActivation(_ m: ModeState, stopAfterHandle: Bool) -> RLRunResult {
-        // Step 0: stopped before it began?
-        let (deadline, early) = locked { () -> (UInt64, RLRunResult?) in
+    /// `deadline`: the activation's absolute deadline (its per-run data's; 0 = poll, `.max` = none).
+    func runActivation(_ m: ModeState, stopAfterHandle: Bool, deadline: UInt64) -> RLRunResult {
+        // Step 0: stopped before it began? (Only when a stop was requested since the last look:
+        // `stopRequested` is set with every stop flag, so most runs check it without the lock.)
+        if stopRequested.load(ordering: .acquiring), let early = locked({ () -> RLRunResult? in
             let top = perRun.count - 1
-            if perRun[top].stopped { perRun[top].stopped = false; return (0, .stopped) }
-            if m.stopped { m.stopped = false; return (0, .stopped) }
-            return (perRun[top].deadline, nil)
-        }
-        if let early { return early }
+            defer { stopRequested.store(perRun.dropFirst().contains { $0.stopped }, ordering: .releasing) }
+            if perRun[top].stopped { perRun[top].stopped = false; return .stopped }
+            if m.stopped { m.stopped = false; return .stopped }
+            return nil
+        }) { return early }
         let servesMainQueue = isMainLoop && !inMainQueueCallout && locked { m.isCommon }
         var didDispatchLastTime = true
         var result: RLRunResult?
@@ -171,7 +189,15 @@ extension RLRunLoop {
     /// ignores wake-ups until the next iteration. Returns what ended the wait; nil for a timeout or
     /// a poll that found nothing. The `sleep_begin`/`wake` events are written here, and the clock is
     /// read for them only when a session records them.
+    @inline(__always)
     private func serviceWaitSet(_ m: ModeState, iteration it: UInt64, poll: Bool, deadline: UInt64) -> Waiter.Wake? {
+        if poll, let polled = pollOwnFDs(m, iteration: it, deadline: deadline) { return polled }
+        return waitOnSet(m, iteration: it, poll: poll, deadline: deadline)
+    }
+
+    /// ``serviceWaitSet(_:iteration:poll:deadline:)`` when it waits (or polls a set holding other fds).
+    @inline(never)
+    private func waitOnSet(_ m: ModeState, iteration it: UInt64, poll: Bool, deadline: UInt64) -> Waiter.Wake? {
         var ownFDsOnly = false
         let armed: UInt64 = locked {
             sleeping = true
@@ -206,6 +232,34 @@ extension RLRunLoop {
             RLTrace.wake(loop: id, iteration: it, reason: reason, fd: wakeFD(wake), sleptNs: poll ? 0 : now &- sleepStart)
         }
         return wake
+    }
+
+    /// ``serviceWaitSet(_:iteration:poll:deadline:)`` for a poll of a set holding only the loop's own
+    /// fds (no source1, not the main queue): the same steps in one section of the lock and without a
+    /// system call (the waiter knows whether a wake-up is pending, and whether the deadline the timer
+    /// was just armed for has passed: see `Waiter.pollOwnFDs`). A poll never sleeps, so `sleeping`
+    /// stays false. Returns nil (`.none`) when the set holds other fds: the caller then polls it.
+    private func pollOwnFDs(_ m: ModeState, iteration it: UInt64, deadline: UInt64) -> Waiter.Wake?? {
+        let traceWake = RLTrace.isEnabled(.wake)
+        var reason = RLTraceWakeReason.none
+        let polled: Waiter.Wake?? = locked {
+            guard m.sources1.isEmpty && !m.mainQueueRegistered else { return .none }
+            // Armed even for a poll (see `waitOnSet`).
+            waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+            var wake = waiter.pollOwnFDs(armed: waiter.armedDeadline)
+            let now = traceWake ? rl_monotonic_ns() : 0
+            ignoresWakeUps.store(true, ordering: .releasing)
+            // An already-due timer is a timer wake (see `waitOnSet`).
+            if wake == nil {
+                let fire = m.timers.earliestFire()
+                if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) { wake = .timer }
+            }
+            if traceWake { reason = wakeReasonLocked(wake, m, now: now, deadline: deadline) }
+            return .some(wake)
+        }
+        guard let polled else { return nil }
+        if traceWake { RLTrace.wake(loop: id, iteration: it, reason: reason, fd: wakeFD(polled), sleptNs: 0) }
+        return .some(polled)
     }
 
     /// Writes `sleep_begin` when a session records it; returns the sleep's start time (0 if not read).
@@ -253,9 +307,15 @@ extension RLRunLoop {
     // MARK: - Doing each kind
 
     /// CF's `__CFRunLoopDoObservers`: snapshot the matching observers, then call each still valid.
+    @inline(__always)
     func doObservers(_ m: ModeState, _ activity: RLActivity) {
-        // The mask is atomic: a mode nobody observes for `activity` costs one load, no lock.
-        guard m.observerMask.load(ordering: .sequentiallyConsistent) & activity.rawValue != 0 else { return }
+        // The mask is atomic: a mode nobody observes for `activity` costs one load, no lock (and,
+        // inlined, no call).
+        if m.observerMask.load(ordering: .sequentiallyConsistent) & activity.rawValue != 0 { callObservers(m, activity) }
+    }
+
+    @inline(never)
+    private func callObservers(_ m: ModeState, _ activity: RLActivity) {
         var list = observerScratch.popLast() ?? []
         locked {
             for o in m.observers where o.activities.rawValue & activity.rawValue != 0 {
@@ -281,19 +341,27 @@ extension RLRunLoop {
     /// their order, ahead of blocks queued meanwhile.
     @discardableResult
     func doBlocks(_ m: ModeState) -> Bool {
-        // Swap the queue for the spare, an empty one that kept its buffer from an earlier pass (no
-        // allocation for the blocks queued meanwhile), then drain it: each block is moved out.
-        let taken = blockSpare.take() ?? BlockQueue()
+        // The queue is swapped for the loop's drain queue, an empty one that kept its buffer from an
+        // earlier pass (no allocation for the blocks queued meanwhile), which is then drained: each
+        // block is moved out. A run nested in a block, while the drain queue is in use, uses a spare.
+        if drainQueueBusy {
+            let q = nestedDrainQueue.take() ?? BlockQueue()
+            defer { nestedDrainQueue = q }
+            return drainBlocks(m, into: q)
+        }
+        drainQueueBusy = true
+        defer { drainQueueBusy = false }
+        return drainBlocks(m, into: drainQueue)
+    }
+
+    private func drainBlocks(_ m: ModeState, into taken: BlockQueue) -> Bool {
         let isCommon: Bool? = locked {
             if blocks.isEmpty { return nil }
             blocks.swapContents(with: taken)
             return m.isCommon
         }
-        defer {
-            taken.shrinkIfDrained()
-            blockSpare = taken
-        }
         guard let isCommon else { return false }
+        defer { taken.shrinkIfDrained() }
         var kept: BlockQueue?
         var did = false
         while let b = taken.popFirst() {
@@ -365,26 +433,39 @@ extension RLRunLoop {
     @discardableResult
     func doTimers(_ m: ModeState, now: UInt64) -> Bool {
         var due = timerScratch.popLast() ?? []
-        locked { m.timers.collectDue(now: now, into: &due) }
-        var fired = false
-        for t in due { fired = doTimer(m, t) || fired }
+        let round = locked { m.timers.collectDue(now: now, into: &due) }
+        var fires = 0
+        // The timers are lent to `doTimer` from `due`'s storage, unretained (a retain/release pair
+        // less per timer): `due` holds a reference to each until after the loop, and nothing else
+        // touches this array meanwhile (a nested run's `doTimers` takes another from the scratch).
+        due.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: Unmanaged<RLTimer>.self) { timers in
+                for t in timers where t._withUnsafeGuaranteedRef({ doTimer(m, $0, collectedAt: now) }) { fires += 1 }
+            }
+        }
+        // Every timer fired (the usual case): their queue entries are all stale, dropped unread.
+        if !due.isEmpty { locked { m.timers.finishDue(round: round, allFired: fires == due.count) } }
         due.removeAll(keepingCapacity: true)
         timerScratch.append(due)
-        return fired
+        return fires > 0
     }
 
-    private func doTimer(_ m: ModeState, _ t: RLTimer) -> Bool {
-        let now = rl_monotonic_ns()
+    /// `collectedAt`: the time the timer was collected as due; the clock is read again only for a
+    /// timer whose date was moved past it since (the check is "due now").
+    private func doTimer(_ m: ModeState, _ t: RLTimer, collectedAt: UInt64) -> Bool {
         // Fired only if still valid, due, not firing (a nested run inside its own callout), and still
         // bound to this loop (not removed from all its modes by an earlier callout of this pass).
         let go: (old: UInt64, oneShot: Bool)? = t.state.withLock { s in
-            guard s.valid, s.fireNs <= now, !s.firing, s.loop.isBound(to: self) else { return nil }
+            guard s.valid, s.fireNs <= collectedAt || s.fireNs <= rl_monotonic_ns(), !s.firing, s.loop.isBound(to: self) else { return nil }
             s.firing = true
             return (s.fireNs, s.intervalNs == 0)
         }
         guard let go else { return false }
         calloutToTimer(t, scheduled: go.old)
-        if go.oneShot { t.invalidate() }
+        if go.oneShot {
+            invalidateFiredOneShot(t)
+            return true
+        }
         var armed: (fire: UInt64, interval: UInt64, missed: UInt64)?
         var elsewhere: RLRunLoop?
         locked {
@@ -434,6 +515,43 @@ extension RLRunLoop {
                                intervalNs: armed.interval, missedFires: armed.missed)
         }
         return true
+    }
+
+    /// A one-shot timer after its callout: invalidated, then no longer firing — `t.invalidate()`
+    /// followed by the section that clears `firing`, in one section of the loop's lock when the timer
+    /// is still bound to this loop (the usual case; `removeEverywhere` does the same removal).
+    private func invalidateFiredOneShot(_ t: RLTimer) {
+        var left = TimerMemberships()
+        let done: Bool = locked {
+            let r: TimerMemberships?? = t.state.withLock { s in
+                // Moved to another loop, or out of all of this one's modes, by its callout: below.
+                guard s.loop.isBound(to: self) else { return nil }
+                s.firing = false
+                guard s.valid else { return .some(nil) }   // its callout invalidated it
+                s.valid = false
+                let ms = s.memberships.takeAll()
+                s.loop = WeakLoop()
+                return .some(ms)
+            }
+            guard let r else { return false }
+            if let ms = r {
+                if !commonTimers.isEmpty { commonTimers.removeValue(forKey: ObjectIdentifier(t)) }
+                ms.forEach { $0.mode.timers.removed() }
+                rearmIfSleepingLocked()
+                left = ms
+            }
+            return true
+        }
+        guard done else {
+            t.invalidate()
+            locked { t.state.withLock { $0.firing = false } }
+            return
+        }
+        if RLTrace.isEnabled(.itemRemoved) {
+            left.forEach { m in
+                RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: t.id, name: t.name ?? "", mode: m.mode.name.rawValue)
+            }
+        }
     }
 
     /// CF's `__CFRunLoopDoSource1`.

@@ -175,4 +175,6 @@ public enum RLError: Error, Equatable, Sendable, CustomStringConvertible {
 enum RLIDs {
     static let next = Atomic<UInt64>(16)
     static func make() -> UInt64 { next.wrappingAdd(1, ordering: .relaxed).newValue }   // one `lock xadd` (`add` checks overflow: a CAS loop)
+    /// Reserves `n` consecutive ids; returns the first.
+    static func reserve(_ n: UInt64) -> UInt64 { next.wrappingAdd(n, ordering: .relaxed).newValue &- n &+ 1 }
 }

@@ -188,8 +188,13 @@ final class Waiter {
 
     /// Arms the timerfd for the absolute time `deadline` (`.max` disarms it). A system call is made
     /// only when the deadline changes or the timer expired since it was last armed.
+    @inline(__always)
     func arm(_ deadline: UInt64) {
-        if deadline == armedDeadline && !expired { return }
+        if deadline != armedDeadline || expired { rearm(deadline) }
+    }
+
+    @inline(never)
+    private func rearm(_ deadline: UInt64) {
         var spec = itimerspec()
         if deadline != .max {
             // 0 would disarm: an already-due deadline is clamped to 1 ns, which is in the past.

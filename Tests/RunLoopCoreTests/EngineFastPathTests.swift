@@ -1,0 +1,198 @@
+import Foundation
+@testable import RunLoopCore
+import RunLoopScenarios
+import Synchronization
+import Testing
+
+/// The conditions the engine's fast paths of issue 16 part 2 rely on (docs/benchmarks.md, "Toward
+/// the floor"): each test names the comment it covers.
+@Suite("RunLoopCore: engine fast paths (issue 16 part 2)", .serialized)
+struct EngineFastPathTests {
+
+    /// `doTimers` lends each due timer to `doTimer` unretained, from its `due` array. Here nothing
+    /// but the loop holds the timers, and a run nested in the first callout fires (and so
+    /// invalidates and drops) all the others — their queue entries, which held them, are put back
+    /// and released by the nested run — while the outer round still has to visit them: `due` alone
+    /// keeps them alive. Also pins the order and that none fires twice.
+    @Test func dueTimersLentUnretainedSurviveANestedRunThatFiresThem() {
+        let (fired, nestedResult) = onFreshThread { () -> ([Int], RLRunResult?) in
+            let loop = RLRunLoop.current
+            var fired: [Int] = []
+            var nestedResult: RLRunResult?
+            let base = RLInstant.now.nanoseconds - 1_000_000_000
+            for k in 0..<200 {
+                // Past dates: due from when each is made, in the order made (no reference kept).
+                loop.add(RLTimer(fireAt: RLInstant(nanoseconds: base + UInt64(k))) { _ in
+                    fired.append(k)
+                    if k == 0 { nestedResult = loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
+                }, forMode: .default)
+            }
+            loop.add(RLSource0 {}, forMode: .default)   // keeps the mode non-empty once the timers are gone
+            loop.run(mode: .default, seconds: 0.05, returnAfterSourceHandled: false)
+            return (fired, nestedResult)
+        }
+        #expect(fired == Array(0..<200))
+        #expect(nestedResult == .timedOut)
+    }
+
+    /// `TimerQueue.drainDue` takes many due entries in one sweep (a heap whose last leaf is due, or
+    /// once a sixteenth of it was popped) and sorts them when the heap order was not fire order:
+    /// here dates are scattered, a third of the timers have a tolerance (their own heaps, merged by
+    /// `collectDue`), a third are removed again (stale entries) and some are not due yet.
+    @Test func manyDueTimersFireInDateOrderThroughTheSweep() {
+        let (fired, expected) = onFreshThread { () -> ([Int], [Int]) in
+            let loop = RLRunLoop.current
+            var fired: [Int] = []
+            let base = RLInstant.now + .milliseconds(300)   // ahead of the last timer made (even in a debug build)
+            var timers: [Int: RLTimer] = [:]
+            for i in 0..<2000 {
+                let k = (i * 7919) % 2000
+                // k ≥ 1800: 10 s ahead, not due during the run.
+                let date = k >= 1800 ? base + .seconds(10) + .microseconds(k) : base + .microseconds(k)
+                let t = RLTimer(fireAt: date, tolerance: k % 3 == 0 ? .microseconds(1) : .zero) { _ in fired.append(k) }
+                loop.add(t, forMode: .default)
+                timers[k] = t
+            }
+            for k in 0..<2000 where k % 3 == 1 { loop.remove(timers[k]!, forMode: .default) }
+            usleep(350_000)   // every date before `base + 2 ms` has passed: they are all due at once
+            loop.run(mode: .default, seconds: 0.01, returnAfterSourceHandled: false)
+            return (fired, (0..<1800).filter { $0 % 3 != 1 })
+        }
+        #expect(fired.count == expected.count)
+        #expect(fired == expected)
+    }
+
+    /// `finishDue(allFired: false)` and the queries that put a round's entries back: in one round,
+    /// the first callout asks for the next fire date (entries restored mid-round), invalidates a
+    /// later due timer (which so does not fire: the round is not "all fired") and moves another one
+    /// 50 ms ahead (restamped: it fires later, once). Nothing is lost or fired twice.
+    @Test func aRoundWhoseTimersAreChangedByEarlierCalloutsStaysExact() {
+        let (fired, sawNext) = onFreshThread { () -> ([String], Bool) in
+            let loop = RLRunLoop.current
+            var fired: [String] = []
+            var sawNext = false
+            let base = RLInstant.now.nanoseconds - 1_000_000
+            var later: [RLTimer] = []
+            let first = RLTimer(fireAt: RLInstant(nanoseconds: base)) { _ in
+                fired.append("first")
+                sawNext = loop.nextTimerFireDate(forMode: .default) != nil
+                later[0].invalidate()
+                later[1].setNextFireDate(.now + .milliseconds(50))
+            }
+            loop.add(first, forMode: .default)
+            for name in ["invalidated", "moved", "plain"] {
+                let t = RLTimer(fireAt: RLInstant(nanoseconds: base)) { _ in fired.append(name) }
+                later.append(t)
+                loop.add(t, forMode: .default)
+            }
+            let repeating = RLTimer(fireAt: RLInstant(nanoseconds: base), interval: .milliseconds(30)) { t in
+                fired.append("repeating")
+                if fired.filter({ $0 == "repeating" }).count == 3 { t.invalidate() }
+            }
+            loop.add(repeating, forMode: .default)
+            loop.run(mode: .default, seconds: 0.2, returnAfterSourceHandled: false)
+            return (fired, sawNext)
+        }
+        #expect(sawNext)
+        #expect(Array(fired.prefix(3)) == ["first", "plain", "repeating"])
+        #expect(fired.filter { $0 == "moved" }.count == 1)
+        #expect(!fired.contains("invalidated"))
+        #expect(fired.filter { $0 == "repeating" }.count == 3)
+        #expect(fired.count == 6)
+    }
+
+    /// Step 0 reads `stopRequested` instead of taking the lock: a stop made before step 0 — by an
+    /// entry observer on the loop's thread, or by another thread the observer waits for — must still
+    /// stop the run at once; a stop of a loop that is not running is not seen by a later run, and a
+    /// consumed stop does not stop the next run.
+    @Test func stopsBeforeStepZeroAreSeenWithoutTheLock() {
+        let results = onFreshThread { () -> [RLRunResult] in
+            let loop = RLRunLoop.current
+            var results: [RLRunResult] = []
+            var passes = 0
+            var mode = 0   // 0: no stop, 1: stop on this thread, 2: stop from another thread
+            loop.add(RLObserver(activities: [.entry, .beforeTimers]) { _, activity in
+                if activity == .beforeTimers { passes += 1; return }
+                if mode == 1 { loop.stop() }
+                if mode == 2 {
+                    let done = DispatchSemaphore(value: 0)
+                    Thread.detachNewThread { loop.stop(); done.signal() }
+                    done.wait()
+                }
+            }, forMode: .default)
+            loop.add(RLSource0 {}, forMode: .default)
+            loop.stop()   // not running: no later run sees it
+            for m in [0, 1, 0, 2, 0] {
+                mode = m
+                passes = 0
+                let r = loop.run(mode: .default, seconds: 0.02, returnAfterSourceHandled: false)
+                results.append(r)
+                if r == .stopped && passes != 0 { results.append(.handledSource) }   // marks "a pass ran"
+            }
+            return results
+        }
+        #expect(results == [.timedOut, .stopped, .timedOut, .stopped, .timedOut])
+    }
+
+    /// `RLLock` parks contended waiters on a semaphore and wakes one at a time (Lock.swift, "Why no
+    /// wake-up is lost"). Holders that sleep inside the lock force waiters to park, and threads that
+    /// only take it briefly barge past parked ones: every thread must finish (a lost wake-up leaves
+    /// one parked for good: the deadline below), no increment is lost, and `tryLock` fails exactly
+    /// while the lock is held.
+    @Test func lockParksAndWakesWaitersWithoutLosingOne() {
+        final class Box: @unchecked Sendable { var n = 0; var tryFailures = 0; let lock = RLLock() }
+        let box = Box()
+        let threads = 6, each = 3_000
+        let finished = Atomic<Int>(0)
+        for t in 0..<threads {
+            Thread.detachNewThread {
+                for i in 0..<each {
+                    if t % 2 == 0 && i % 100 == 0 {
+                        box.lock.withLock { usleep(200); box.n += 1 }   // a long hold: others park
+                    } else if i % 7 == 0 {
+                        if box.lock.tryLock() { box.n += 1; box.lock.unlock() } else {
+                            box.lock.withLock { box.n += 1; box.tryFailures += 1 }
+                        }
+                    } else {
+                        box.lock.withLock { box.n += 1 }
+                    }
+                }
+                finished.add(1, ordering: .releasing)
+            }
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while finished.load(ordering: .acquiring) < threads && Date() < deadline { usleep(1000) }
+        #expect(finished.load(ordering: .acquiring) == threads, "a waiter was never woken")
+        box.lock.withLock {}
+        #expect(box.n == threads * each)
+        #expect(box.lock.tryLock())
+        #expect(!box.lock.tryLock())
+        box.lock.unlock()
+        #expect(box.lock.tryLock())
+        box.lock.unlock()
+    }
+
+    /// Blocks drained by a run nested in a block use the nested spare queue (`nestedDrainQueue`),
+    /// several nesting levels deep, and keep CF's order: a nested drain runs the blocks queued
+    /// meanwhile, the outer drain then finishes its own.
+    @Test func blocksDrainedByNestedRunsKeepTheirOrder() {
+        let ran = onFreshThread { () -> [String] in
+            let loop = RLRunLoop.current
+            var ran: [String] = []
+            func nest(_ level: Int) {
+                ran.append("in\(level)")
+                if level < 3 {
+                    loop.performBlock(forMode: .default) { nest(level + 1) }
+                    loop.performBlock(forMode: .default) { ran.append("after\(level)") }
+                    loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+                }
+                ran.append("out\(level)")
+            }
+            loop.performBlock(forMode: .default) { nest(0) }
+            loop.performBlock(forMode: .default) { ran.append("tail") }
+            for _ in 0..<3 { loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
+            return ran
+        }
+        #expect(ran == ["in0", "in1", "in2", "in3", "out3", "after2", "out2", "after1", "out1", "after0", "out0", "tail"])
+    }
+}
