@@ -146,10 +146,26 @@ struct ReportCommand: ParsableCommand {
     }
 }
 
-/// Writes to a file or standard output.
+/// Writes to a file or standard output. A new or regular file is replaced atomically (a reader
+/// never sees half a report); anything else that exists — a symbolic link, `/dev/stdout`, a FIFO,
+/// a terminal — is written through, in place: an atomic write renames a new file over the path,
+/// which would replace the link or the device node itself (as root, `-o /dev/stdout` replaced
+/// the system's `/dev/stdout` with a regular file).
 func emit(_ text: String, to path: String?) throws {
     if let path {
-        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+        do {
+            var st = stat()
+            if lstat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {
+                let sink = try ByteSink(creating: path)
+                sink.write(text)
+                try sink.finish()
+            } else {
+                try text.write(toFile: path, atomically: true, encoding: .utf8)
+            }
+        } catch let e as ByteSinkError {
+            warn("rltrace: \(e)")
+            throw ExitCode(1)
+        } catch {
             warn("rltrace: cannot write \(path): \(error.localizedDescription)")
             throw ExitCode(1)
         }

@@ -245,11 +245,14 @@ struct Top: ParsableCommand {
             p.standardError = FileHandle.standardError
         } else {
             let path = log ?? FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-\(getpid()).log").path
-            _ = FileManager.default.createFile(atPath: path, contents: nil)
-            guard let h = FileHandle(forWritingAtPath: path) else {
-                warn("rltrace: cannot write the program's output to \(path)")
+            // Opened in place (created or truncated), never replaced: `--log /dev/stdout` or a link
+            // must stay what it is (FileManager.createFile writes a new file over the path).
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                warn("rltrace: cannot write the program's output to \(path): \(String(cString: strerror(errno)))")
                 throw ExitCode(1)
             }
+            let h = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             p.standardOutput = h
             p.standardError = h
             logPath = path

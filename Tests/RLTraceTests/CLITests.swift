@@ -99,4 +99,41 @@ struct CLITests {
         let again = try run("rltrace", ["record", "-o", dir, "--", "/bin/true"])
         #expect(again.status == 2 && again.err.contains("already holds a trace") && again.err.contains("--force"))
     }
+
+    @Test("-o onto a symbolic link or a FIFO writes through it: the link and the FIFO stay what they were")
+    func outputThroughLinksAndFIFOs() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-out-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let expected = try run("rltrace", ["report", demoTrace, "--format", "json"])
+        #expect(expected.status == 0)
+        // A link to a regular file: the file gets the report, the link stays a link.
+        let target = dir + "/target.json", link = dir + "/link.json"
+        FileManager.default.createFile(atPath: target, contents: Data("old".utf8))
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let r = try run("rltrace", ["report", demoTrace, "--format", "json", "-o", link])
+        #expect(r.status == 0, "\(r.err)")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == target)
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == expected.out)
+        // A FIFO (as /dev/stdout is when piped): read from the other end, still a FIFO afterwards.
+        let fifo = dir + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/cat")
+        reader.arguments = [fifo]
+        let pipe = Pipe()
+        reader.standardOutput = pipe
+        try reader.run()
+        let f = try run("rltrace", ["report", demoTrace, "--format", "json", "-o", fifo])
+        let got = pipe.fileHandleForReading.readDataToEndOfFile()
+        reader.waitUntilExit()
+        #expect(f.status == 0, "\(f.err)")
+        #expect(String(decoding: got, as: UTF8.self) == expected.out)
+        var st = stat()
+        #expect(lstat(fifo, &st) == 0 && (st.st_mode & S_IFMT) == S_IFIFO)
+        // A new path and a regular file are still written (atomically).
+        let plain = dir + "/plain.json"
+        #expect(try run("rltrace", ["report", demoTrace, "--format", "json", "-o", plain]).status == 0)
+        #expect(try String(contentsOfFile: plain, encoding: .utf8) == expected.out)
+    }
 }

@@ -35,13 +35,6 @@ public struct ByteCursor {
         if let a = b.baseAddress { bytes(a.assumingMemoryBound(to: UInt8.self), b.count) }
     }
 
-    /// "00", "01", …, "99".
-    nonisolated(unsafe) static let digitPairs: UnsafeMutablePointer<UInt8> = {   // written once, then only read
-        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 200)
-        for i in 0..<100 { t[2 * i] = 0x30 + UInt8(i / 10); t[2 * i + 1] = 0x30 + UInt8(i % 10) }
-        return t
-    }()
-
     /// Writes a decimal unsigned integer (at most 20 bytes).
     @inline(__always)
     public mutating func uint(_ v: UInt64) {
@@ -49,18 +42,18 @@ public struct ByteCursor {
         var n = 1
         var t: UInt64 = 10
         while n < 20 && v >= t { n &+= 1; t = t &* 10 }
-        // Two digits per division, from a table of "00"…"99".
+        // Two digits per 64-bit division (the pair split by a cheap 8-bit one).
         var x = v
         var i = n
         while x >= 100 {
-            let r = Int(truncatingIfNeeded: x % 100)
+            let r = UInt8(truncatingIfNeeded: x % 100)
             x /= 100
             i &-= 2
-            p[i] = ByteCursor.digitPairs[2 &* r]; p[i &+ 1] = ByteCursor.digitPairs[2 &* r &+ 1]
+            p[i] = 0x30 &+ r / 10; p[i &+ 1] = 0x30 &+ r % 10
         }
         if x >= 10 {
-            let r = Int(truncatingIfNeeded: x)
-            p[0] = ByteCursor.digitPairs[2 &* r]; p[1] = ByteCursor.digitPairs[2 &* r &+ 1]
+            let r = UInt8(truncatingIfNeeded: x)
+            p[0] = 0x30 &+ r / 10; p[1] = 0x30 &+ r % 10
         } else {
             p[0] = 0x30 &+ UInt8(truncatingIfNeeded: x)
         }

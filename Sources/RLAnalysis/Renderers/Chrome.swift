@@ -133,12 +133,12 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
             return
         }
         let origin = self.origin
-        nameBytes.withUnsafeBufferPointer { nb in
+        names.withBytes(r) { name in
             out.reserving(ChromeTraceSink.sliceRoom + r.count) { c in
                 if first { first = false } else { c.write(",\n") }
                 c.write("{\"args\":{\"detail\":"); c.int(cl.detail); c.write(",\"item\":"); c.uint(cl.item)
                 c.write("},\"cat\":\""); c.write(cat); c.write("\",\"dur\":"); ChromeTraceSink.micros(&c, cl.duration)
-                c.write(",\"name\":"); c.bytes(nb.baseAddress! + r.start, r.count)
+                c.write(",\"name\":"); c.bytes(name)
                 c.write(",\"ph\":\"X\",\"pid\":"); c.int(key.pid); c.write(",\"tid\":"); c.int(t)
                 c.write(",\"ts\":"); ChromeTraceSink.micros(&c, cl.begin &- origin); c.byte(0x7D)
             }
@@ -186,43 +186,21 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
     }
 
-    private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
-    /// Rendered names, one after another in `nameBytes`: (start, count) per item.
-    private var names: [NameKey: (start: Int, count: Int)] = [:]
-    private var nameBytes: [UInt8] = []
-    /// A direct-mapped cache in front of `names` (a trace has few items, each seen many times): the
-    /// usual callout finds its name with one compare, no hash.
-    private var nameCache = [(key: NameKey, start: Int, count: Int)](
-        repeating: (NameKey(pid: .min, item: 0, kind: .observer, block: -2), 0, 0), count: 256)
+    /// Slice names as JSON strings (`"timer heartbeat"`), rendered once per item.
+    private let names = RenderedNames()
 
-    /// Where a callout slice's name, a JSON string (`"timer heartbeat"`), lies in `nameBytes`
-    /// (rendered once per item); nil for an item not named yet (written each time by
-    /// ``writeUncachedName(_:pid:)``, so its name shows once known).
+    /// Where a callout slice's name lies in `names`; nil for an item not named yet (written each
+    /// time by ``writeUncachedName(_:pid:)``, so its name shows once known).
     @inline(__always)
     private func nameRange(_ cl: CalloutRecord, pid: Int64) -> (start: Int, count: Int)? {
-        let block = cl.kind == .block
-        let k = NameKey(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1)
-        let slot = Int(truncatingIfNeeded: ((k.item ^ UInt64(UInt32(bitPattern: k.block))) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
-        let e = nameCache[slot]
-        if e.key == k { return (e.start, e.count) }
-        guard let r = renderedName(k, cl, pid: pid) else { return nil }
-        nameCache[slot] = (k, r.start, r.count)
-        return r
-    }
-
-    /// The item's rendered name in `nameBytes`, rendering it the first time; nil while unnamed.
-    @inline(never)
-    private func renderedName(_ k: NameKey, _ cl: CalloutRecord, pid: Int64) -> (start: Int, count: Int)? {
-        if let r = names[k] { return r }
-        let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
-        guard !name.isEmpty || cl.kind == .block else { return nil }
-        var text = "\(cl.kind.label) \(name)"
-        var bytes: [UInt8] = []
-        text.withUTF8 { appendJSONString($0, to: &bytes) }
-        let r = (start: nameBytes.count, count: bytes.count)
-        nameBytes.append(contentsOf: bytes)
-        names[k] = r
-        return r
+        names.range(of: cl, pid: pid) { cl in
+            let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
+            guard !name.isEmpty || cl.kind == .block else { return nil }
+            var text = "\(cl.kind.label) \(name)"
+            var bytes: [UInt8] = []
+            text.withUTF8 { appendJSONString($0, to: &bytes) }
+            return bytes
+        }
     }
 
     /// The name of a callout whose item has none (yet), or whose name is huge: `"source0 #21"`.

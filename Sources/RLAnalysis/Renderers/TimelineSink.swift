@@ -146,56 +146,31 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(p)[0..<u.count])
     }
 
-    /// Writes what `body` writes right-aligned in `width` characters (one space before it when it
-    /// is as wide or wider), as ``ByteSink/rightAligned(_:_:)`` does. `body` writes at most 64 bytes.
+    /// Writes what `body` writes (at most 64 bytes) aligned in `width` characters, with one space
+    /// beside it when it is as wide or wider, as ``ByteSink/rightAligned(_:_:)`` and
+    /// ``ByteSink/leftAligned(_:_:)`` do (widths count characters: `µ` is two bytes).
     @inline(__always)
-    private func right(_ c: inout ByteCursor, _ width: Int, _ body: (inout ByteCursor) -> Void) {
+    private func aligned(_ c: inout ByteCursor, _ width: Int, right: Bool, _ body: (inout ByteCursor) -> Void) {
         var t = ByteCursor(scratch)
         body(&t)
         let n = t.p - scratch
         var chars = 0
         for i in 0..<n where scratch[i] & 0xC0 != 0x80 { chars &+= 1 }
+        if !right { c.bytes(scratch, n) }
         if chars >= width { c.byte(0x20) } else { for _ in 0..<(width - chars) { c.byte(0x20) } }
-        c.bytes(scratch, n)
+        if right { c.bytes(scratch, n) }
     }
 
-    /// Left-aligned, as ``ByteSink/leftAligned(_:_:)`` does.
-    @inline(__always)
-    private func left(_ c: inout ByteCursor, _ width: Int, _ body: (inout ByteCursor) -> Void) {
-        var t = ByteCursor(scratch)
-        body(&t)
-        let n = t.p - scratch
-        var chars = 0
-        for i in 0..<n where scratch[i] & 0xC0 != 0x80 { chars &+= 1 }
-        c.bytes(scratch, n)
-        if chars >= width { c.byte(0x20) } else { for _ in 0..<(width - chars) { c.byte(0x20) } }
-    }
+    /// Callout names (raw UTF-8), rendered once per item.
+    private let names = RenderedNames()
 
-    private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
-    /// Callout names (raw UTF-8) one after another, rendered once per item: (start, count) each,
-    /// with a direct-mapped cache in front (an item is seen many times).
-    private var names: [NameKey: (start: Int, count: Int)] = [:]
-    private var nameBytes: [UInt8] = []
-    private var nameCache = [(key: NameKey, start: Int, count: Int)](
-        repeating: (NameKey(pid: .min, item: 0, kind: .observer, block: -2), 0, 0), count: 256)
-
-    /// Where a callout's name lies in `nameBytes`; nil while its item has none (its `#id` is
-    /// written then).
+    /// Where a callout's name lies in `names`; nil while its item has none (its `#id` is written then).
     @inline(__always)
     private func nameRange(_ cl: CalloutRecord, _ pid: Int64) -> (start: Int, count: Int)? {
-        let block = cl.kind == .block
-        let k = NameKey(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1)
-        let slot = Int(truncatingIfNeeded: ((k.item ^ UInt64(UInt32(bitPattern: k.block))) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
-        let e = nameCache[slot]
-        if e.key == k { return (e.start, e.count) }
-        if let r = names[k] { nameCache[slot] = (k, r.start, r.count); return r }
-        let n = name(cl, pid)
-        guard !n.isEmpty else { return nil }
-        let r = (start: nameBytes.count, count: n.utf8.count)
-        nameBytes.append(contentsOf: n.utf8)
-        names[k] = r
-        nameCache[slot] = (k, r.start, r.count)
-        return r
+        names.range(of: cl, pid: pid) { cl in
+            let n = name(cl, pid)
+            return n.isEmpty ? nil : Array(n.utf8)
+        }
     }
 
     private func name(_ c: CalloutRecord, _ pid: Int64) -> String {
@@ -222,22 +197,22 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         let origin = self.origin, epochOffset = self.epochOffset
         out.reserving(TimelineSink.columnsRoom + 4 * min(it.depth, 1000)) { c in
             for _ in 0..<min(it.depth, 1000) { c.write("    ") }
-            right(&c, 11) { b in b.byte(0x23); b.uint(it.number) }
+            aligned(&c, 11, right: true) { b in b.byte(0x23); b.uint(it.number) }
             c.write("  ")
             let abs = it.begin &+ epochOffset
             let secs = abs / 1_000_000_000, frac = abs % 1_000_000_000
-            right(&c, 20) { b in
+            aligned(&c, 20, right: true) { b in
                 b.int(secs); b.byte(0x2E)
                 var d: Int64 = 100_000_000
                 while d > 0 { b.byte(0x30 &+ UInt8((frac / d) % 10)); d /= 10 }
             }
-            right(&c, 12) { b in b.byte(0x2B); b.duration(it.begin &- origin) }
-            right(&c, 12) { b in b.duration(it.busyNs) }
+            aligned(&c, 12, right: true) { b in b.byte(0x2B); b.duration(it.begin &- origin) }
+            aligned(&c, 12, right: true) { b in b.duration(it.busyNs) }
             let sleep = it.ownSleepNs
-            right(&c, 11) { b in if sleep > 0 { b.duration(sleep) } else { b.byte(0x2D) } }
+            aligned(&c, 11, right: true) { b in if sleep > 0 { b.duration(sleep) } else { b.byte(0x2D) } }
             c.write("  ")
             let wake = it.sleeps.first?.reason ?? .none
-            left(&c, 12) { b in
+            aligned(&c, 12, right: false) { b in
                 if !it.sleeps.isEmpty { b.bytes(TimelineSink.wakeLabels[Int(wake.rawValue)]) } else if it.polls > 0 { b.write("poll") } else { b.byte(0x2D) }
             }
         }
@@ -254,7 +229,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
                 c.bytes(TimelineSink.kindLabels[Int(cl.kind.rawValue)]); c.byte(0x28)
                 if name == nil { c.byte(0x23); c.uint(cl.item) }
             }
-            if let name { nameBytes.withUnsafeBytes { out.bytes(UnsafeRawBufferPointer(rebasing: $0[name.start..<(name.start + name.count)])) } }
+            if let name { names.withBytes(name) { out.bytes($0) } }
             out.reserving(TimelineSink.calloutRoom) { c in c.write(") "); c.duration(cl.duration) }
         }
         if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
