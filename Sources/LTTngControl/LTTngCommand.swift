@@ -109,22 +109,30 @@ func resolveExecutable(_ name: String, environment: [String: String]) -> String?
     return nil
 }
 
+/// Starts `argv` (`executable` resolved from its first word) with standard input from /dev/null
+/// and its output and error streams to `output` and `errorOutput` (a `Pipe` or a `FileHandle`).
+/// Throws ``LTTngCommandError`` when it cannot be started.
+func launchProcess(_ argv: [String], executable: String, environment: [String: String], output: Any, errorOutput: Any) throws -> Process {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = Array(argv.dropFirst())
+    p.environment = environment
+    p.standardOutput = output
+    p.standardError = errorOutput
+    p.standardInput = FileHandle.nullDevice
+    do { try p.run() } catch {
+        throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
+    }
+    return p
+}
+
 /// Runs a command to completion, capturing both output streams through pipes read until end of file.
 func runProcess(_ argv: [String], environment: [String: String], timeout: Double) throws -> ProcessResult {
     guard let exe = resolveExecutable(argv[0], environment: environment) else {
         throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "", reason: "\(argv[0]) not found in PATH")
     }
     let outPipe = Pipe(), errPipe = Pipe()
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = Array(argv.dropFirst())
-    p.environment = environment
-    p.standardOutput = outPipe
-    p.standardError = errPipe
-    p.standardInput = FileHandle.nullDevice
-    do { try p.run() } catch {
-        throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
-    }
+    let p = try launchProcess(argv, executable: exe, environment: environment, output: outPipe, errorOutput: errPipe)
     let pid = p.processIdentifier
     let timedOut = TimeoutFlag()
     let killer = DispatchWorkItem {

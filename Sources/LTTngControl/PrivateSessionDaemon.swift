@@ -143,15 +143,5 @@ func startDaemonProcess(_ argv: [String], environment: [String: String], log: UR
     if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
     let logHandle = try FileHandle(forWritingTo: log)
     defer { try? logHandle.close() }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: argv[0])
-    p.arguments = Array(argv.dropFirst())
-    p.environment = environment
-    p.standardOutput = logHandle
-    p.standardError = logHandle
-    p.standardInput = FileHandle.nullDevice
-    do { try p.run() } catch {
-        throw LTTngCommandError(commandLine: shellQuoted(argv), exitStatus: -1, standardError: "\(error)", reason: "could not start")
-    }
-    return p
+    return try launchProcess(argv, executable: argv[0], environment: environment, output: logHandle, errorOutput: logHandle)
 }

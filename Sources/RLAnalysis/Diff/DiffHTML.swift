@@ -89,15 +89,7 @@ public enum HTMLDiffRenderer {
         o += "<text x=\"\(left)\" y=\"14\" font-weight=\"600\" font-size=\"13\">\(H.esc(title))</text>"
         o += "<rect class=\"base\" x=\"\(left)\" y=\"20\" width=\"10\" height=\"8\"/><text class=\"axis\" x=\"\(left + 14)\" y=\"28\">BASE</text>"
         o += "<rect class=\"new\" x=\"\(left + 60)\" y=\"20\" width=\"10\" height=\"8\"/><text class=\"axis\" x=\"\(left + 74)\" y=\"28\">NEW</text>"
-        o += "<line x1=\"\(left)\" x2=\"\(left)\" y1=\"\(top)\" y2=\"\(top + height)\" stroke=\"#555\"/>"
-        var t = 0.0
-        while t <= yMax + step / 2 {
-            let y = Double(top + height) - t / yMax * Double(height)
-            o += "<line x1=\"\(left - 4)\" x2=\"\(width - 10)\" y1=\"\(H.fmt(y))\" y2=\"\(H.fmt(y))\" stroke=\"#eee\"/>"
-            o += "<text class=\"axis\" x=\"\(left - 6)\" y=\"\(H.fmt(y + 4))\" text-anchor=\"end\">\(format1(t)) %</text>"
-            t += step
-        }
-        o += "<text class=\"axis\" x=\"12\" y=\"\(top + height / 2)\" transform=\"rotate(-90 12 \(top + height / 2))\" text-anchor=\"middle\">% of its callouts</text>"
+        o += H.yAxis(left: left, top: top, height: height, width: width, yMax: yMax, step: step, title: "% of its callouts") { "\(format1($0)) %" }
         for (i, k) in (lo...hi).enumerated() {
             let from = k == 0 ? Int64(0) : Int64(1) << k, to = Int64(1) << (k + 1)
             let range = "[\(formatDuration(from)), \(formatDuration(to)))"

@@ -239,28 +239,6 @@ public final class ByteSink {
         reserving(ByteCursor.durationRoom) { $0.duration(ns) }
     }
 
-    /// Appends what `body` writes, right-aligned in `width` characters (one space before it when
-    /// it is as wide or wider), as `lpad` does for strings.
-    @inline(__always)
-    public func rightAligned(_ width: Int, _ body: (inout [UInt8]) -> Void) {
-        scratch.removeAll(keepingCapacity: true)
-        body(&scratch)
-        let n = characterCount(scratch)
-        if n >= width { byte(0x20) } else { for _ in 0..<(width - n) { byte(0x20) } }
-        write(scratch)
-    }
-
-    /// Appends what `body` writes, left-aligned in `width` characters (one space after it when it
-    /// is as wide or wider), as `pad` does for strings.
-    @inline(__always)
-    public func leftAligned(_ width: Int, _ body: (inout [UInt8]) -> Void) {
-        scratch.removeAll(keepingCapacity: true)
-        body(&scratch)
-        write(scratch)
-        let n = characterCount(scratch)
-        if n >= width { byte(0x20) } else { for _ in 0..<(width - n) { byte(0x20) } }
-    }
-
     /// Appends a JSON string literal (quotes and escapes included).
     public func jsonString(_ s: String) {
         var s = s
@@ -284,31 +262,6 @@ public struct ByteSinkError: Error, CustomStringConvertible {
     public var message: String
     /// `cannot write PATH: MESSAGE`.
     public var description: String { "cannot write \(path): \(message)" }
-}
-
-/// UTF-8 characters (scalars) in `bytes`: every byte that is not a continuation byte.
-@inline(__always)
-func characterCount<C: Collection>(_ bytes: C) -> Int where C.Element == UInt8 {
-    var n = 0
-    for b in bytes where b & 0xC0 != 0x80 { n += 1 }
-    return n
-}
-
-@inline(__always)
-func appendUInt(_ v: UInt64, to out: inout [UInt8]) {
-    if v < 10 { out.append(0x30 &+ UInt8(v)); return }
-    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)     // 24 bytes of room for 20 digits
-    var n = 0
-    var x = v
-    withUnsafeMutableBytes(of: &digits) { d in
-        while x > 0 { d[23 - n] = 0x30 &+ UInt8(x % 10); x /= 10; n += 1 }
-        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]))
-    }
-}
-
-@inline(__always)
-func appendInt(_ v: Int64, to out: inout [UInt8]) {
-    if v < 0 { out.append(0x2D); appendUInt(v.magnitude, to: &out) } else { appendUInt(UInt64(v), to: &out) }
 }
 
 /// `formatDuration(ns)` as bytes: the same rounding (to 3 significant digits below 100 of a unit,

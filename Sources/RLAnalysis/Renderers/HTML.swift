@@ -72,6 +72,22 @@ public enum HTMLReportRenderer {
         return 10 * p
     }
 
+    /// An SVG chart's y axis: the axis line; a grid line and a tick label (`tick(value)`) every
+    /// `step` from 0 to `yMax`; the axis title, rotated, at the left.
+    static func yAxis(left: Int, top: Int, height: Int, width: Int, yMax: Double, step: Double, title: String,
+                      tick: (Double) -> String) -> String {
+        var o = "<line x1=\"\(left)\" x2=\"\(left)\" y1=\"\(top)\" y2=\"\(top + height)\" stroke=\"#555\"/>"
+        var t = 0.0
+        while t <= yMax + step / 2 {
+            let y = Double(top + height) - t / yMax * Double(height)
+            o += "<line x1=\"\(left - 4)\" x2=\"\(width - 10)\" y1=\"\(fmt(y))\" y2=\"\(fmt(y))\" stroke=\"#eee\"/>"
+            o += "<text class=\"axis\" x=\"\(left - 6)\" y=\"\(fmt(y + 4))\" text-anchor=\"end\">\(tick(t))</text>"
+            t += step
+        }
+        o += "<text class=\"axis\" x=\"12\" y=\"\(top + height / 2)\" transform=\"rotate(-90 12 \(top + height / 2))\" text-anchor=\"middle\">\(title)</text>"
+        return o
+    }
+
     /// A histogram of log2 buckets as an SVG bar chart: a title saying what is counted, a y axis of
     /// counts with ticks, each bar labelled with its bucket's range, and hover text with the exact
     /// range and count.
@@ -84,15 +100,7 @@ public enum HTMLReportRenderer {
         let width = left + buckets.count * (w + gap) + 10
         var o = "<h3>\(esc(title))</h3>\n<svg width=\"\(width)\" height=\"\(height + top + 58)\" role=\"img\" aria-label=\"\(esc(title))\">"
         // y axis: counts, with ticks and grid lines.
-        o += "<line x1=\"\(left)\" x2=\"\(left)\" y1=\"\(top)\" y2=\"\(top + height)\" stroke=\"#555\"/>"
-        var t = 0.0
-        while t <= yMax + step / 2 {
-            let y = Double(top + height) - t / yMax * Double(height)
-            o += "<line x1=\"\(left - 4)\" x2=\"\(width - 10)\" y1=\"\(fmt(y))\" y2=\"\(fmt(y))\" stroke=\"#eee\"/>"
-            o += "<text class=\"axis\" x=\"\(left - 6)\" y=\"\(fmt(y + 4))\" text-anchor=\"end\">\(Int(t))</text>"
-            t += step
-        }
-        o += "<text class=\"axis\" x=\"12\" y=\"\(top + height / 2)\" transform=\"rotate(-90 12 \(top + height / 2))\" text-anchor=\"middle\">\(what)</text>"
+        o += yAxis(left: left, top: top, height: height, width: width, yMax: yMax, step: step, title: what) { "\(Int($0))" }
         for (i, (k, v)) in buckets.enumerated() {
             let lo = k == 0 ? 0 : Int64(1) << k, hi = Int64(1) << (k + 1)
             let bh = max(1, Double(v) / yMax * Double(height))

@@ -147,8 +147,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     }
 
     /// Writes what `body` writes (at most 64 bytes) aligned in `width` characters, with one space
-    /// beside it when it is as wide or wider, as ``ByteSink/rightAligned(_:_:)`` and
-    /// ``ByteSink/leftAligned(_:_:)`` do (widths count characters: `µ` is two bytes).
+    /// beside it when it is as wide or wider, as `lpad` and `pad` do for strings (widths count
+    /// characters: `µ` is two bytes).
     @inline(__always)
     private func aligned(_ c: inout ByteCursor, _ width: Int, right: Bool, _ body: (inout ByteCursor) -> Void) {
         var t = ByteCursor(scratch)
