@@ -7,16 +7,7 @@ public enum HTMLDiffRenderer {
 
     /// The HTML page.
     public static func render(_ d: TraceDiff) -> String {
-        var o = """
-        <!DOCTYPE html>
-        <html lang="en"><head><meta charset="utf-8"><title>rltrace diff</title>
-        <style>
-        body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
-        h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
-        table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-        th{background:#f4f4f4}td.l,th.l{text-align:left}.finding{color:#a40000;font-weight:600}
-        .base{fill:#4a7bd0;fill-opacity:.75}.new{fill:#e8833a;fill-opacity:.75}.axis{font-size:11px;fill:#555}
-        </style></head><body>
+        var o = H.pageHead(title: "rltrace diff", css: ".base{fill:#4a7bd0;fill-opacity:.75}.new{fill:#e8833a;fill-opacity:.75}.axis{font-size:11px;fill:#555}") + """
         <h1>rltrace diff</h1>
         <p>BASE: \(H.esc(d.base.path)) (\(d.base.source), span \(formatDuration(d.base.spanNs)))<br>NEW: \(H.esc(d.new.path)) (\(d.new.source), span \(formatDuration(d.new.spanNs)))<br>
         Significance: Mann–Whitney U on the whole distribution and the exceedance test above BASE's p99, α = \(d.alpha) (Bonferroni ×2).</p>

@@ -207,21 +207,11 @@ public final class ByteSink {
 
     /// Appends a decimal unsigned integer.
     @inline(__always)
-    public func uint(_ v: UInt64) {
-        room(20)
-        var c = ByteCursor(raw + count)
-        c.uint(v)
-        count = c.p - raw
-    }
+    public func uint(_ v: UInt64) { reserving(20) { $0.uint(v) } }
 
     /// Appends a decimal integer.
     @inline(__always)
-    public func int(_ v: Int64) {
-        room(21)
-        var c = ByteCursor(raw + count)
-        c.int(v)
-        count = c.p - raw
-    }
+    public func int(_ v: Int64) { reserving(21) { $0.int(v) } }
 
     /// Calls `body` with a cursor over at least `capacity` free bytes (at most 64 KiB), of which
     /// `body` writes at most `capacity`: a record written with no per-field bookkeeping.

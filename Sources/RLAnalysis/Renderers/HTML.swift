@@ -7,16 +7,7 @@ public enum HTMLReportRenderer {
 
     /// Renders, with busy strips when `strips` is given.
     public static func render(_ r: Report, strips: BusyStripCollector?) -> String {
-        var o = """
-        <!DOCTYPE html>
-        <html lang="en"><head><meta charset="utf-8"><title>rltrace report</title>
-        <style>
-        body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
-        h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
-        table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-        th{background:#f4f4f4}td.l,th.l{text-align:left}.finding{color:#a40000;font-weight:600}
-        .bar{fill:#4a7bd0}.busy{fill:#d9534f}.axis{font-size:11px;fill:#555}
-        </style></head><body>
+        var o = pageHead(title: "rltrace report", css: ".bar{fill:#4a7bd0}.busy{fill:#d9534f}.axis{font-size:11px;fill:#555}") + """
         <h1>rltrace report</h1>
         <p>\(r.trace.paths.map(esc).joined(separator: "<br>"))<br>\(r.trace.events) events (\(r.trace.runloopEvents) runloop) over \(formatDuration(r.trace.endNs - r.trace.beginNs))</p>
 
@@ -70,6 +61,23 @@ public enum HTMLReportRenderer {
         let p = pow(10, floor(log10(raw)))
         for m in [1.0, 2.0, 5.0, 10.0] where m * p >= raw { return m * p }
         return 10 * p
+    }
+
+    /// The start of an rltrace HTML page up to its `<body>`: the title and the style sheet the
+    /// report and the diff share, plus `css`.
+    static func pageHead(title: String, css: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8"><title>\(title)</title>
+        <style>
+        body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+        h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
+        table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+        th{background:#f4f4f4}td.l,th.l{text-align:left}.finding{color:#a40000;font-weight:600}
+        \(css)
+        </style></head><body>
+
+        """
     }
 
     /// An SVG chart's y axis: the axis line; a grid line and a tick label (`tick(value)`) every
