@@ -1,7 +1,8 @@
 // Issue 16: the conditions the contended cross-thread path relies on.
-// - RLLock (the loop's pthread mutex, Lock.swift) excludes: many threads incrementing a plain
-//   counter under it lose no update, and a loop whose lock other threads are using when its thread
-//   exits stays usable until its last reference goes (the mutex is freed only in deinit).
+// - RLLock (the loop's lock, Lock.swift: an atomic word, contended waiters parked on a semaphore)
+//   excludes: many threads incrementing a plain counter under it lose no update, and a loop whose
+//   lock other threads are using when its thread exits stays usable until its last reference goes
+//   (the semaphore is freed only in deinit).
 // - Coalesced wake-ups (Waiter.wake skips the eventfd write while one is pending): under many
 //   concurrent wakers, a loop that sleeps with no timeout is never left asleep with work queued.
 import Foundation
