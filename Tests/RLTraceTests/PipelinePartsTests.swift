@@ -35,6 +35,16 @@ struct PipelinePartsTests {
         #expect(sink.text == expected)
     }
 
+    @Test("a record larger than the sink's buffer (a huge name in a damaged trace) grows it instead of failing")
+    func hugeRecord() {
+        let sink = ByteSink()
+        sink.write("<")
+        let n = 300_000
+        sink.reserving(n) { c in for _ in 0..<n { c.byte(0x61) } }
+        sink.write(">")
+        #expect(sink.text == "<" + String(repeating: "a", count: n) + ">")
+    }
+
     @Test("the name table gives each distinct name one id, through cache evictions and back")
     func names() {
         let table = NameTable()

@@ -33,19 +33,22 @@ final class RunLoopFieldDecoder {
         index < 0 ? NameTable.empty : (s.payloadStringBytes(at: index).map { names.intern($0) } ?? NameTable.empty)
     }
 
-    /// The integers of one event, read in one call (``StreamPlan/Read`` order).
+    /// The integers of one event, read in one call (indexed by ``StreamPlan/Read``).
     private let values = UnsafeMutablePointer<Int64>.allocate(capacity: StreamPlan.readCount)
 
-    /// Fills `e` by plan `p`, reading its integers through `reads` (the current class's).
+    /// Fills `e` (kind and time set) from the event `s` is on, of class `ci`, by stream plan `sp`.
     @inline(__always)
-    func fill(_ s: CTFStream, _ sp: StreamPlan, _ p: UnsafePointer<EventPlan>, reads: UnsafePointer<CTFIntegerRef>, count: Int, into e: inout RunLoopEvent) {
-        // Absent (or non-integer) fields read as these: pid 0, vtid and CPU clock -1, the rest 0.
+    func fill(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: inout RunLoopEvent) {
+        typealias R = StreamPlan.Read
+        // What an absent (or non-integer) field reads as: pid 0, vtid and CPU clock -1, the rest 0.
         let v = values
-        v[0] = 0; v[1] = -1; v[2] = -1; v[3] = 0; v[4] = 0; v[5] = 0; v[6] = 0; v[7] = 0; v[8] = 0; v[9] = 0
-        s.readIntegers(reads, count: count, into: v)
-        e.pid = v[0]
-        e.vtid = v[1]
-        e.cpu = v[2]
+        v[R.pid.rawValue] = 0; v[R.vtid.rawValue] = -1; v[R.cpu.rawValue] = -1
+        v[R.loop.rawValue] = 0; v[R.iteration.rawValue] = 0; v[R.item.rawValue] = 0
+        v[R.a.rawValue] = 0; v[R.b.rawValue] = 0; v[R.c.rawValue] = 0; v[R.kind.rawValue] = 0
+        s.readIntegers(sp.reads(ci), count: sp.readCounts[ci], into: v)
+        e.pid = v[R.pid.rawValue]
+        e.vtid = v[R.vtid.rawValue]
+        e.cpu = v[R.cpu.rawValue]
         if sp.vtid >= 0 {
             // The procname context, interned once per run of events of one thread in this stream.
             if sp.procname >= 0 {
@@ -58,12 +61,12 @@ final class RunLoopFieldDecoder {
         } else if sp.procname >= 0 {
             e.procname = s.streamContextStringBytes(at: sp.procname).map { names.intern($0) } ?? -1
         }
-        let p = p.pointee
+        let p = sp.plan(ci).pointee
         e.calloutKind = p.callout
-        e.loop = UInt64(bitPattern: v[3])
-        e.iteration = UInt64(bitPattern: v[4])
-        e.item = UInt64(bitPattern: v[5])
-        e.a = v[6]; e.b = v[7]; e.c = v[8]
+        e.loop = UInt64(bitPattern: v[R.loop.rawValue])
+        e.iteration = UInt64(bitPattern: v[R.iteration.rawValue])
+        e.item = UInt64(bitPattern: v[R.item.rawValue])
+        e.a = v[R.a.rawValue]; e.b = v[R.b.rawValue]; e.c = v[R.c.rawValue]
         guard p.name >= 0 else { return }
         switch p.nameRule {
         case .always:
@@ -79,7 +82,7 @@ final class RunLoopFieldDecoder {
         case .forensic:
             e.c = evidence.add(s, e)
         }
-        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: v[9])) { e.calloutKind = ck }
+        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: v[R.kind.rawValue])) { e.calloutKind = ck }
     }
 }
 
@@ -125,7 +128,7 @@ extension RunLoopFieldDecoder {
             throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
         }
         var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
-        fill(s, sp, sp.plan(ci), reads: sp.reads(ci), count: sp.readCounts[ci], into: &e)
+        fill(s, sp, classIndex: ci, into: &e)
         return e
     }
 }

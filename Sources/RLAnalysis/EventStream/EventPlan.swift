@@ -131,8 +131,9 @@ final class StreamPlan {
     /// Stream event context positions of `vpid`, `vtid`, `procname` and the thread's CPU clock
     /// (`perf_thread_task_clock`, ns) (-1: absent).
     let vpid: Int, vtid: Int, procname: Int, taskClock: Int
-    /// Per event class, ``readCount`` integer references, in the order of ``Read``: the context's
-    /// `vpid`, `vtid` and CPU clock, then the plan's payload fields.
+    /// Per event class, room for ``readCount`` integer references: those of the fields the class
+    /// has (the context's `vpid`, `vtid` and CPU clock, the plan's payload fields), each naming
+    /// the ``Read`` it is stored at; ``readCounts`` says how many.
     let reads: UnsafeMutablePointer<CTFIntegerRef>
     /// The integers ``RunLoopFieldDecoder`` reads per event, by position in ``reads``.
     enum Read: Int, CaseIterable { case pid, vtid, cpu, loop, iteration, item, a, b, c, kind }
@@ -193,7 +194,7 @@ final class StreamPlan {
 
     deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate(); reads.deallocate(); readCounts.deallocate() }
 
-    /// The integer references of event class `index` (``readCount`` of them).
+    /// The integer references of event class `index` (`readCounts[index]` of them).
     @inline(__always)
     func reads(_ index: Int) -> UnsafePointer<CTFIntegerRef> { UnsafePointer(reads + index * StreamPlan.readCount) }
 

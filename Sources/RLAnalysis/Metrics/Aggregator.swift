@@ -2,7 +2,7 @@ import Foundation
 import CTFReader
 
 /// Computes the report's figures from what the loop model delivers (`docs/report-json.md`).
-public final class Aggregator: LoopModelSink {
+public final class Aggregator: LoopModelSink, NameResolving {
     final class Loop {
         var iterations = 0, topLevel = 0
         var busy: Int64 = 0, sleepNs: Int64 = 0, sleeps = 0, polls = 0
@@ -51,8 +51,10 @@ public final class Aggregator: LoopModelSink {
     /// Narrows the callout figures (kinds, items, minimum duration).
     public var calloutFilter = EventFilter()
     private var loops: [LoopKey: Loop] = [:]
-    /// Set by the caller after the model exists (for item names).
+    /// The model, for item names (set by whoever runs the model: ``NameResolving``).
     public var model: LoopModel?
+    /// ``model``, under the name ``NameResolving`` gives it.
+    public var resolver: LoopModel? { get { model } set { model = newValue } }
     /// Another sink that also receives everything (e.g. a timeline), or nil. A constant, so the
     /// per-record forwarding borrows it (no retain or release per callout).
     public let forward: LoopModelSink?
@@ -393,8 +395,7 @@ private func runModel(source: RunLoopEventSource, filter: EventFilter, sink: Loo
                       threads: Int) throws -> LoopModel {
     let model = LoopModel(sink: sink, names: source.names)
     model.evidence = source.evidence
-    if let agg = sink as? Aggregator { agg.model = model }
-    if let also = also as? NameResolving { also.resolver = model }
+    for r in [sink, also].compactMap({ $0 as? NameResolving }) { r.resolver = model }
     try filter.validate()
     var started = false
     do {

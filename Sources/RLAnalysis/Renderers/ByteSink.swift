@@ -74,7 +74,9 @@ public final class ByteSink {
     private static let capacity = 1 << 17
     private static let flushAt = 1 << 16
     /// Pending bytes (`count` of them); flushed at 64 KiB, so any one write of up to 64 KiB fits.
-    private let raw = UnsafeMutablePointer<UInt8>.allocate(capacity: ByteSink.capacity)
+    private var raw = UnsafeMutablePointer<UInt8>.allocate(capacity: ByteSink.capacity)
+    /// Bytes `raw` holds (grown, once, for a record larger than a buffer: ``reserving(_:_:)``).
+    private var rawCapacity = ByteSink.capacity
     private var count = 0
     /// Everything written, for an in-memory sink.
     private var memory: [UInt8] = []
@@ -166,6 +168,15 @@ public final class ByteSink {
         count &+= n
     }
 
+    @inline(never)
+    private func grow(to n: Int) {
+        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: n)
+        bigger.update(from: raw, count: count)
+        raw.deallocate()
+        raw = bigger
+        rawCapacity = n
+    }
+
     /// A write of more than 64 KiB: in pieces.
     @inline(never)
     private func hugeBytes(_ p: UnsafeRawBufferPointer) {
@@ -213,12 +224,13 @@ public final class ByteSink {
     @inline(__always)
     public func int(_ v: Int64) { reserving(21) { $0.int(v) } }
 
-    /// Calls `body` with a cursor over at least `capacity` free bytes (at most 64 KiB), of which
-    /// `body` writes at most `capacity`: a record written with no per-field bookkeeping.
+    /// Calls `body` with a cursor over at least `capacity` free bytes, of which `body` writes at
+    /// most `capacity`: a record written with no per-field bookkeeping. (A record larger than the
+    /// buffer — a huge name in a damaged trace — grows the buffer to hold it.)
     @inline(__always)
     public func reserving(_ capacity: Int, _ body: (inout ByteCursor) -> Void) {
-        precondition(capacity <= ByteSink.flushAt, "ByteSink.reserving: \(capacity) bytes is more than one buffer")
         room(capacity)
+        if count &+ capacity > rawCapacity { grow(to: count + capacity) }
         var c = ByteCursor(raw + count)
         body(&c)
         count = c.p - raw

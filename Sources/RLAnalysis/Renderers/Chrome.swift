@@ -51,16 +51,9 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     @inline(__always) private func begin() {
         if first { first = false } else { out.write(",\n") }
     }
-    /// `"ts":…` in µs with 3 decimals, relative to the trace start.
-    @inline(__always) private func micros(_ ns: Int64) {
-        let v = ns
-        if v < 0 { out.byte(0x2D) }
-        let m = v.magnitude
-        out.uint(m / 1000); out.byte(0x2E)
-        let f = m % 1000
-        out.byte(0x30 &+ UInt8(f / 100)); out.byte(0x30 &+ UInt8(f / 10 % 10)); out.byte(0x30 &+ UInt8(f % 10))
-    }
-    /// `micros(_:)` through a cursor (at most 25 bytes).
+    /// A time in µs with 3 decimals (`"ts":…`, `"dur":…`).
+    @inline(__always) private func micros(_ ns: Int64) { out.reserving(25) { ChromeTraceSink.micros(&$0, ns) } }
+    /// ``micros(_:)`` through a cursor (at most 25 bytes).
     @inline(__always) private static func micros(_ c: inout ByteCursor, _ ns: Int64) {
         if ns < 0 { c.byte(0x2D) }
         let m = ns.magnitude
@@ -72,23 +65,40 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     /// six numbers of at most 25 bytes and a category.
     private static let sliceRoom = 320
 
-    /// A complete slice; `args` writes the members of its `args` object.
-    @inline(__always) private func slice(_ name: () -> Void, cat: StaticString, pid: Int64, tid: Int64, ts: Int64, dur: Int64, hasArgs: Bool = true, args: () -> Void) {
-        begin()
-        if hasArgs { out.write("{\"args\":{"); args(); out.write("},\"cat\":\"") } else { out.write("{\"cat\":\"") }
-        out.write(cat); out.write("\",\"dur\":"); micros(dur)
-        out.write(",\"name\":"); name(); out.write(",\"ph\":\"X\",\"pid\":"); out.int(pid); out.write(",\"tid\":"); out.int(tid)
-        out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
+    /// A complete slice. `args` writes the members of its `args` object through a cursor (at most
+    /// `argsRoom` bytes more than a record's numbers need); `name` writes its name, of any length,
+    /// to `out`.
+    @inline(__always)
+    private func slice(cat: StaticString, pid: Int64, tid: Int64, ts: Int64, dur: Int64, hasArgs: Bool = true, argsRoom: Int = 0,
+                       args: (inout ByteCursor) -> Void, name: () -> Void) {
+        out.reserving(ChromeTraceSink.sliceRoom + argsRoom) { c in
+            if first { first = false } else { c.write(",\n") }
+            if hasArgs { c.write("{\"args\":{"); args(&c); c.write("},\"cat\":\"") } else { c.write("{\"cat\":\"") }
+            c.write(cat); c.write("\",\"dur\":"); ChromeTraceSink.micros(&c, dur); c.write(",\"name\":")
+        }
+        name()
+        let origin = self.origin
+        out.reserving(ChromeTraceSink.sliceRoom) { c in
+            c.write(",\"ph\":\"X\",\"pid\":"); c.int(pid); c.write(",\"tid\":"); c.int(tid)
+            c.write(",\"ts\":"); ChromeTraceSink.micros(&c, ts &- origin); c.byte(0x7D)
+        }
+    }
+
+    /// `s` as a JSON string literal.
+    private static func jsonBytes(_ s: String) -> [UInt8] {
+        var s = s, b: [UInt8] = []
+        s.withUTF8 { appendJSONString($0, to: &b) }
+        return b
     }
 
     public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
         if enter { openRuns[key, default: []].append((mode, ts, depth)); return }
         guard let o = openRuns[key]?.popLast(), let t = tid(key) else { return }
-        slice({ out.jsonString("run \(o.mode == "kCFRunLoopDefaultMode" ? "default" : o.mode)") }, cat: "run", pid: key.pid, tid: t,
-              ts: o.ts, dur: ts &- o.ts) {
-            out.write("\"depth\":"); out.int(Int64(o.depth)); out.write(",\"mode\":"); out.jsonString(o.mode)
-            out.write(",\"result\":"); out.int(result)
-        }
+        let mode = ChromeTraceSink.jsonBytes(o.mode)
+        slice(cat: "run", pid: key.pid, tid: t, ts: o.ts, dur: ts &- o.ts, argsRoom: mode.count, args: { c in
+            c.write("\"depth\":"); c.int(Int64(o.depth)); c.write(",\"mode\":"); mode.withUnsafeBytes { c.bytes($0) }
+            c.write(",\"result\":"); c.int(result)
+        }, name: { out.jsonString("run \(o.mode == "kCFRunLoopDefaultMode" ? "default" : o.mode)") })
     }
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
@@ -96,19 +106,17 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         guard filter.acceptsLoop(loop) else { return }
         let t = loop.tid >= 0 ? loop.tid : Int64(bitPattern: loop.key.loop)
         let pid = it.key.pid
-        let origin = self.origin
-        out.reserving(ChromeTraceSink.sliceRoom) { c in
-            if first { first = false } else { c.write(",\n") }
-            c.write("{\"args\":{\"busy_ns\":"); c.int(it.busyNs); c.write(",\"handled_source\":")
+        slice(cat: "iteration", pid: pid, tid: t, ts: it.begin, dur: it.duration, args: { c in
+            c.write("\"busy_ns\":"); c.int(it.busyNs); c.write(",\"handled_source\":")
             if it.handledSource { c.write("true") } else { c.write("false") }
             c.write(",\"iteration\":"); c.uint(it.number)
-            c.write("},\"cat\":\"iteration\",\"dur\":"); ChromeTraceSink.micros(&c, it.duration)
-            c.write(",\"name\":\"iteration\",\"ph\":\"X\",\"pid\":"); c.int(pid); c.write(",\"tid\":"); c.int(t)
-            c.write(",\"ts\":"); ChromeTraceSink.micros(&c, it.begin &- origin); c.byte(0x7D)
-        }
+        }, name: { out.write("\"iteration\"") })
         for s in it.sleeps {
-            slice({ out.write("\"sleep → "); out.write(s.reason.label); out.byte(0x22) }, cat: "sleep", pid: pid, tid: t, ts: s.begin, dur: s.duration) {
-                out.write("\"fd\":"); out.int(s.fd); out.write(",\"reason\":\""); out.write(s.reason.label); out.byte(0x22)
+            var label = s.reason.label
+            label.withUTF8 { label in
+                slice(cat: "sleep", pid: pid, tid: t, ts: s.begin, dur: s.duration, argsRoom: label.count, args: { c in
+                    c.write("\"fd\":"); c.int(s.fd); c.write(",\"reason\":\""); c.bytes(UnsafeRawBufferPointer(label)); c.byte(0x22)
+                }, name: { out.write("\"sleep → "); out.bytes(UnsafeRawBufferPointer(label)); out.byte(0x22) })
             }
         }
     }
@@ -125,24 +133,12 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         case .mainQueue: cat = "main_queue"
         case .block: cat = "block"
         }
-        guard let r = nameRange(cl, pid: key.pid), r.count <= 32768 else {
-            // A name not known yet (rendered each time until it is), or a huge one.
-            slice({ writeUncachedName(cl, pid: key.pid) }, cat: cat, pid: key.pid, tid: t, ts: cl.begin, dur: cl.duration) {
-                out.write("\"detail\":"); out.int(cl.detail); out.write(",\"item\":"); out.uint(cl.item)
-            }
-            return
-        }
-        let origin = self.origin
-        names.withBytes(r) { name in
-            out.reserving(ChromeTraceSink.sliceRoom + r.count) { c in
-                if first { first = false } else { c.write(",\n") }
-                c.write("{\"args\":{\"detail\":"); c.int(cl.detail); c.write(",\"item\":"); c.uint(cl.item)
-                c.write("},\"cat\":\""); c.write(cat); c.write("\",\"dur\":"); ChromeTraceSink.micros(&c, cl.duration)
-                c.write(",\"name\":"); c.bytes(name)
-                c.write(",\"ph\":\"X\",\"pid\":"); c.int(key.pid); c.write(",\"tid\":"); c.int(t)
-                c.write(",\"ts\":"); ChromeTraceSink.micros(&c, cl.begin &- origin); c.byte(0x7D)
-            }
-        }
+        slice(cat: cat, pid: key.pid, tid: t, ts: cl.begin, dur: cl.duration, args: { c in
+            c.write("\"detail\":"); c.int(cl.detail); c.write(",\"item\":"); c.uint(cl.item)
+        }, name: {
+            // Rendered once per item; an item not named yet is written each time, so its name shows once known.
+            if let r = nameRange(cl, pid: key.pid) { names.withBytes(r) { out.bytes($0) } } else { writeUncachedName(cl, pid: key.pid) }
+        })
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) { strips.sleep(s, of: key) }
@@ -203,7 +199,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         }
     }
 
-    /// The name of a callout whose item has none (yet), or whose name is huge: `"source0 #21"`.
+    /// The name of a callout whose item has none (yet): `"source0 #21"`.
     @inline(never)
     private func writeUncachedName(_ cl: CalloutRecord, pid: Int64) {
         let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
@@ -217,19 +213,15 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         // callout: `s` binds to it); elsewhere a zero-length slice anchors it (a 1 µs one could
         // outlast its enclosing callout, or overlap the next anchor).
         if !(resolver?.isLoopThread(f.fromTid, pid: f.to.pid) ?? false) {
-            slice({ out.jsonString(f.kind) }, cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false) {}
+            slice(cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false, args: { _ in }, name: { out.jsonString(f.kind) })
         }
-        let origin = self.origin
-        let signal = f.kind == "signal", wakeUp = f.kind == "wakeUp"
-        var other: [UInt8] = []
-        if !signal && !wakeUp { var k = f.kind; k.withUTF8 { appendJSONString($0, to: &other) } }
+        let name = ChromeTraceSink.jsonBytes(f.kind), origin = self.origin
         for end in 0..<2 {
             let ts = end == 0 ? f.fromTs : f.toTs, th = end == 0 ? f.fromTid : t
-            out.reserving(ChromeTraceSink.sliceRoom + other.count) { c in
+            out.reserving(ChromeTraceSink.sliceRoom + name.count) { c in
                 if first { first = false } else { c.write(",\n") }
                 if end == 1 { c.write("{\"bp\":\"e\",") } else { c.byte(0x7B) }
-                c.write("\"cat\":\"flow\",\"id\":"); c.int(Int64(flowID)); c.write(",\"name\":")
-                if signal { c.write("\"signal\"") } else if wakeUp { c.write("\"wakeUp\"") } else { other.withUnsafeBytes { c.bytes($0) } }
+                c.write("\"cat\":\"flow\",\"id\":"); c.int(Int64(flowID)); c.write(",\"name\":"); name.withUnsafeBytes { c.bytes($0) }
                 c.write(",\"ph\":\""); if end == 1 { c.byte(0x66) } else { c.byte(0x73) }
                 c.write("\",\"pid\":"); c.int(f.to.pid); c.write(",\"tid\":"); c.int(th)
                 c.write(",\"ts\":"); ChromeTraceSink.micros(&c, ts &- origin); c.byte(0x7D)
