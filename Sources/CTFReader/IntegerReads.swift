@@ -7,6 +7,11 @@
 /// read per event with ``CTFStream/readIntegers(_:count:into:)``.
 public struct CTFIntegerRef: @unchecked Sendable {
     @usableFromInline var ref: FieldRef
+    /// For a field read in place with one 8-byte load: `64 - 8 × size`, the shift that keeps the
+    /// field's bytes (shifted left, then back right).
+    @usableFromInline var shift: UInt64 = 0
+    /// All ones for a signed field (the right shift's sign-extended result kept), else 0.
+    @usableFromInline var signMask: Int64 = 0
     /// Where ``CTFStream/readIntegers(_:count:into:)`` stores the value: `out[destination]`.
     public var destination: Int {
         get { Int(ref.count) }
@@ -15,6 +20,9 @@ public struct CTFIntegerRef: @unchecked Sendable {
     @usableFromInline init(_ ref: FieldRef) {
         self.ref = ref
         self.ref.count = 0    // (the element count of a text array: unused for integers)
+        let size = UInt64(abs(Int(ref.width)))
+        if size > 0 { shift = 64 - 8 * size }
+        signMask = ref.width < 0 ? -1 : 0
     }
     /// A field the class does not have (or that is not an integer): its value is left as it was.
     public static let absent = CTFIntegerRef(FieldRef())
@@ -45,7 +53,48 @@ extension CTFStream {
     /// ``streamContextInteger(at:)``, without their per-field checks.
     @inlinable @inline(__always)
     public func readIntegers(_ refs: UnsafePointer<CTFIntegerRef>, count: Int, into out: UnsafeMutablePointer<Int64>) {
+        readIntegers(refs, count: count, into: UnsafeMutableRawPointer(out))
+    }
+
+    /// ``readIntegers(_:count:into:)`` into raw memory: each value stored as an `Int64` at byte
+    /// offset `8 × ref.destination` of `out` (8-byte aligned) — straight into the 8-byte integer
+    /// fields of a caller's record, whatever type that memory is bound to.
+    @inlinable @inline(__always)
+    public func readIntegers(_ refs: UnsafePointer<CTFIntegerRef>, count: Int, into out: UnsafeMutableRawPointer) {
         let h = hot
+        let lazy = h.pointee.lazyBody >= 0
+        // The usual case: a body read in place that ends at least 8 bytes before the end of the
+        // mapping (every field lies before the event's end, `pos`), so each field is one 8-byte
+        // load, its bytes kept by two shifts: no branch on the field's width or sign.
+        if lazy && (h.pointee.pos >> 3) &+ 8 <= wideLoadLimit {
+            let b = base, seg = segmentBase
+            var i = 0
+            while i < count {
+                let r = refs[i]
+                if r.ref.width != 0 {
+                    let raw = UInt64(littleEndian: (b + (seg[Int(r.ref.segment)] &+ Int(r.ref.offset))).loadUnaligned(as: UInt64.self))
+                    let u = raw &<< r.shift
+                    let signed = Int64(bitPattern: u) &>> Int64(bitPattern: r.shift)
+                    let unsigned = Int64(bitPattern: u &>> r.shift)
+                    out.storeBytes(of: (signed & r.signMask) | unsigned, toByteOffset: Int(r.ref.count) &<< 3, as: Int64.self)
+                } else if r.ref.slot >= 0 {
+                    // (Not in a body read in place, whose integers all have a width: the rest
+                    // the careful way, which decodes the body.)
+                    return readIntegersNarrow(refs + i, count: count &- i, into: out)
+                }
+                i &+= 1
+            }
+            return
+        }
+        readIntegersNarrow(refs, count: count, into: out)
+    }
+
+    /// ``readIntegers(_:count:into:)`` with each load of the field's own width (near the end of
+    /// the mapping, in a live stream's memory) or from the decoded slots.
+    @usableFromInline
+    func readIntegersNarrow(_ refs: UnsafePointer<CTFIntegerRef>, count: Int, into raw: UnsafeMutableRawPointer) {
+        let h = hot
+        @inline(__always) func put(_ d: Int, _ v: Int64) { raw.storeBytes(of: v, toByteOffset: d &<< 3, as: Int64.self) }
         let b = base, seg = segmentBase
         var i = 0
         while i < count {
@@ -54,17 +103,17 @@ extension CTFStream {
             if r.width != 0 && h.pointee.lazyBody >= 0 {
                 let p = b + (seg[Int(r.segment)] &+ Int(r.offset))
                 switch r.width {
-                case 1: out[d] = Int64(p.load(as: UInt8.self))
-                case -1: out[d] = Int64(p.load(as: Int8.self))
-                case 2: out[d] = Int64(UInt16(littleEndian: p.loadUnaligned(as: UInt16.self)))
-                case -2: out[d] = Int64(Int16(littleEndian: p.loadUnaligned(as: Int16.self)))
-                case 4: out[d] = Int64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
-                case -4: out[d] = Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self)))
-                default: out[d] = Int64(littleEndian: p.loadUnaligned(as: Int64.self))
+                case 1: put(d, Int64(p.load(as: UInt8.self)))
+                case -1: put(d, Int64(p.load(as: Int8.self)))
+                case 2: put(d, Int64(UInt16(littleEndian: p.loadUnaligned(as: UInt16.self))))
+                case -2: put(d, Int64(Int16(littleEndian: p.loadUnaligned(as: Int16.self))))
+                case 4: put(d, Int64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self))))
+                case -4: put(d, Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self))))
+                default: put(d, Int64(littleEndian: p.loadUnaligned(as: Int64.self)))
                 }
             } else if r.slot >= 0 {
                 if h.pointee.lazyBody >= 0 { materializeSlow() }
-                out[d] = Int64(bitPattern: slots[Int(r.slot)])
+                put(d, Int64(bitPattern: slots[Int(r.slot)]))
             }
             i &+= 1
         }

@@ -56,6 +56,12 @@ public final class CTFStream: @unchecked Sendable {
     let mapLength: Int
     /// Bytes of data: the file's size, or what a live stream was fed (LiveStream.swift).
     var fileSize: Int
+    /// An 8-byte load at any byte offset `o` with `o + 8 <= wideLoadLimit` stays inside the mapping:
+    /// the file's size rounded up to whole pages (a mapping covers the last page whole; its bytes
+    /// past the end of the file read as zero). 0 where no such load is allowed (a live stream's
+    /// memory, an empty file). ``readIntegers(_:count:into:)`` reads narrow fields with one 8-byte
+    /// load when the current event ends at least 8 bytes before it.
+    @usableFromInline let wideLoadLimit: Int
     @usableFromInline let slots: UnsafeMutablePointer<UInt64>
     let opsBuf: UnsafeMutablePointer<Op>
     let clock: CTFClock?
@@ -73,7 +79,7 @@ public final class CTFStream: @unchecked Sendable {
     /// Hot decoding state lives behind a pointer: no dynamic exclusivity checks in the inner loop.
     @usableFromInline
     struct HotState {
-        var pos = 0
+        @usableFromInline var pos = 0
         var end = 0
         var packetOffset = 0
         var nextPacketOffset = 0
@@ -177,6 +183,7 @@ public final class CTFStream: @unchecked Sendable {
             base = memory
             fileSize = 0
             mapLength = -1
+            wideLoadLimit = 0
         } else {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
@@ -191,9 +198,12 @@ public final class CTFStream: @unchecked Sendable {
             _ = madvise(m, fileSize, MADV_SEQUENTIAL)
             base = UnsafeRawPointer(m)
             mapLength = fileSize
+            let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+            wideLoadLimit = (fileSize + page - 1) / page * page
         } else {
             base = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 8))
             mapLength = 0
+            wideLoadLimit = 0
         }
         }
         guard let c = compiled[firstStreamID] else {

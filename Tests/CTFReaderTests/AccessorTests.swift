@@ -162,6 +162,89 @@ struct AccessorTests {
         #expect(compared == n * 16)
     }
 
+    /// The events of `readIntegersEqualsAccessors`' trace, each read with one 8-byte load per field
+    /// and with loads of each field's own width: the same values (signed fields of 1, 2 and 4
+    /// bytes holding negative values included).
+    @Test("readIntegers' 8-byte loads give what loads of each field's width give")
+    func wideLoadsEqualNarrowLoads() throws {
+        let n = 60
+        let set = try CTFTraceSet(paths: [try Self.write("wide", events: n)])
+        var it = set.makeMergedIterator()
+        var i = 0
+        while try it.next() {
+            let s = it.current
+            let ci = s.eventClassIndex
+            var refs: [CTFIntegerRef] = []
+            for k in [0, 2] { var r = s.integerRef(contextField: k, ofClass: ci); r.destination = refs.count; refs.append(r) }
+            // The big-endian payload field (6) is left out: it would decode the body.
+            for k in [0, 2, 3, 5, 8] {
+                var r = s.integerRef(payloadField: k, ofClass: ci)
+                guard r.isPresent else { continue }
+                r.destination = refs.count; refs.append(r)
+            }
+            #expect(s.hot.pointee.lazyBody >= 0)
+            #expect((s.hot.pointee.pos >> 3) + 8 <= s.wideLoadLimit, "event \(i) is read with 8-byte loads")
+            var wide = [Int64](repeating: 0, count: refs.count), narrow = wide
+            refs.withUnsafeBufferPointer { r in
+                wide.withUnsafeMutableBufferPointer { s.readIntegers(r.baseAddress!, count: r.count, into: $0.baseAddress!) }
+                narrow.withUnsafeMutableBufferPointer { s.readIntegersNarrow(r.baseAddress!, count: r.count, into: UnsafeMutableRawPointer($0.baseAddress!)) }
+            }
+            #expect(wide == narrow, "event \(i)")
+            let v = Self.values(i)
+            #expect(wide[0] == Int64(v.vpid) && wide[1] == Int64(v.vtid))
+            if i % 3 != 2 { #expect(wide[3] == Int64(v.i8) && wide[4] == Int64(v.i16) && wide[5] == Int64(v.u32) && wide[6] == Int64(v.last)) }
+            i += 1
+        }
+        #expect(i == n)
+    }
+
+    /// A file of exactly one page whose last event's last field (one byte) ends the file: an 8-byte
+    /// load there would read past the mapping, so that event is read with loads of each field's
+    /// width — and gives the right values.
+    @Test("readIntegers never loads past the end of the mapping: an event ending a page-sized file")
+    func noLoadPastTheMapping() throws {
+        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+        let header = HandBuiltTrace.packetPrefixSize
+        var body: [UInt8] = []
+        let n = 30
+        for i in 0..<(n - 1) { body += Self.eventBytes(i, Self.values(i)) }
+        // The last event (a fixed one: uint64 then int8) absorbs what is left of the page in its
+        // procname context string.
+        let lastIndex = n - 1    // (29: a fixed event, i % 3 == 2)
+        var last = Self.values(lastIndex)
+        last.procname = ""
+        let without = Self.eventBytes(lastIndex, last).count
+        last.procname = String(repeating: "p", count: page - header - body.count - without)
+        last.i8 = -5
+        body += Self.eventBytes(lastIndex, last)
+        let size = header + body.count
+        #expect(size == page)
+        var bytes = HandBuiltTrace.packetPrefix(begin: 100, end: UInt64(100 + 2000 * 10), contentBits: UInt64(size * 8), packetBits: UInt64(size * 8), seq: 0)
+        bytes += body
+        let dir = SharedDaemon.scratch.appendingPathComponent("acc-page-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Self.metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        try Data(bytes).write(to: dir.appendingPathComponent("stream_0"))
+        let set = try CTFTraceSet(paths: [dir.path])
+        var it = set.makeMergedIterator()
+        var count = 0
+        while try it.next() {
+            count += 1
+            guard count == n else { continue }
+            let s = it.current
+            #expect(s.eventClass.name == "acc:fixed")
+            #expect(s.hot.pointee.pos >> 3 == page)
+            #expect(s.wideLoadLimit == page)
+            var refs = [s.integerRef(payloadField: 0, ofClass: s.eventClassIndex), s.integerRef(payloadField: 1, ofClass: s.eventClassIndex),
+                        s.integerRef(contextField: 2, ofClass: s.eventClassIndex)]
+            for k in refs.indices { refs[k].destination = k }
+            var out = [Int64](repeating: 0, count: 3)
+            refs.withUnsafeBufferPointer { r in out.withUnsafeMutableBufferPointer { s.readIntegers(r.baseAddress!, count: 3, into: $0.baseAddress!) } }
+            #expect(out == [Int64(bitPattern: last.loop), -5, Int64(last.vtid)])
+        }
+        #expect(count == n)
+    }
+
     @Test("readIntegers on a lazily skipped body reads in place, and decodes it once for a field that needs it")
     func readIntegersInPlace() throws {
         let set = try CTFTraceSet(paths: [try Self.write("reads-lazy", events: 6)])

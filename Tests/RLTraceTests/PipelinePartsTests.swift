@@ -45,6 +45,47 @@ struct PipelinePartsTests {
         #expect(sink.text == "<" + String(repeating: "a", count: n) + ">")
     }
 
+    /// A large output to a file goes through the sink's writer thread (full buffers written while
+    /// the next fills): the file holds every byte in order, with records larger than a buffer and a
+    /// flush in the middle (which returns only once everything before it is written).
+    @Test("a file sink's writer thread writes every byte in order, flushes and finishes")
+    func writerThread() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bytesink-\(UUID().uuidString).txt").path
+        defer { unlink(path) }
+        let sink = try ByteSink(creating: path)
+        var expected: [UInt8] = []
+        for i in 0..<200_000 {
+            let line = "line \(i) \(String(repeating: "x", count: i % 37))\n"
+            sink.write(line)
+            expected += Array(line.utf8)
+            if i == 100_000 {
+                sink.flush()
+                let written = try Data(contentsOf: URL(fileURLWithPath: path))
+                #expect(written.count == expected.count, "flush returns once everything before it is written")
+            }
+            if i % 50_000 == 7 {
+                let n = 150_000 + i % 1000
+                sink.reserving(n) { c in for _ in 0..<n { c.byte(0x41) } }
+                expected += [UInt8](repeating: 0x41, count: n)
+            }
+        }
+        try sink.finish()
+        #expect(expected.count > 4 << 20)     // ~100 buffers: all but the first few through the writer thread
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(written.count == expected.count)
+        #expect(written == Data(expected))
+    }
+
+    /// A write error on the writer thread (a full device) is reported by ``ByteSink/finish()``.
+    @Test("a write error on the writer thread is reported by finish")
+    func writerThreadError() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let sink = try ByteSink(creating: "/dev/full")
+        for _ in 0..<100_000 { sink.write("0123456789abcdef0123456789abcdef\n") }
+        #expect(sink.writeError == ENOSPC)
+        #expect(throws: ByteSinkError.self) { try sink.finish() }
+    }
+
     @Test("the name table gives each distinct name one id, through cache evictions and back")
     func names() {
         let table = NameTable()

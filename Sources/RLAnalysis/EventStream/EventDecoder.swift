@@ -26,63 +26,61 @@ final class RunLoopFieldDecoder {
         self.evidence = evidence
     }
 
-    deinit { namedCache.deallocate(); values.deallocate() }
+    deinit { namedCache.deallocate() }
 
     @inline(__always)
     private func string(_ s: CTFStream, _ index: Int) -> Int32 {
         index < 0 ? NameTable.empty : (s.payloadStringBytes(at: index).map { names.intern($0) } ?? NameTable.empty)
     }
 
-    /// The integers of one event, read in one call (indexed by ``StreamPlan/Read``).
-    private let values = UnsafeMutablePointer<Int64>.allocate(capacity: StreamPlan.readCount)
-
-    /// Fills `e` (kind and time set) from the event `s` is on, of class `ci`, by stream plan `sp`.
+    /// Fills `e` (kind and time set, the other fields at their defaults) from the event `s` is on,
+    /// of class `ci`, by stream plan `sp`: the integer fields read straight into the event.
     @inline(__always)
-    func fill(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: inout RunLoopEvent) {
-        typealias R = StreamPlan.Read
-        // What an absent (or non-integer) field reads as: pid 0, vtid and CPU clock -1, the rest 0.
-        let v = values
-        v[R.pid.rawValue] = 0; v[R.vtid.rawValue] = -1; v[R.cpu.rawValue] = -1
-        v[R.loop.rawValue] = 0; v[R.iteration.rawValue] = 0; v[R.item.rawValue] = 0
-        v[R.a.rawValue] = 0; v[R.b.rawValue] = 0; v[R.c.rawValue] = 0; v[R.kind.rawValue] = 0
-        s.readIntegers(sp.reads(ci), count: sp.readCounts[ci], into: v)
-        e.pid = v[R.pid.rawValue]
-        e.vtid = v[R.vtid.rawValue]
-        e.cpu = v[R.cpu.rawValue]
+    func fill(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: UnsafeMutablePointer<RunLoopEvent>) {
+        // An absent field keeps its default: pid 0, vtid and CPU clock -1, the rest 0.
+        s.readIntegers(sp.reads(ci), count: sp.readCounts[ci], into: UnsafeMutableRawPointer(e))
         if sp.vtid >= 0 {
             // The procname context, interned once per run of events of one thread in this stream.
             if sp.procname >= 0 {
-                if e.vtid != sp.lastVtid || sp.lastProcname < 0 {
-                    sp.lastVtid = e.vtid
+                let vtid = e.pointee.vtid
+                if vtid != sp.lastVtid || sp.lastProcname < 0 {
+                    sp.lastVtid = vtid
                     sp.lastProcname = s.streamContextStringBytes(at: sp.procname).map { names.intern($0) } ?? -1
                 }
-                e.procname = sp.lastProcname
+                e.pointee.procname = sp.lastProcname
             }
         } else if sp.procname >= 0 {
-            e.procname = s.streamContextStringBytes(at: sp.procname).map { names.intern($0) } ?? -1
+            e.pointee.procname = s.streamContextStringBytes(at: sp.procname).map { names.intern($0) } ?? -1
         }
-        let p = sp.plan(ci).pointee
-        e.calloutKind = p.callout
-        e.loop = UInt64(bitPattern: v[R.loop.rawValue])
-        e.iteration = UInt64(bitPattern: v[R.iteration.rawValue])
-        e.item = UInt64(bitPattern: v[R.item.rawValue])
-        e.a = v[R.a.rawValue]; e.b = v[R.b.rawValue]; e.c = v[R.c.rawValue]
-        guard p.name >= 0 else { return }
-        switch p.nameRule {
+        let p = sp.plan(ci)
+        e.pointee.calloutKind = p.pointee.callout
+        let nameIndex = p.pointee.name
+        guard nameIndex >= 0 else { return }
+        switch p.pointee.nameRule {
         case .always:
-            e.name = string(s, p.name)
+            e.pointee.name = string(s, nameIndex)
         case .firstPerItem:
-            let key = ItemKey(pid: e.pid, item: e.item, kind: p.callout.rawValue)
-            let slot = Int(truncatingIfNeeded: (e.item &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(p.callout.rawValue)
+            let item = e.pointee.item
+            let key = ItemKey(pid: e.pointee.pid, item: item, kind: p.pointee.callout.rawValue)
+            let slot = Int(truncatingIfNeeded: (item &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(p.pointee.callout.rawValue)
             if namedCache[slot] == key { break }
-            if !namedItems.contains(key) { namedItems.insert(key); e.name = string(s, p.name) }
+            if !namedItems.contains(key) { namedItems.insert(key); e.pointee.name = string(s, nameIndex) }
             namedCache[slot] = key
         case .never:
             break
         case .forensic:
-            e.c = evidence.add(s, e)
+            e.pointee.c = evidence.add(s, e.pointee)
         }
-        if p.kindField >= 0, let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: v[R.kind.rawValue])) { e.calloutKind = ck }
+        if p.pointee.kindField >= 0 { readItemKind(s, sp, classIndex: ci, into: e) }
+    }
+
+    /// The `kind` field of `item_added` / `item_removed` into the event's callout kind (out of line:
+    /// a local the reader writes through a pointer would put a stack guard on every event's path).
+    @inline(never)
+    private func readItemKind(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: UnsafeMutablePointer<RunLoopEvent>) {
+        var k: Int64 = 0
+        withUnsafeMutablePointer(to: &k) { s.readIntegers(sp.kindReads + ci, count: 1, into: UnsafeMutableRawPointer($0)) }
+        if let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: k)) { e.pointee.calloutKind = ck }
     }
 }
 
@@ -116,19 +114,28 @@ extension RunLoopFieldDecoder {
     /// - Throws: ``AnalysisError/schemaMismatch(_:)`` for a `runloop` event lacking a field.
     @inline(__always)
     func decode(_ s: CTFStream, _ sp: StreamPlan, ts: Int64) throws -> RunLoopEvent? {
+        var e = RunLoopEvent(kind: .gap, ts: ts)
+        return try decode(s, sp, ts: ts, into: &e) ? e : nil
+    }
+
+    /// ``decode(_:_:ts:)`` into `e` (initialized memory, overwritten): false for an event the loop
+    /// model does not take (`e` then holds garbage).
+    @inline(__always)
+    func decode(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
         let ci = s.eventClassIndex
         let kind = sp.kinds[ci]
         guard kind < EventPlan.aux else {
             if kind == EventPlan.aux {
                 evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
             }
-            return nil
+            return false
         }
         if sp.incomplete[ci] != 0 {
             throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
         }
-        var e = RunLoopEvent(kind: RunLoopEvent.Kind(rawValue: kind).unsafelyUnwrapped, ts: ts)
-        fill(s, sp, classIndex: ci, into: &e)
-        return e
+        // `kind` is a plan's kind below `aux`: a `RunLoopEvent.Kind` raw value (EventPlan.init).
+        e.pointee = RunLoopEvent(kind: unsafeBitCast(kind, to: RunLoopEvent.Kind.self), ts: ts)
+        fill(s, sp, classIndex: ci, into: e)
+        return true
     }
 }

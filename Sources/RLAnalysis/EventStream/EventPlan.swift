@@ -132,14 +132,38 @@ final class StreamPlan {
     /// (`perf_thread_task_clock`, ns) (-1: absent).
     let vpid: Int, vtid: Int, procname: Int, taskClock: Int
     /// Per event class, room for ``readCount`` integer references: those of the fields the class
-    /// has (the context's `vpid`, `vtid` and CPU clock, the plan's payload fields), each naming
-    /// the ``Read`` it is stored at; ``readCounts`` says how many.
+    /// has (the context's `vpid`, `vtid` and CPU clock, the plan's payload fields), each with the
+    /// ``RunLoopEvent`` field it is read into as its destination (the field's byte offset / 8);
+    /// ``readCounts`` says how many.
     let reads: UnsafeMutablePointer<CTFIntegerRef>
-    /// The integers ``RunLoopFieldDecoder`` reads per event, by position in ``reads``.
-    enum Read: Int, CaseIterable { case pid, vtid, cpu, loop, iteration, item, a, b, c, kind }
+    /// The integers ``RunLoopFieldDecoder`` reads per event, each into a ``RunLoopEvent`` field.
+    enum Read: Int, CaseIterable {
+        case pid, vtid, cpu, loop, iteration, item, a, b, c
+
+        /// The field's position in a ``RunLoopEvent``, in 8-byte words.
+        var destination: Int {
+            let k: PartialKeyPath<RunLoopEvent>
+            switch self {
+            case .pid: k = \RunLoopEvent.pid
+            case .vtid: k = \RunLoopEvent.vtid
+            case .cpu: k = \RunLoopEvent.cpu
+            case .loop: k = \RunLoopEvent.loop
+            case .iteration: k = \RunLoopEvent.iteration
+            case .item: k = \RunLoopEvent.item
+            case .a: k = \RunLoopEvent.a
+            case .b: k = \RunLoopEvent.b
+            case .c: k = \RunLoopEvent.c
+            }
+            let offset = MemoryLayout<RunLoopEvent>.offset(of: k)!
+            precondition(offset % 8 == 0 && MemoryLayout<RunLoopEvent>.alignment >= 8, "RunLoopEvent's integer fields are 8-byte aligned")
+            return offset / 8
+        }
+    }
     static let readCount = Read.allCases.count
     /// Per event class, how many of its ``reads`` there are (the fields it has).
     let readCounts: UnsafeMutablePointer<Int>
+    /// Per event class, the `kind` field of `item_added` / `item_removed` (absent for the others).
+    let kindReads: UnsafeMutablePointer<CTFIntegerRef>
     /// The procname of the last thread seen in this stream (a thread's events come in runs).
     var lastVtid: Int64 = .min
     var lastProcname: Int32 = -1
@@ -168,6 +192,8 @@ final class StreamPlan {
         let n = StreamPlan.readCount
         reads = .allocate(capacity: max(1, plans.count * n))
         readCounts = .allocate(capacity: max(1, plans.count))
+        kindReads = .allocate(capacity: max(1, plans.count))
+        let destinations = Read.allCases.map(\.destination)
         for (ci, p) in plans.enumerated() {
             let all: [(Read, CTFIntegerRef)] = [
                 (.pid, s.integerRef(contextField: vpid, ofClass: ci)),
@@ -179,20 +205,20 @@ final class StreamPlan {
                 (.a, s.integerRef(payloadField: p.a, ofClass: ci)),
                 (.b, s.integerRef(payloadField: p.b, ofClass: ci)),
                 (.c, s.integerRef(payloadField: p.c, ofClass: ci)),
-                (.kind, s.integerRef(payloadField: p.kindField, ofClass: ci)),
             ]
             var k = 0
             for (what, ref) in all where ref.isPresent {
                 var r = ref
-                r.destination = what.rawValue
+                r.destination = destinations[what.rawValue]
                 reads[ci * n + k] = r
                 k += 1
             }
             readCounts[ci] = k
+            (kindReads + ci).initialize(to: s.integerRef(payloadField: p.kindField, ofClass: ci))
         }
     }
 
-    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate(); reads.deallocate(); readCounts.deallocate() }
+    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate(); reads.deallocate(); readCounts.deallocate(); kindReads.deallocate() }
 
     /// The integer references of event class `index` (`readCounts[index]` of them).
     @inline(__always)

@@ -138,23 +138,19 @@ public final class RunLoopEventSource: @unchecked Sendable {
         } else {
             let chunk = Chunk()
             var failure: Error?, bodyFailed = false
-            func deliver() throws {
-                defer { chunk.events.deinitialize(count: chunk.count); chunk.count = 0 }
-                do { try body(UnsafeBufferPointer(start: chunk.events, count: chunk.count)) } catch { bodyFailed = true; throw error }
-            }
             do {
-                try produce(EventGate(filter)) { e in
-                    (chunk.events + chunk.count).initialize(to: e)
-                    chunk.count += 1
-                    if chunk.count == Chunk.capacity { try deliver() }
-                    return true
+                try produce(EventGate(filter), into: Filling(chunk)) { _ in
+                    defer { chunk.count = 0 }
+                    do { try body(UnsafeBufferPointer(start: chunk.events, count: chunk.count)) } catch { bodyFailed = true; throw error }
+                    return chunk
                 }
             } catch {
                 failure = error
             }
             // What was read before a reader error is delivered before it is thrown.
-            if chunk.count > 0 {
-                if bodyFailed { chunk.events.deinitialize(count: chunk.count); chunk.count = 0 } else { try deliver() }
+            if chunk.count > 0 && !bodyFailed {
+                defer { chunk.count = 0 }
+                try body(UnsafeBufferPointer(start: chunk.events, count: chunk.count))
             }
             if let failure { throw failure }
         }
@@ -163,21 +159,57 @@ public final class RunLoopEventSource: @unchecked Sendable {
         }
     }
 
-    /// Reads every event and hands each decoded `runloop` event to `body`, until `body` returns false.
-    private func produce(_ gate: EventGate, _ body: (RunLoopEvent) throws -> Bool) throws {
+    /// Where the reading thread decodes events: straight into the next free entry of a chunk. When
+    /// the chunk is full, `full` gets it and returns the chunk to fill next.
+    private final class Filling {
+        var chunk: Chunk
+        init(_ chunk: Chunk) { self.chunk = chunk }
+    }
+
+    /// Reads every event and decodes each `runloop` event the gate accepts into `target`'s chunk,
+    /// calling `full` with each chunk that fills up (which returns the next one to fill).
+    private func produce(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk) throws {
         var it = traceSet.makeMergedIterator()
         // Plans as unmanaged references, used through `_withUnsafeGuaranteedRef`: the source owns
         // them for its whole life (`plans`), so the per-event path needs no retain or release of
         // them (copying an `unowned(unsafe)` reference into a local retained it); the iterator's
-        // loop hands the stream over the same way.
+        // loop hands the stream over the same way, and the chunk being filled is kept unretained
+        // too (`target` holds it).
         let refs = ContiguousArray(plans.map { Unmanaged.passUnretained($0) })
         let shared = ContiguousArray(streams.indices.map { overlap.isShared($0) })
+        var chunk = Unmanaged.passUnretained(target.chunk)
+        // The entry just written is delivered: counted, and a full chunk handed on.
+        func advance(_ c: Chunk) throws {
+            c.count &+= 1
+            if c.count == Chunk.capacity {
+                target.chunk = try full(c)
+                chunk = Unmanaged.passUnretained(target.chunk)
+            }
+        }
         do {
-            try withExtendedLifetime((plans, gate)) {
+            try withExtendedLifetime((plans, gate, target)) {
                 try it.forEachEvent { index, s in
-                    try refs[index]._withUnsafeGuaranteedRef { sp in
-                        try step(s, sp, index: index, shared: shared[index], gate, body)
+                    // A stream another trace also holds (flight-recorder snapshots): each packet once.
+                    var gap = false
+                    if shared[index] {
+                        let v = overlap.check(s, index: index)
+                        if v == .duplicate { return true }
+                        gap = v == .gap
                     }
+                    let ts = clock.time(of: s)
+                    if gap, window != nil {
+                        // Where two overlapping snapshots do not meet: a gap event before this one.
+                        try chunk._withUnsafeGuaranteedRef { c in
+                            (c.events + c.count).pointee = RunLoopEvent(kind: .gap, ts: ts)
+                            try advance(c)
+                        }
+                    }
+                    try refs[index]._withUnsafeGuaranteedRef { sp in
+                        try chunk._withUnsafeGuaranteedRef { c in
+                            if try step(s, sp, ts: ts, gate, into: c) { try advance(c) }
+                        }
+                    }
+                    return true
                 }
             }
         } catch let e as AnalysisError {
@@ -187,25 +219,16 @@ public final class RunLoopEventSource: @unchecked Sendable {
         }
     }
 
-    /// The event `s` is on: counted, timed, decoded by plan `sp` and handed to `body` if the gate
-    /// accepts it. Returns false when `body` asks to stop.
+    /// The event `s` is on, at time `ts`: decoded by plan `sp` into the next entry of `c`; true
+    /// when it is to be delivered (a `runloop` event the gate accepts).
     @inline(__always)
-    private func step(_ s: CTFStream, _ sp: StreamPlan, index: Int, shared: Bool, _ gate: EventGate,
-                      _ body: (RunLoopEvent) throws -> Bool) throws -> Bool {
-        // A stream another trace also holds (flight-recorder snapshots): each packet once.
-        var gap = false
-        if shared {
-            let v = overlap.check(s, index: index)
-            if v == .duplicate { return true }
-            gap = v == .gap
-        }
-        let ts = clock.time(of: s)
-        if gap, window != nil, try !body(RunLoopEvent(kind: .gap, ts: ts)) { return false }
-        guard let e = try fields.decode(s, sp, ts: ts) else { return true }
+    private func step(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, _ gate: EventGate, into c: Chunk) throws -> Bool {
+        let e = c.events + c.count
+        guard try fields.decode(s, sp, ts: ts, into: e) else { return false }
         runLoopEvents &+= 1
-        guard gate.accepts(e, epochOffset: clockOffset) else { return true }
+        guard gate.accepts(e.pointee, epochOffset: clockOffset) else { return false }
         if window == nil { window = (gate.lo, gate.hi) }
-        return try body(e)
+        return true
     }
 
     // MARK: two threads
@@ -214,7 +237,12 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// strings interned while it was filled.
     private final class Chunk: @unchecked Sendable {
         static let capacity = 8192
-        let events = UnsafeMutablePointer<RunLoopEvent>.allocate(capacity: Chunk.capacity)
+        /// Entries, initialized once (a `RunLoopEvent` is a trivial type: decoding overwrites them).
+        let events: UnsafeMutablePointer<RunLoopEvent> = {
+            let p = UnsafeMutablePointer<RunLoopEvent>.allocate(capacity: Chunk.capacity)
+            p.initialize(repeating: RunLoopEvent(kind: .gap, ts: 0), count: Chunk.capacity)
+            return p
+        }()
         var count = 0
         var newNames: [String] = []
         var last = false
@@ -249,14 +277,10 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 chunk.count = 0
             }
             do {
-                try produce(EventGate(filter)) { e in
-                    (chunk.events + chunk.count).initialize(to: e)
-                    chunk.count += 1
-                    if chunk.count == Chunk.capacity {
-                        if stop.isSet { throw CancellationError() }     // the consumer gave up
-                        publish(last: false)
-                    }
-                    return true
+                try produce(EventGate(filter), into: Filling(chunk)) { _ in
+                    if stop.isSet { throw CancellationError() }     // the consumer gave up
+                    publish(last: false)
+                    return chunk
                 }
                 publish(last: true)
             } catch {
@@ -280,7 +304,6 @@ public final class RunLoopEventSource: @unchecked Sendable {
                     stop.set()
                 }
             }
-            (chunk.events).deinitialize(count: chunk.count)
             let last = chunk.last, error = chunk.error
             free.signal()
             if last {

@@ -81,11 +81,22 @@ public final class ByteSink {
     /// Everything written, for an in-memory sink.
     private var memory: [UInt8] = []
     private let fd: Int32
-    private let ownsFD: Bool
+    /// Whether the sink opened `fd` and still has to close it.
+    private var ownsFD: Bool
+    /// Set once ``finish()`` closed the file: anything written later is dropped (the descriptor
+    /// number may already name another file).
+    private var closed = false
     /// Where the output goes (for messages).
     public let path: String
     /// The first write error (errno), if any: later writes are dropped.
-    public private(set) var writeError: Int32 = 0
+    public var writeError: Int32 { ownError != 0 ? ownError : (writer?.error ?? 0) }
+    private var ownError: Int32 = 0
+    /// Writes full buffers on another thread, once the output has grown past a few buffers (a
+    /// small output is written on the caller's thread).
+    private var writer: BufferWriter?
+    /// Buffers flushed on the caller's thread so far (the writer starts after ``syncFlushes``).
+    private var flushes = 0
+    private static let syncFlushes = 4
     private var scratch: [UInt8] = []
 
     /// A sink writing to an open descriptor (standard output is 1).
@@ -107,6 +118,7 @@ public final class ByteSink {
 
     deinit {
         flush()
+        writer?.stop()
         if ownsFD { close(fd) }
         raw.deallocate()
     }
@@ -117,32 +129,53 @@ public final class ByteSink {
         return String(decoding: memory, as: UTF8.self)
     }
 
-    /// Writes the pending bytes out (to memory for an in-memory sink).
+    /// Writes the pending bytes out (to memory for an in-memory sink), and returns once everything
+    /// written to the sink so far is written.
     public func flush() {
+        writer?.drain()
         guard count > 0 else { return }
         if fd < 0 {
             memory.append(contentsOf: UnsafeBufferPointer(start: raw, count: count))
-        } else if writeError == 0 {
+        } else if writeError == 0 && !closed {
             var off = 0
             while off < count {
                 let n = Glibc.write(fd, raw + off, count - off)
-                if n < 0 { if errno == EINTR { continue }; writeError = errno; break }
+                if n < 0 { if errno == EINTR { continue }; ownError = errno; break }
                 off += n
             }
+            flushes &+= 1
         }
         count = 0
     }
 
-    /// Flushes and closes an owned file; throws if any write failed.
+    /// A full buffer: handed to the writer thread (started once the output is large), which
+    /// writes it while the caller fills another; written here for a small output or in memory.
+    @inline(never)
+    private func flushFull() {
+        guard fd >= 0, !closed, ownError == 0, flushes >= ByteSink.syncFlushes else { return flush() }
+        if writer == nil { writer = BufferWriter(fd: fd) }
+        let next = writer!.handOver(raw, count: count, capacity: rawCapacity, minCapacity: ByteSink.capacity)
+        raw = next.p
+        rawCapacity = next.capacity
+        count = 0
+    }
+
+    /// Flushes and closes an owned file; throws if any write failed. The file is not synced to disk
+    /// (as `cp` and babeltrace2 do not): `fsync` of a large export made the command wait for the
+    /// disk — 0.4 s of a 0.8 s export of 228 MB; a deferred write error is reported by `close`.
     public func finish() throws {
         flush()
         if writeError != 0 { throw ByteSinkError(path: path, message: String(cString: strerror(writeError))) }
-        if ownsFD && fsync(fd) != 0 && errno != EINVAL { throw ByteSinkError(path: path, message: String(cString: strerror(errno))) }
+        if ownsFD {
+            ownsFD = false
+            closed = true
+            if close(fd) != 0 && errno != EINTR { throw ByteSinkError(path: path, message: String(cString: strerror(errno))) }
+        }
     }
 
     @inline(__always)
     private func room(_ n: Int) {
-        if count &+ n > ByteSink.flushAt { flush() }
+        if count &+ n > ByteSink.flushAt { flushFull() }
     }
 
     /// Appends raw bytes.

@@ -75,27 +75,35 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         seq += 1
         let row = Row(record: it, loop: loop, spin: false, seq: seq)
         if it.depth == 0 {
-            var st = spins[loop.key] ?? SpinState()
-            if it.slept || it.nestedSleeps > 0 {
-                for r in st.pending { heap.insert(r) }
-                st.pending.removeAll(keepingCapacity: true)
-                st.inSpin = false
-                heap.insert(row)
-            } else if st.inSpin {
-                heap.insert(Row(record: it, loop: loop, spin: true, seq: seq))
-            } else {
-                st.pending.append(row)
-                if st.pending.count >= options.spinMinIterations {
-                    for var r in st.pending { r.spin = true; heap.insert(r) }
-                    st.pending.removeAll(keepingCapacity: true)
-                    st.inSpin = true
-                }
-            }
-            spins[loop.key] = st
+            // In place in the dictionary: a copy of the state would copy its pending rows (up to
+            // spinMinIterations of them) at every append.
+            admit(row, slept: it.slept || it.nestedSleeps > 0, into: &spins[loop.key, default: SpinState()])
         } else {
             heap.insert(row)
         }
         release(upTo: watermark(now: it.end))
+    }
+
+    /// A top-level iteration: printed at once if it slept (with the run of non-sleeping ones before
+    /// it), held while its loop's run of non-sleeping iterations may still become a spin.
+    private func admit(_ row: Row, slept: Bool, into st: inout SpinState) {
+        if slept {
+            for r in st.pending { heap.insert(r) }
+            st.pending.removeAll(keepingCapacity: true)
+            st.inSpin = false
+            heap.insert(row)
+        } else if st.inSpin {
+            var r = row
+            r.spin = true
+            heap.insert(r)
+        } else {
+            st.pending.append(row)
+            if st.pending.count >= options.spinMinIterations {
+                for var r in st.pending { r.spin = true; heap.insert(r) }
+                st.pending.removeAll(keepingCapacity: true)
+                st.inSpin = true
+            }
+        }
     }
 
     /// How long (trace time) lines may wait for an iteration still open on another loop: a loop
@@ -233,8 +241,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             out.reserving(TimelineSink.calloutRoom) { c in c.write(") "); c.duration(cl.duration) }
         }
         if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
-        let mode = resolver?.names[it.mode] ?? ""
-        if !mode.isEmpty && mode != "kCFRunLoopDefaultMode" { out.write(" {"); out.write(mode); out.byte(0x7D) }
+        writeMode(it.mode)
         if hang || slow || r.spin || late || it.clipped {
             out.write("  ◀ ")
             var sep = false
@@ -252,6 +259,25 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         }
         out.newline()
         shown += 1
+    }
+
+    /// Per mode id, what a line shows for it (` {mode}`; nil for no mode and the default mode),
+    /// worked out once per mode.
+    private var modeLabels: [Int32: [UInt8]?] = [:]
+    private var lastMode: (id: Int32, label: [UInt8]?) = (-1, nil)
+
+    @inline(__always)
+    private func writeMode(_ id: Int32) {
+        if id != lastMode.id {
+            let label: [UInt8]?
+            if let known = modeLabels[id] { label = known } else {
+                let mode = resolver?.names[id] ?? ""
+                label = mode.isEmpty || mode == "kCFRunLoopDefaultMode" ? nil : Array(" {\(mode)}".utf8)
+                modeLabels[id] = label
+            }
+            lastMode = (id, label)
+        }
+        if let l = lastMode.label { out.write(l) }
     }
 
     private func accept(_ it: IterationRecord, flagged: Bool) -> Bool {
