@@ -61,7 +61,14 @@ let package = Package(
                          swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
-        .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl", "TestSupport"],
+        // issue 16: LTTng's own floor for tracing-bench (a bench-only provider `rlbench_floor`: one
+        // integer field, and runloop:block_entry's payload emitted from C), compiled out with RLTRACE_DISABLED=1.
+        .target(
+            name: "CTracingBenchFloor", path: "Benchmarks/tracing-bench-floor",
+            cSettings: [.headerSearchPath(".")] + (tracingDisabled ? [.define("RLTRACE_DISABLED")] : []),
+            linkerSettings: tracingDisabled ? [] : [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")]
+        ),
+        .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl", "TestSupport", "CTracingBenchFloor"],
                           path: "Benchmarks/tracing-bench", swiftSettings: tracingDefines),
 
         // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (issue 8; scripts/bench.sh) ---

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tracepoint cost, side by side: this build (tracing compiled in, no session), the same build
 # recording `runloop:*` in a private session daemon, and a build with tracing compiled out
-# (RLTRACE_DISABLED=1).
+# (RLTRACE_DISABLED=1). Then (issue 16) recording as `rltrace record` records — contexts none /
+# vpid,vtid,procname / + perf:thread:task-clock — next to LTTng's own floor, a C tracepoint with
+# one integer field (`rlbench_floor:int1`) recorded by the same session.
 #
 #   scripts/bench-tracing.sh                 # timings (best of interleaved runs)
 #   scripts/bench-tracing.sh --instructions  # also instructions per loop iteration / per block,
@@ -34,4 +36,24 @@ if [ "${1:-}" = "--instructions" ]; then
     i_on=$(( (b_on - a_on) / 20000 )); i_off=$(( (b_off - a_off) / 20000 ))
     printf "%-34s %12d %12d %+7.2f%%\n" "loop: $w, both multi-threaded" "$i_on" "$i_off" "$(echo "($i_on - $i_off) * 100 / $i_off" | bc -l)"
   done
+  # Recording: the children run under `tracing-bench session` (a private daemon recording runloop:*
+  # and rlbench_floor:* with the contexts given), each per pair = one callout's entry + exit.
+  echo
+  echo "instructions per callout while recording (valgrind, (N=30000 run - N=10000 run) / 20000)"
+  printf "%-42s %12s %20s\n" workload "no context" "vpid,vtid,procname"
+  export -f ir
+  for w in floor floorblock block source0 batch; do
+    row=()
+    for ctx in none vpid,vtid,procname; do
+      row+=("$("$on" session --contexts "$ctx" -- bash -c "a=\$(ir $tmp/on child-recording-count $w 10000); b=\$(ir $tmp/on child-recording-count $w 30000); echo \$(( (b - a) / 20000 ))")")
+    done
+    case $w in
+      floor) label="LTTng floor: C, 1 int field (2 events)";; floorblock) label="C, block_entry's payload (2 events)";;
+      block) label="ours: RLTrace block entry+exit";; source0) label="ours: RLTrace source0 entry+exit";;
+      batch) label="batch perform, per block (rl-bench 1)";;
+    esac
+    printf "%-42s %12s %20s\n" "$label" "${row[0]}" "${row[1]}"
+  done
+  a=$(ir "$tmp/on" child-recording-count batch 10000); b=$(ir "$tmp/on" child-recording-count batch 30000)
+  printf "%-42s %12s\n" "batch perform, per block, no session" "$(( (b - a) / 20000 ))"
 fi

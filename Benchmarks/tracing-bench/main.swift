@@ -6,12 +6,23 @@
 //   .build/release/tracing-bench --baseline .build-notrace/release/tracing-bench
 //
 // (scripts/bench-tracing.sh does exactly that.) Without --baseline only this build is measured.
-// Internal modes (run as child processes): child-sites, child-enabled, child-loop.
+// Internal modes (run as child processes): child-sites, child-enabled, child-loop, child-recording.
+//
+// Recording rows (issue 16): the same session set-up as `rltrace record` (runloop:*, contexts
+// vpid, vtid, procname, and perf:thread:task-clock as rltrace adds it for root), side by side with
+// LTTng's own floor: a C tracepoint of a bench-only provider (`rlbench_floor:int1`, one integer
+// field; Benchmarks/tracing-bench-floor) recorded by the same session with the same contexts.
+//
+//   tracing-bench session [--contexts a,b,...|none] [--output DIR] -- COMMAND ARGS...
+// runs COMMAND while a private session daemon records runloop:* and rlbench_floor:* with those
+// contexts (default vpid,vtid,procname; the trace is kept in DIR if given), e.g. under perf or valgrind:
+//   tracing-bench session -- valgrind --tool=callgrind ./tracing-bench child-recording-count block 10000
 import Foundation
 import LTTngControl
 import RunLoopCore
 import TestSupport
 import RunLoopTracing
+import CTracingBenchFloor
 
 // MARK: timing helpers
 
@@ -97,6 +108,97 @@ func measureEnabledPairs() -> (source0: Double, observer: Double, timer: Double)
     return (best(5, s0) / Double(n), best(5, ob) / Double(n), best(5, tm) / Double(n))
 }
 
+/// What one recording child measures (ns; a "pair" is one callout's entry and exit events).
+struct RecordingNumbers: Codable {
+    var floorInt1Pair: Double        // C: two rlbench_floor:int1 events
+    var floorBlockLikePair: Double   // C: two rlbench_floor:block_like events (block_entry's payload)
+    var blockPair: Double            // RLTrace.blockEntry + blockExit, name "" (as RunLoopCore's perform-block)
+    var source0Pair: Double          // RLTrace.source0Entry + source0Exit, name "bench-source"
+    var timerPair: Double            // RLTrace.timerEntry + timerExit, name "bench-timer"
+    var loopBlockNs: Double          // RunLoopCore perform-block, batches of 100 drained by polling runs
+    var loopPingNs: Double           // RunLoopCore source0 ping iteration + all-activities observer
+    var batchNs: Double              // rl-bench workload 1: 200k performBlock(forMode:), drained by polling runs
+    var floorRecorded: Bool          // the session records rlbench_floor:int1
+
+    static let worst = RecordingNumbers(floorInt1Pair: .infinity, floorBlockLikePair: .infinity, blockPair: .infinity,
+                                        source0Pair: .infinity, timerPair: .infinity, loopBlockNs: .infinity,
+                                        loopPingNs: .infinity, batchNs: .infinity, floorRecorded: true)
+    mutating func merge(_ o: RecordingNumbers) {
+        batchNs = min(batchNs, o.batchNs)
+        floorInt1Pair = min(floorInt1Pair, o.floorInt1Pair); floorBlockLikePair = min(floorBlockLikePair, o.floorBlockLikePair)
+        blockPair = min(blockPair, o.blockPair); source0Pair = min(source0Pair, o.source0Pair)
+        timerPair = min(timerPair, o.timerPair); loopBlockNs = min(loopBlockNs, o.loopBlockNs)
+        loopPingNs = min(loopPingNs, o.loopPingNs); floorRecorded = floorRecorded && o.floorRecorded
+    }
+}
+
+@inline(never) func blockPairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
+    // As RunLoopCore's tracedBlock: a block has no name, `name ?? ""` is recorded as "(unnamed)".
+    let name: String? = opaque(nil)
+    for i in 0..<n {
+        RLTrace.blockEntry(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
+        RLTrace.blockExit(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
+    }
+}
+
+@inline(never) func source0Pairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
+    let name: String? = opaque("bench-source")
+    for i in 0..<n {
+        RLTrace.source0Entry(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
+        RLTrace.source0Exit(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
+    }
+}
+
+@inline(never) func timerPairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
+    let name: String? = opaque("bench-timer")
+    for i in 0..<n {
+        RLTrace.timerEntry(loop: loop, iteration: UInt64(i), item: item, name: name ?? "", scheduledNs: UInt64(i))
+        RLTrace.timerExit(loop: loop, iteration: UInt64(i), item: item, name: name ?? "", scheduledNs: UInt64(i))
+    }
+}
+
+/// rl-bench's workload 1 (batch perform), ns per block: `n` blocks queued with
+/// `performBlock(forMode:)` (no wake-up), then polling runs until all ran; on a fresh thread, so a
+/// fresh loop. Recording, each block is one callout: block_entry + block_exit.
+func batchPerformOnce(_ n: Int) -> Double {
+    final class Box: @unchecked Sendable { var n = 0; var ns = 0.0 }
+    let box = Box()
+    let done = DispatchSemaphore(value: 0)
+    let t = Thread {
+        let loop = RLRunLoop.current
+        let t0 = nowNs()
+        for _ in 0..<n { loop.performBlock(forMode: .default) { box.n &+= 1 } }
+        while box.n < n { _ = loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
+        box.ns = Double(nowNs() - t0) / Double(n)
+        done.signal()
+    }
+    t.start()
+    done.wait()
+    return box.ns
+}
+
+/// The recording child: the floor and our events, interleaved (floor, ours, …), best of 5 each.
+func measureRecording() -> RecordingNumbers {
+    let n = 200_000
+    let loop = opaque(UInt64(1)), item = opaque(UInt64(2))
+    var r = RecordingNumbers.worst
+    r.floorRecorded = rlbench_floor_int1_enabled() != 0
+    rlbench_floor_int1_pairs(UInt64(n / 10)); blockPairs(n / 10, loop, item)
+    _ = measureSourcePingPong(iterations: 2_000, reps: 1)
+    for _ in 0..<5 {
+        r.floorInt1Pair = min(r.floorInt1Pair, best(1) { rlbench_floor_int1_pairs(UInt64(n)) } / Double(n))
+        r.blockPair = min(r.blockPair, best(1) { blockPairs(n, loop, item) } / Double(n))
+        r.floorBlockLikePair = min(r.floorBlockLikePair, best(1) { rlbench_floor_block_like_pairs(UInt64(n), "(unnamed)") } / Double(n))
+        r.source0Pair = min(r.source0Pair, best(1) { source0Pairs(n, loop, item) } / Double(n))
+        r.timerPair = min(r.timerPair, best(1) { timerPairs(n, loop, item) } / Double(n))
+    }
+    _ = batchPerformOnce(10_000)
+    for _ in 0..<5 { r.batchNs = min(r.batchNs, batchPerformOnce(200_000)) }
+    r.loopBlockNs = measureBlocks(count: 100_000, reps: 5)
+    r.loopPingNs = measureSourcePingPong(iterations: 50_000, reps: 3)
+    return r
+}
+
 // MARK: run-loop benchmarks (RunLoopCore with all its tracepoints)
 
 /// ns per loop iteration: a source0 that re-signals itself (so the loop never sleeps), with an
@@ -175,6 +277,91 @@ func isolatedEnvironment() -> [String: String] {
 
 func fmt(_ x: Double) -> String { String(format: "%8.2f", x) }
 
+// MARK: recording as `rltrace record` records, against LTTng's floor (issue 16)
+
+/// The contexts `rltrace record` adds by default for a user who may open perf counters (root here):
+/// Sources/rltrace/Record.swift `defaultContexts()` (vpid, vtid, procname, perf:thread:task-clock).
+let rltraceContexts = ["vpid", "vtid", "procname"]
+let rltracePerfContext = "perf:thread:task-clock"
+
+nonisolated(unsafe) var sessionCounter = 0
+
+/// Runs `body` while a session of `daemon` records runloop:* and rlbench_floor:* with `contexts`
+/// on one channel (overwrite mode, 8 × 1 MiB per-uid sub-buffers: every event is written, none is
+/// discarded — in discard mode a producer faster than the consumer would lose events, which cost less).
+/// The trace goes to `keep` if given (left there), else to a temporary folder deleted afterwards.
+func withRecordingSession<T>(_ daemon: PrivateSessionDaemon, contexts: [String], keep: String? = nil,
+                             _ body: () throws -> T) throws -> T {
+    sessionCounter += 1
+    let out = keep.map { URL(fileURLWithPath: $0) }
+        ?? FileManager.default.temporaryDirectory.appendingPathComponent("tracing-bench-rec-\(getpid())-\(sessionCounter)")
+    let session = try LTTngSession.create(name: "benchrec\(getpid())x\(sessionCounter)", outputDirectory: out, cli: daemon.cli)
+    defer { try? session.destroy(); if keep == nil { try? FileManager.default.removeItem(at: out) } }
+    try session.enableChannel("bench", subbufferSize: 1 << 20, subbufferCount: 8, overwrite: true)
+    try session.enableUserspaceEvents("runloop:*", channel: "bench")
+    try session.enableUserspaceEvents("rlbench_floor:*", channel: "bench")
+    try session.addContexts(contexts, channel: "bench")
+    try session.start()
+    let r = try body()
+    try session.stop()
+    return r
+}
+
+/// Recording rows: per context set, LTTng's floor and our events, best of `rounds` interleaved children.
+func recordingTable(me: String, quiet: [String: String], rounds: Int) throws {
+    let configs: [(label: String, contexts: [String])] = [
+        ("no context", []),
+        ("vpid,vtid,procname", rltraceContexts),
+        ("+ perf task-clock", rltraceContexts + [rltracePerfContext]),
+    ]
+    var nums = Array(repeating: RecordingNumbers.worst, count: configs.count)
+    // The same child with no session daemon reachable: the loop rows untraced.
+    var untraced = RecordingNumbers.worst
+    let daemon = try PrivateSessionDaemon.start()
+    defer { daemon.stop() }
+    for _ in 0..<rounds {
+        untraced.merge(try JSONDecoder().decode(RecordingNumbers.self, from: Data(try runChild(me, ["child-recording"], env: quiet).utf8)))
+        for (i, c) in configs.enumerated() {
+            let out = try withRecordingSession(daemon, contexts: c.contexts) {
+                try runChild(me, ["child-recording"], env: daemon.applicationEnvironment)
+            }
+            nums[i].merge(try JSONDecoder().decode(RecordingNumbers.self, from: Data(out.utf8)))
+        }
+    }
+    print("recording runloop:* + rlbench_floor:* (one overwrite channel, 8 × 1 MiB per-uid), ns per callout")
+    print("(= entry + exit event), best of \(rounds) interleaved rounds × 5; rltrace record's contexts are")
+    print("vpid,vtid,procname, plus perf:thread:task-clock for root")
+    print("")
+    let w = 40
+    print("".padding(toLength: w, withPad: " ", startingAt: 0) + configs.map { $0.label.leftPad(20) }.joined())
+    func line(_ label: String, _ f: (RecordingNumbers) -> Double, ratio: Bool = false) {
+        print(label.padding(toLength: w, withPad: " ", startingAt: 0)
+              + nums.map { (ratio ? String(format: "%.2f×", f($0)) : String(format: "%.1f", f($0))).leftPad(20) }.joined())
+    }
+    line("LTTng floor: C, 1 int field", { $0.floorInt1Pair })
+    line("C, block_entry's payload", { $0.floorBlockLikePair })
+    line("ours: block entry+exit (RLTrace)", { $0.blockPair })
+    line("ours: source0 entry+exit", { $0.source0Pair })
+    line("ours: timer entry+exit", { $0.timerPair })
+    line("  ours block / floor", { $0.blockPair / $0.floorInt1Pair }, ratio: true)
+    line("  ours block / C same payload", { $0.blockPair / $0.floorBlockLikePair }, ratio: true)
+    line("batch perform (rl-bench 1), ns/block", { $0.batchNs })
+    line("  recording cost per block", { $0.batchNs - untraced.batchNs })
+    line("  recording cost / floor", { ($0.batchNs - untraced.batchNs) / $0.floorInt1Pair }, ratio: true)
+    line("loop: perform(inModes:), ns/block (3 ev)", { $0.loopBlockNs })
+    line("loop: source0 ping iteration", { $0.loopPingNs })
+    print(String(format: "untraced (no session), same rounds: batch perform %.1f ns/block, perform(inModes:) %.1f ns/block, ping iteration %.1f ns",
+                 untraced.batchNs, untraced.loopBlockNs, untraced.loopPingNs))
+    print("(batch perform: 2 events per block; perform(inModes:) also records wakeup_requested: 3 events per block)")
+    for (i, c) in configs.enumerated() where !nums[i].floorRecorded {
+        print("warning: with \(c.label) the session did not record rlbench_floor:int1 (context refused?)")
+    }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? " " + self : String(repeating: " ", count: n - count) + self }
+}
+
 let args = Array(CommandLine.arguments.dropFirst())
 // TRACING_BENCH_IDLE_THREAD=1: start one idle thread first, so that the compiled-out build is
 // multi-threaded like the traced one (liblttng-ust's listener threads), as any program using
@@ -199,11 +386,58 @@ case "child-count":
     if args[1] == "ping" { _ = measureSourcePingPongOnce(iterations: n) } else { _ = measureBlocksOnce(count: n) }
 case "child-loop":
     print(String(decoding: try encoder.encode(measureLoop()), as: UTF8.self))
+case "child-recording":
+    print(String(decoding: try encoder.encode(measureRecording()), as: UTF8.self))
+case "child-recording-count":
+    // One pass of one recording workload (for callgrind under `session`): floor|floorblock|block|source0|loopblock|batch N
+    let n = Int(args[2])!
+    let loop = opaque(UInt64(1)), item = opaque(UInt64(2))
+    switch args[1] {
+    case "floor": rlbench_floor_int1_pairs(UInt64(n))
+    case "floorblock": rlbench_floor_block_like_pairs(UInt64(n), "(unnamed)")
+    case "block": blockPairs(n, loop, item)
+    case "source0": source0Pairs(n, loop, item)
+    case "loopblock": _ = measureBlocksOnce(count: n)
+    case "batch": _ = batchPerformOnce(n)
+    default: fatalError("child-recording-count floor|floorblock|block|source0|loopblock|batch N")
+    }
+case "session":
+    // session [--contexts a,b] -- COMMAND ARGS...: run COMMAND while runloop:* and rlbench_floor:* are recorded.
+    guard let dash = args.firstIndex(of: "--"), dash + 1 < args.count else {
+        FileHandle.standardError.write(Data("usage: tracing-bench session [--contexts a,b,...|none] [--output DIR] -- COMMAND ARGS...\n".utf8)); exit(2)
+    }
+    var contexts = rltraceContexts
+    if let i = args.firstIndex(of: "--contexts"), i + 1 < dash {
+        contexts = args[i + 1].split(separator: ",").map(String.init).filter { $0 != "none" }
+    }
+    let daemon = try PrivateSessionDaemon.start()
+    var keep: String?
+    if let i = args.firstIndex(of: "--output"), i + 1 < dash { keep = args[i + 1] }
+    let status: Int32
+    do { status = try withRecordingSession(daemon, contexts: contexts, keep: keep) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: args[dash + 1].contains("/") ? args[dash + 1] : "/usr/bin/env")
+        p.arguments = args[dash + 1].contains("/") ? Array(args[(dash + 2)...]) : Array(args[(dash + 1)...])
+        p.environment = daemon.applicationEnvironment
+        try p.run()
+        p.waitUntilExit()
+        return p.terminationStatus
+    } } catch { daemon.stop(); throw error }
+    // Not a `defer`: exit() below runs none, and the daemon would outlive us.
+    daemon.stop()
+    exit(status)
 default:
     var baseline: String?
     if let i = args.firstIndex(of: "--baseline"), i + 1 < args.count { baseline = args[i + 1] }
+    let recordingOnly = args.contains("--recording-only")
+    var recordingRounds = 3
+    if let i = args.firstIndex(of: "--recording-rounds"), i + 1 < args.count, let r = Int(args[i + 1]) { recordingRounds = r }
     let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let quiet = isolatedEnvironment()
+    if recordingOnly {
+        try recordingTable(me: me, quiet: quiet, rounds: recordingRounds)
+        exit(0)
+    }
 
     // This build and the compiled-out build, no session daemon at all: interleaved rounds, best of each.
     let rounds = 5
@@ -298,5 +532,9 @@ default:
                      (loop.pingPongNs / b.loop.pingPongNs - 1) * 100, (loop.blockNs / b.loop.blockNs - 1) * 100))
         print(String(format: "  against a multi-threaded compiled-out process:   ping %+.2f %%, block %+.2f %%",
                      (loop.pingPongNs / baseLoopMT.pingPongNs - 1) * 100, (loop.blockNs / baseLoopMT.blockNs - 1) * 100))
+    }
+    if tracingCompiledIn {
+        print("")
+        try recordingTable(me: me, quiet: quiet, rounds: recordingRounds)
     }
 }

@@ -19,6 +19,53 @@
 
 #include <lttng/tracepoint.h>
 #include <stdint.h>
+#include <string.h>
+
+/*
+ * String fields are written with one ring-buffer write of a bounded local copy (issue 16) instead of
+ * lttng-ust's `event_strcpy`, which copies byte by byte (~12 instructions a byte: 157 of the ~1370
+ * instructions of a recorded block_entry named "(unnamed)", and more for longer names). What is
+ * written is byte for byte what `event_strcpy` writes when the string does not change during the
+ * call: the `len` bytes lttng-ust reserved for it (strlen + 1, measured in its size stage), the
+ * last one the terminating NUL. What keeps it safe even if a caller's string changed meanwhile
+ * (ours never do: every name is a Swift `withCString` buffer or a literal, immutable for the
+ * call): at most `len - 1` bytes are read — the bytes strlen just walked, in memory the caller
+ * still holds — and the copy's last byte is set to NUL, so the field always has exactly the
+ * reserved length and a terminator (lttng-ust's strcpy guarantees the same, padding with '#').
+ * Longer strings than the local buffer fall back to `event_strcpy`.
+ *
+ * Only the probe-writing stage of <lttng/ust-tracepoint-event.h> is changed: the one stage where
+ * `lttng_ust__get_dynamic_len` is defined (stage 5 of lttng-ust 2.13; it is #undef-ed right after).
+ * Field descriptors, metadata, sizes and filter stacks come from the stock macros, so the schema is
+ * untouched. Any other lttng-ust version uses the stock macro. The test
+ * DirectTracepointTests.stringFieldsDecodeExactly (tracing-scenarios names) records names of every
+ * length class — empty (passed as NULL), short, UTF-8, 255/256 bytes (the buffer's last fit), longer
+ * (the strcpy fallback) — and the fields after them, and reads them back.
+ */
+#if defined(lttng_ust__get_dynamic_len) && LTTNG_UST_MAJOR_VERSION == 2 && LTTNG_UST_MINOR_VERSION == 13
+#ifndef RL_TP_STRING_WRITER
+#define RL_TP_STRING_WRITER
+#define RL_TP_STRING_COPY_MAX 256
+static inline __attribute__((always_inline)) void rl_tp_write_string(struct lttng_ust_channel_buffer *chan,
+                                                                     struct lttng_ust_ring_buffer_ctx *ctx,
+                                                                     const char *src, size_t len) {
+    char buf[RL_TP_STRING_COPY_MAX];
+    if (caa_likely(len >= 1 && len <= sizeof buf)) {
+        memcpy(buf, src, len - 1);
+        buf[len - 1] = '\0';
+        chan->ops->event_write(ctx, buf, len, 1);
+    } else {
+        chan->ops->event_strcpy(ctx, src, len);
+    }
+}
+#endif
+#undef lttng_ust__field_string
+#define lttng_ust__field_string(_item, _src, _nowrite)                                          \
+    {                                                                                           \
+        const char *__rl_tmp_string = ((_src) ? (_src) : LTTNG_UST__NULL_STRING);              \
+        rl_tp_write_string(__chan, &__ctx, __rl_tmp_string, lttng_ust__get_dynamic_len(dest)); \
+    }
+#endif
 
 /* ---- enumerations ------------------------------------------------------------------------- */
 

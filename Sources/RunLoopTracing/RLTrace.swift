@@ -5,8 +5,9 @@
 //
 // Each body is `#if !RLTRACE_DISABLED  if rl_tp_NAME_enabled() { _NAME(...) }  #endif`: the check is
 // a `static inline` C function (one relaxed load of the tracepoint's state word + a branch) that
-// inlines into the caller, and the out-of-line `_NAME` helper (RLTraceEmit.swift) evaluates the
-// autoclosures, converts strings with `withCString` and calls the C emitter. Built with
+// inlines into the caller; inside the branch the `@autoclosure` names are evaluated and handed as
+// `String`s to the out-of-line `_NAME` helper (RLTraceEmit.swift), which converts them
+// (`withCName`) and calls the C emitter. Built with
 // RLTRACE_DISABLED=1 in the environment, every body is empty. Events: docs/tracepoints.md.
 //
 // For callers: the `@autoclosure` arguments are evaluated only when a session records the event,
@@ -36,7 +37,7 @@ public enum RLTrace {
     @inlinable @inline(__always) public static func loopCreated(loop: UInt64, iteration: UInt64, tid: Int32,
                                               threadName: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_loop_created_enabled() { _loopCreated(loop, iteration, tid, threadName) }
+        if rl_tp_loop_created_enabled() { _loopCreated(loop, iteration, tid, threadName()) }
         #endif
     }
     /// A run loop was destroyed (its thread exited or it was released) after `iteration` iterations.
@@ -49,14 +50,14 @@ public enum RLTrace {
     @inlinable @inline(__always) public static func runEnter(loop: UInt64, iteration: UInt64, mode: @autoclosure () -> String,
                                            timeoutNs: Int64, returnAfterSourceHandled: Bool, depth: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_run_enter_enabled() { _runEnter(loop, iteration, mode, timeoutNs, returnAfterSourceHandled, depth) }
+        if rl_tp_run_enter_enabled() { _runEnter(loop, iteration, mode(), timeoutNs, returnAfterSourceHandled, depth) }
         #endif
     }
     /// A run activation returned `result` (CF's raw values: finished 1, stopped 2, timedOut 3, handledSource 4).
     @inlinable @inline(__always) public static func runExit(loop: UInt64, iteration: UInt64, mode: @autoclosure () -> String,
                                           result: UInt8, depth: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_run_exit_enabled() { _runExit(loop, iteration, mode, result, depth) }
+        if rl_tp_run_exit_enabled() { _runExit(loop, iteration, mode(), result, depth) }
         #endif
     }
 
@@ -81,54 +82,54 @@ public enum RLTrace {
     @inlinable @inline(__always) public static func observerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
                                                 name: @autoclosure () -> String, activity: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_observer_entry_enabled() { _observerEntry(loop, iteration, item, name, activity) }
+        if rl_tp_observer_entry_enabled() { _observerEntry(loop, iteration, item, name(), activity) }
         #endif
     }
     /// Exit from an observer callout.
     @inlinable @inline(__always) public static func observerExit(loop: UInt64, iteration: UInt64, item: UInt64,
                                                name: @autoclosure () -> String, activity: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_observer_exit_enabled() { _observerExit(loop, iteration, item, name, activity) }
+        if rl_tp_observer_exit_enabled() { _observerExit(loop, iteration, item, name(), activity) }
         #endif
     }
     /// Entry into a source0's perform.
     @inlinable @inline(__always) public static func source0Entry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_entry_enabled() { _source0Entry(loop, iteration, item, name) }
+        if rl_tp_source0_entry_enabled() { _source0Entry(loop, iteration, item, name()) }
         #endif
     }
     /// Exit from a source0's perform.
     @inlinable @inline(__always) public static func source0Exit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_exit_enabled() { _source0Exit(loop, iteration, item, name) }
+        if rl_tp_source0_exit_enabled() { _source0Exit(loop, iteration, item, name()) }
         #endif
     }
     /// Entry into a source1's callout; `events` is the epoll readiness mask.
     @inlinable @inline(__always) public static func source1Entry(loop: UInt64, iteration: UInt64, item: UInt64,
                                                name: @autoclosure () -> String, fd: Int32, events: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source1_entry_enabled() { _source1Entry(loop, iteration, item, name, fd, events) }
+        if rl_tp_source1_entry_enabled() { _source1Entry(loop, iteration, item, name(), fd, events) }
         #endif
     }
     /// Exit from a source1's callout.
     @inlinable @inline(__always) public static func source1Exit(loop: UInt64, iteration: UInt64, item: UInt64,
                                               name: @autoclosure () -> String, fd: Int32, events: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source1_exit_enabled() { _source1Exit(loop, iteration, item, name, fd, events) }
+        if rl_tp_source1_exit_enabled() { _source1Exit(loop, iteration, item, name(), fd, events) }
         #endif
     }
     /// Entry into a timer's callout; `scheduledNs` is the fire time it was due at.
     @inlinable @inline(__always) public static func timerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
                                              name: @autoclosure () -> String, scheduledNs: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_entry_enabled() { _timerEntry(loop, iteration, item, name, scheduledNs) }
+        if rl_tp_timer_entry_enabled() { _timerEntry(loop, iteration, item, name(), scheduledNs) }
         #endif
     }
     /// Exit from a timer's callout.
     @inlinable @inline(__always) public static func timerExit(loop: UInt64, iteration: UInt64, item: UInt64,
                                             name: @autoclosure () -> String, scheduledNs: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_exit_enabled() { _timerExit(loop, iteration, item, name, scheduledNs) }
+        if rl_tp_timer_exit_enabled() { _timerExit(loop, iteration, item, name(), scheduledNs) }
         #endif
     }
     /// Entry into the main-queue drain.
@@ -146,13 +147,13 @@ public enum RLTrace {
     /// Entry into a perform-block; `item` is the block's sequence number.
     @inlinable @inline(__always) public static func blockEntry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_block_entry_enabled() { _blockEntry(loop, iteration, item, name) }
+        if rl_tp_block_entry_enabled() { _blockEntry(loop, iteration, item, name()) }
         #endif
     }
     /// Exit from a perform-block.
     @inlinable @inline(__always) public static func blockExit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_block_exit_enabled() { _blockExit(loop, iteration, item, name) }
+        if rl_tp_block_exit_enabled() { _blockExit(loop, iteration, item, name()) }
         #endif
     }
 
@@ -187,7 +188,7 @@ public enum RLTrace {
     @inlinable @inline(__always) public static func source0Signalled(loop: UInt64, iteration: UInt64, item: UInt64,
                                                    name: @autoclosure () -> String, signalSeq: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_signalled_enabled() { _source0Signalled(loop, iteration, item, name, signalSeq) }
+        if rl_tp_source0_signalled_enabled() { _source0Signalled(loop, iteration, item, name(), signalSeq) }
         #endif
     }
 
@@ -199,7 +200,7 @@ public enum RLTrace {
                                              name: @autoclosure () -> String,
                                              fireNs: UInt64, intervalNs: UInt64, missedFires: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_armed_enabled() { _timerArmed(loop, iteration, item, name, fireNs, intervalNs, missedFires) }
+        if rl_tp_timer_armed_enabled() { _timerArmed(loop, iteration, item, name(), fireNs, intervalNs, missedFires) }
         #endif
     }
     /// An item was added to a mode of `loop` (`iteration`: the loop's iteration counter then).
@@ -207,7 +208,7 @@ public enum RLTrace {
                                             item: UInt64, name: @autoclosure () -> String,
                                             mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_item_added_enabled() { _itemAdded(loop, iteration, kind, item, name, mode) }
+        if rl_tp_item_added_enabled() { _itemAdded(loop, iteration, kind, item, name(), mode()) }
         #endif
     }
     /// An item was removed from a mode of `loop` (`iteration`: the loop's iteration counter then).
@@ -215,7 +216,7 @@ public enum RLTrace {
                                               item: UInt64, name: @autoclosure () -> String,
                                               mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind, item, name, mode) }
+        if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind, item, name(), mode()) }
         #endif
     }
 
@@ -236,7 +237,7 @@ public enum RLTrace {
                                                               elapsedNs: UInt64, loopTid: Int32) {
         #if !RLTRACE_DISABLED
         if rl_tp_hang_begin_enabled() {
-            _hangBegin(loop, iteration, hangID, kind?.rawValue ?? hangKindLoop, item, name, thresholdNs, elapsedNs, loopTid)
+            _hangBegin(loop, iteration, hangID, kind?.rawValue ?? hangKindLoop, item, name(), thresholdNs, elapsedNs, loopTid)
         }
         #endif
     }

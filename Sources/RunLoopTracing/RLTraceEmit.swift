@@ -1,27 +1,38 @@
 // Out-of-line emitters behind RLTrace's inlined checks. They run only while a session records
-// the event: they evaluate the autoclosures, convert strings with `withCString` and call the C
-// emitters of the `runloop` provider (Sources/CRunLoopTracepoints/runloop_emit.c).
+// the event: they take the names the inlined checks evaluated (the autoclosures run in the
+// enabled branch only), convert them with `withCName` (`withCString`, nil for "") and call the C
+// emitters of the `runloop` provider (Sources/CRunLoopTracepoints/runloop_emit.c). Names are
+// passed as `String`, not as closures: no indirect call and no closure context per event.
 
 #if !RLTRACE_DISABLED
 import CRunLoopTracepoints
 
+/// Calls `body` with `s` as a C string, or with nil when `s` is empty: the C emitters record NULL
+/// and "" alike as "(unnamed)" (`rl_name` in runloop_emit.c), and most callouts (every
+/// perform-block) have no name, so this skips `withCString`'s copy of a small string to the stack.
+@inline(__always)
+func withCName<R>(_ s: String, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    if s.isEmpty { return body(nil) }
+    return s.withCString { body($0) }
+}
+
 extension RLTrace {
     @usableFromInline @inline(never)
-    static func _loopCreated(_ loop: UInt64, _ iteration: UInt64, _ tid: Int32, _ threadName: () -> String) {
-        threadName().withCString { rl_tp_loop_created(loop, iteration, tid, $0) }
+    static func _loopCreated(_ loop: UInt64, _ iteration: UInt64, _ tid: Int32, _ threadName: String) {
+        withCName(threadName) { rl_tp_loop_created(loop, iteration, tid, $0) }
     }
     @usableFromInline @inline(never)
     static func _loopDestroyed(_ loop: UInt64, _ iteration: UInt64, _ tid: Int32) {
         rl_tp_loop_destroyed(loop, iteration, tid)
     }
     @usableFromInline @inline(never)
-    static func _runEnter(_ loop: UInt64, _ iteration: UInt64, _ mode: () -> String, _ timeoutNs: Int64,
+    static func _runEnter(_ loop: UInt64, _ iteration: UInt64, _ mode: String, _ timeoutNs: Int64,
                           _ returnAfterSourceHandled: Bool, _ depth: UInt32) {
-        mode().withCString { rl_tp_run_enter(loop, iteration, $0, timeoutNs, returnAfterSourceHandled, depth) }
+        withCName(mode) { rl_tp_run_enter(loop, iteration, $0, timeoutNs, returnAfterSourceHandled, depth) }
     }
     @usableFromInline @inline(never)
-    static func _runExit(_ loop: UInt64, _ iteration: UInt64, _ mode: () -> String, _ result: UInt8, _ depth: UInt32) {
-        mode().withCString { rl_tp_run_exit(loop, iteration, $0, result, depth) }
+    static func _runExit(_ loop: UInt64, _ iteration: UInt64, _ mode: String, _ result: UInt8, _ depth: UInt32) {
+        withCName(mode) { rl_tp_run_exit(loop, iteration, $0, result, depth) }
     }
     @usableFromInline @inline(never)
     static func _iterationBegin(_ loop: UInt64, _ iteration: UInt64) {
@@ -32,42 +43,42 @@ extension RLTrace {
         rl_tp_iteration_end(loop, iteration, handledSource, callouts)
     }
     @usableFromInline @inline(never)
-    static func _observerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _observerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                                _ activity: UInt32) {
-        name().withCString { rl_tp_observer_entry(loop, iteration, item, $0, activity) }
+        withCName(name) { rl_tp_observer_entry(loop, iteration, item, $0, activity) }
     }
     @usableFromInline @inline(never)
-    static func _observerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _observerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                               _ activity: UInt32) {
-        name().withCString { rl_tp_observer_exit(loop, iteration, item, $0, activity) }
+        withCName(name) { rl_tp_observer_exit(loop, iteration, item, $0, activity) }
     }
     @usableFromInline @inline(never)
-    static func _source0Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
-        name().withCString { rl_tp_source0_entry(loop, iteration, item, $0) }
+    static func _source0Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
+        withCName(name) { rl_tp_source0_entry(loop, iteration, item, $0) }
     }
     @usableFromInline @inline(never)
-    static func _source0Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
-        name().withCString { rl_tp_source0_exit(loop, iteration, item, $0) }
+    static func _source0Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
+        withCName(name) { rl_tp_source0_exit(loop, iteration, item, $0) }
     }
     @usableFromInline @inline(never)
-    static func _source1Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _source1Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                               _ fd: Int32, _ events: UInt32) {
-        name().withCString { rl_tp_source1_entry(loop, iteration, item, $0, fd, events) }
+        withCName(name) { rl_tp_source1_entry(loop, iteration, item, $0, fd, events) }
     }
     @usableFromInline @inline(never)
-    static func _source1Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _source1Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                              _ fd: Int32, _ events: UInt32) {
-        name().withCString { rl_tp_source1_exit(loop, iteration, item, $0, fd, events) }
+        withCName(name) { rl_tp_source1_exit(loop, iteration, item, $0, fd, events) }
     }
     @usableFromInline @inline(never)
-    static func _timerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _timerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                             _ scheduledNs: UInt64) {
-        name().withCString { rl_tp_timer_entry(loop, iteration, item, $0, scheduledNs) }
+        withCName(name) { rl_tp_timer_entry(loop, iteration, item, $0, scheduledNs) }
     }
     @usableFromInline @inline(never)
-    static func _timerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _timerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                            _ scheduledNs: UInt64) {
-        name().withCString { rl_tp_timer_exit(loop, iteration, item, $0, scheduledNs) }
+        withCName(name) { rl_tp_timer_exit(loop, iteration, item, $0, scheduledNs) }
     }
     @usableFromInline @inline(never)
     static func _mainQueueEntry(_ loop: UInt64, _ iteration: UInt64) {
@@ -78,12 +89,12 @@ extension RLTrace {
         rl_tp_main_queue_exit(loop, iteration)
     }
     @usableFromInline @inline(never)
-    static func _blockEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
-        name().withCString { rl_tp_block_entry(loop, iteration, item, $0) }
+    static func _blockEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
+        withCName(name) { rl_tp_block_entry(loop, iteration, item, $0) }
     }
     @usableFromInline @inline(never)
-    static func _blockExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String) {
-        name().withCString { rl_tp_block_exit(loop, iteration, item, $0) }
+    static func _blockExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
+        withCName(name) { rl_tp_block_exit(loop, iteration, item, $0) }
     }
     @usableFromInline @inline(never)
     static func _sleepBegin(_ loop: UInt64, _ iteration: UInt64, _ timeoutNs: Int64, _ deadlineNs: UInt64) {
@@ -98,31 +109,31 @@ extension RLTrace {
         rl_tp_wakeup_requested(loop, iteration, accepted)
     }
     @usableFromInline @inline(never)
-    static func _source0Signalled(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String,
+    static func _source0Signalled(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
                                   _ signalSeq: UInt64) {
-        name().withCString { rl_tp_source0_signalled(loop, iteration, item, $0, signalSeq) }
+        withCName(name) { rl_tp_source0_signalled(loop, iteration, item, $0, signalSeq) }
     }
     @usableFromInline @inline(never)
-    static func _timerArmed(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: () -> String, _ fireNs: UInt64,
+    static func _timerArmed(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String, _ fireNs: UInt64,
                             _ intervalNs: UInt64, _ missedFires: UInt64) {
-        name().withCString { rl_tp_timer_armed(loop, iteration, item, $0, fireNs, intervalNs, missedFires) }
+        withCName(name) { rl_tp_timer_armed(loop, iteration, item, $0, fireNs, intervalNs, missedFires) }
     }
     @usableFromInline @inline(never)
     static func _itemAdded(_ loop: UInt64, _ iteration: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64,
-                           _ name: () -> String, _ mode: () -> String) {
-        let n = name(), m = mode()
-        n.withCString { np in m.withCString { mp in rl_tp_item_added(loop, iteration, kind.rawValue, item, np, mp) } }
+                           _ name: String, _ mode: String) {
+        let n = name, m = mode
+        withCName(n) { np in withCName(m) { mp in rl_tp_item_added(loop, iteration, kind.rawValue, item, np, mp) } }
     }
     @usableFromInline @inline(never)
     static func _itemRemoved(_ loop: UInt64, _ iteration: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64,
-                             _ name: () -> String, _ mode: () -> String) {
-        let n = name(), m = mode()
-        n.withCString { np in m.withCString { mp in rl_tp_item_removed(loop, iteration, kind.rawValue, item, np, mp) } }
+                             _ name: String, _ mode: String) {
+        let n = name, m = mode
+        withCName(n) { np in withCName(m) { mp in rl_tp_item_removed(loop, iteration, kind.rawValue, item, np, mp) } }
     }
     @usableFromInline @inline(never)
     static func _hangBegin(_ loop: UInt64, _ iteration: UInt64, _ hangID: UInt64, _ kind: UInt8, _ item: UInt64,
-                           _ name: () -> String, _ thresholdNs: UInt64, _ elapsedNs: UInt64, _ loopTid: Int32) {
-        name().withCString { rl_tp_hang_begin(loop, iteration, hangID, kind, item, $0, thresholdNs, elapsedNs, loopTid) }
+                           _ name: String, _ thresholdNs: UInt64, _ elapsedNs: UInt64, _ loopTid: Int32) {
+        withCName(name) { rl_tp_hang_begin(loop, iteration, hangID, kind, item, $0, thresholdNs, elapsedNs, loopTid) }
     }
     @usableFromInline @inline(never)
     static func _hangStack(_ loop: UInt64, _ hangID: UInt64, _ sample: UInt32, _ elapsedNs: UInt64, _ frames: [UInt64]) {

@@ -42,6 +42,26 @@ struct DirectTracepointTests {
         }
     }
 
+    /// String fields, written by the provider in one ring-buffer write of a local copy when they fit
+    /// its 256-byte buffer and by lttng-ust's strcpy otherwise (runloop_tp.h, issue 16), decode
+    /// exactly, and so do the fields after them: "", short, Swift small/large, UTF-8, and lengths
+    /// at both sides of the buffer's size.
+    @Test func stringFieldsDecodeExactly() throws {
+        let rec = try Tracing.record(["names"])
+        #expect(rec.run.status == 0, "\(rec.run.stderr)")
+        let expected = try rec.run.stdout.split(separator: "\n").filter { $0.hasPrefix("EXPECT ") }.map {
+            try JSONDecoder().decode(ExpectedEvent.self, from: Data($0.dropFirst(7).utf8))
+        }
+        #expect(expected.count == 13 * 4)
+        #expect(rec.events.count == expected.count, "trace has \(rec.events.count) events, program fired \(expected.count)")
+        for (e, got) in zip(expected, rec.events) {
+            #expect(got.name == e.event)
+            for (k, v) in e.fields {
+                #expect(got[k] == v, "\(e.event).\(k): expected \(v.debugDescription), recorded \(got[k].debugDescription)")
+            }
+        }
+    }
+
     /// Without any session daemon, a traced program runs normally and quickly (registration fails fast).
     @Test func noSessionDaemonIsHarmless() throws {
         let (home, noDaemon) = try Tracing.environmentWithoutSessionDaemon()

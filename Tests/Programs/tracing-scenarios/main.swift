@@ -1,6 +1,7 @@
 // tracing-scenarios: programs the TracingTests run under a real LTTng session daemon.
 //
 //   tracing-scenarios direct     fire every `runloop` tracepoint with known values; print them
+//   tracing-scenarios names      string fields of every length class the provider writes differently
 //   tracing-scenarios sequence   a loop with observers, source0s, timers, a pipe source1 and blocks
 //   tracing-scenarios nested     a run inside a callout (depth 2) and a timer missing fires
 //   tracing-scenarios differential  RunLoopCoreTests' differential scenarios, items named
@@ -17,6 +18,8 @@ let args = CommandLine.arguments.dropFirst()
 switch args.first {
 case "direct":
     DirectScenario.run()
+case "names":
+    NamesScenario.run()
 case "sequence":
     SequenceScenario.run()
 case "wakes":
@@ -28,6 +31,6 @@ case "differential":
 case "hang":
     HangScenario.run(Array(args.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|sequence|nested|wakes|differential|hang\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|names|sequence|nested|wakes|differential|hang\n".utf8))
     exit(2)
 }
