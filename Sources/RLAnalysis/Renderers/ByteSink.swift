@@ -20,12 +20,7 @@ public struct ByteCursor {
     /// Writes `n` bytes from `b`.
     @inline(__always)
     public mutating func bytes(_ b: UnsafePointer<UInt8>, _ n: Int) {
-        if n <= 16 {
-            var i = 0
-            while i < n { p[i] = b[i]; i &+= 1 }
-        } else {
-            p.update(from: b, count: n)
-        }
+        copyBytes(to: p, from: b, n)
         p += n
     }
 
@@ -64,6 +59,29 @@ public struct ByteCursor {
     @inline(__always)
     public mutating func int(_ v: Int64) {
         if v < 0 { byte(0x2D); uint(v.magnitude) } else { uint(UInt64(v)) }
+    }
+}
+
+/// Copies `n` bytes: up to 16 with at most two pairs of overlapping word moves (JSON's keys and
+/// punctuation, a timeline's separators: a call to memcpy, or a byte loop, cost more than the copy;
+/// with a literal's constant length the branches fold away), longer runs with memcpy. Reads only
+/// the `n` source bytes.
+@inline(__always)
+func copyBytes(to d: UnsafeMutablePointer<UInt8>, from b: UnsafePointer<UInt8>, _ n: Int) {
+    let src = UnsafeRawPointer(b), dst = UnsafeMutableRawPointer(d)
+    if n >= 8 {
+        if n <= 16 {
+            dst.storeBytes(of: src.loadUnaligned(as: UInt64.self), as: UInt64.self)
+            dst.storeBytes(of: src.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
+        } else {
+            d.update(from: b, count: n)
+        }
+    } else if n >= 4 {
+        dst.storeBytes(of: src.loadUnaligned(as: UInt32.self), as: UInt32.self)
+        dst.storeBytes(of: src.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self), toByteOffset: n &- 4, as: UInt32.self)
+    } else if n > 0 {
+        d[0] = b[0]
+        if n > 1 { d[1] = b[1]; if n > 2 { d[2] = b[2] } }
     }
 }
 
@@ -191,13 +209,7 @@ public final class ByteSink {
     /// keys and punctuation: a call to memcpy cost more than the copy), longer ones with memcpy.
     @inline(__always)
     private func copy(_ b: UnsafePointer<UInt8>, _ n: Int) {
-        let d = raw + count
-        if n <= 16 {
-            var i = 0
-            while i < n { d[i] = b[i]; i &+= 1 }
-        } else {
-            d.update(from: b, count: n)
-        }
+        copyBytes(to: raw + count, from: b, n)
         count &+= n
     }
 

@@ -122,23 +122,52 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     }
 
     /// Every callout, also those outside any iteration (a run's entry and exit observers).
+    ///
+    /// The hottest record of the export (one per callout): written as the constant text before
+    /// its category, the category with the keys around it (one literal per kind), and its name with
+    /// everything up to its time (`"name","ph":"X","pid":P,"tid":T,"ts":`), rendered once per item
+    /// and thread — the same bytes as ``slice(cat:pid:tid:ts:dur:hasArgs:argsRoom:args:name:)``.
     public func callout(_ cl: CalloutRecord, of key: LoopKey) {
         guard let t = tid(key) else { return }
-        let cat: StaticString
+        let catAndDur: StaticString
         switch cl.kind {
-        case .observer: cat = "observer"
-        case .source0: cat = "source0"
-        case .source1: cat = "source1"
-        case .timer: cat = "timer"
-        case .mainQueue: cat = "main_queue"
-        case .block: cat = "block"
+        case .observer: catAndDur = "},\"cat\":\"observer\",\"dur\":"
+        case .source0: catAndDur = "},\"cat\":\"source0\",\"dur\":"
+        case .source1: catAndDur = "},\"cat\":\"source1\",\"dur\":"
+        case .timer: catAndDur = "},\"cat\":\"timer\",\"dur\":"
+        case .mainQueue: catAndDur = "},\"cat\":\"main_queue\",\"dur\":"
+        case .block: catAndDur = "},\"cat\":\"block\",\"dur\":"
         }
-        slice(cat: cat, pid: key.pid, tid: t, ts: cl.begin, dur: cl.duration, args: { c in
-            c.write("\"detail\":"); c.int(cl.detail); c.write(",\"item\":"); c.uint(cl.item)
-        }, name: {
-            // Rendered once per item; an item not named yet is written each time, so its name shows once known.
-            if let r = nameRange(cl, pid: key.pid) { names.withBytes(r) { out.bytes($0) } } else { writeUncachedName(cl, pid: key.pid) }
-        })
+        out.reserving(ChromeTraceSink.sliceRoom) { c in
+            if first { first = false } else { c.write(",\n") }
+            c.write("{\"args\":{\"detail\":"); c.int(cl.detail); c.write(",\"item\":"); c.uint(cl.item)
+            c.write(catAndDur); ChromeTraceSink.micros(&c, cl.duration); c.write(",\"name\":")
+        }
+        let origin = self.origin
+        if let r = tailRange(cl, pid: key.pid, tid: t) {
+            tails.withBytes(r) { out.bytes($0) }
+        } else {
+            // An item not named yet: written each time, so its name shows once known.
+            writeUncachedName(cl, pid: key.pid)
+            out.reserving(ChromeTraceSink.sliceRoom) { c in
+                c.write(",\"ph\":\"X\",\"pid\":"); c.int(key.pid); c.write(",\"tid\":"); c.int(t); c.write(",\"ts\":")
+            }
+        }
+        out.reserving(32) { c in ChromeTraceSink.micros(&c, cl.begin &- origin); c.byte(0x7D) }
+    }
+
+    /// Callout names with the record's tail up to its time, per item and thread (``callout(_:of:)``).
+    private let tails = RenderedNames()
+
+    /// Where a callout record's name and tail lie in `tails`; nil for an item not named yet.
+    @inline(__always)
+    private func tailRange(_ cl: CalloutRecord, pid: Int64, tid: Int64) -> (start: Int, count: Int)? {
+        tails.range(of: cl, pid: pid, context: tid) { cl in
+            guard let r = nameRange(cl, pid: pid) else { return nil }
+            var bytes = names.withBytes(r) { Array($0) }
+            bytes += Array(",\"ph\":\"X\",\"pid\":\(pid),\"tid\":\(tid),\"ts\":".utf8)
+            return bytes
+        }
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) { strips.sleep(s, of: key) }

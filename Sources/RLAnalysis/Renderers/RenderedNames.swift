@@ -3,8 +3,9 @@
 /// item through a direct-mapped cache (a trace has few items, each seen many times: the usual
 /// lookup is one compare, no hash) in front of a dictionary.
 final class RenderedNames {
-    /// An item: blocks by name (every perform-block is its own item), the others by id.
-    struct Key: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32 }
+    /// An item: blocks by name (every perform-block is its own item), the others by id; `context`
+    /// is the renderer's (the Chrome export's thread id, whose record tail follows the name).
+    struct Key: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32; var context: Int64 = 0 }
     private var ranges: [Key: (start: Int, count: Int)] = [:]
     /// The rendered names, one after another.
     private(set) var bytes: [UInt8] = []
@@ -21,9 +22,9 @@ final class RenderedNames {
     /// time; nil when `render` gives nil (an item not named yet: tried again next time, so a name
     /// learned later shows).
     @inline(__always)
-    func range(of cl: CalloutRecord, pid: Int64, render: (CalloutRecord) -> [UInt8]?) -> (start: Int, count: Int)? {
+    func range(of cl: CalloutRecord, pid: Int64, context: Int64 = 0, render: (CalloutRecord) -> [UInt8]?) -> (start: Int, count: Int)? {
         let block = cl.kind == .block
-        let k = Key(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1)
+        let k = Key(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1, context: context)
         let slot = Int(truncatingIfNeeded: ((k.item ^ UInt64(UInt32(bitPattern: k.block))) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
         let e = cache[slot]
         if e.key == k { return (e.start, e.count) }
