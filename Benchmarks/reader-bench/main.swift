@@ -5,6 +5,8 @@
 //   reader-bench [EVENTS]        (default 2000000; the large trace has 10× EVENTS)
 //   reader-bench --decode DIR    (child mode: decode every event of DIR with CTFReader and print the count)
 //   reader-bench --decode-all DIR (child mode: same, also reading every integer field of every event)
+//   reader-bench --decode-concurrent DIR (child mode: --decode with each stream decoded on a thread of its
+//                                own and the merge on the main thread: CTFTraceSet.forEachInTimeOrder)
 //   reader-bench --record N DIR  (only record a trace of N events into DIR)
 import Foundation
 import CTFReader
@@ -21,7 +23,8 @@ func decodeMode(_ dir: String, allFields: Bool) -> Int32 {
         var checksum: Int64 = 0
         while try it.next() {
             count += 1
-            checksum &+= it.currentTimestamp
+            // Order-dependent: --decode-concurrent must give the same sum (the same events, in the same order).
+            checksum = checksum &* 31 &+ it.currentTimestamp
             if allFields {
                 // Read every integer field of the stream context and the payload.
                 it.withCurrent { s in
@@ -32,6 +35,28 @@ func decodeMode(_ dir: String, allFields: Bool) -> Int32 {
             }
         }
         print("\(count) \(checksum)")
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("\(error)\n".utf8))
+        return 1
+    }
+}
+
+/// `--decode` with the streams decoded on threads of their own (one per stream) and merged in time
+/// order on this thread: the same count and the same order-dependent checksum.
+func decodeConcurrentMode(_ dir: String) -> Int32 {
+    do {
+        let set = try CTFTraceSet(paths: [dir])
+        // (Sums in raw memory: variables captured by the closure would be boxed and checked for
+        // exclusive access at every event.)
+        let sums = UnsafeMutablePointer<Int64>.allocate(capacity: 2)
+        sums.initialize(repeating: 0, count: 2)
+        defer { sums.deallocate() }
+        try set.forEachInTimeOrder(extract: { $0.timestamp }) { ts in
+            sums[0] &+= 1
+            sums[1] = sums[1] &* 31 &+ ts
+        }
+        print("\(sums[0]) \(sums[1])")
         return 0
     } catch {
         FileHandle.standardError.write(Data("\(error)\n".utf8))
@@ -95,6 +120,7 @@ func duSize(_ dir: URL) -> Int {
 let args = CommandLine.arguments
 if args.count >= 3 && args[1] == "--decode" { exit(decodeMode(args[2], allFields: false)) }
 if args.count >= 3 && args[1] == "--decode-all" { exit(decodeMode(args[2], allFields: true)) }
+if args.count >= 3 && args[1] == "--decode-concurrent" { exit(decodeConcurrentMode(args[2])) }
 
 if args.count >= 4 && args[1] == "--record" {
     // reader-bench --record EVENTS DIR: only record a trace (for profiling).
@@ -132,6 +158,9 @@ for n in [baseEvents, baseEvents * 10] {
     let all1 = try measure([selfPath, "--decode-all", dir.path])
     let all2 = try measure([selfPath, "--decode-all", dir.path])
     let all = [all1, all2].min(by: { $0.seconds < $1.seconds })!
+    let par1 = try measure([selfPath, "--decode-concurrent", dir.path])
+    let par2 = try measure([selfPath, "--decode-concurrent", dir.path])
+    let par = [par1, par2].min(by: { $0.seconds < $1.seconds })!
     let mine = [mine1, mine2].min(by: { $0.seconds < $1.seconds })!
     let bt = [bt1, bt2].min(by: { $0.seconds < $1.seconds })!
     let mineCount = Int(mine.stdout.split(separator: " ").first ?? "") ?? -1
@@ -151,6 +180,11 @@ for n in [baseEvents, baseEvents * 10] {
     let allRate = Double(allCount) / all.seconds, allCPURate = Double(allCount) / all.cpuSeconds
     print(String(format: "  CTFReader, every integer field read %9d events  wall %7.3f s = %7.2f M ev/s  cpu %7.3f s = %7.2f M ev/s  peak RSS %6.1f MB",
                  allCount, all.seconds, allRate / 1e6, all.cpuSeconds, allCPURate / 1e6, Double(all.maxRSSKiB) / 1024))
+    let parCount = Int(par.stdout.split(separator: " ").first ?? "") ?? -1
+    let parRate = Double(parCount) / par.seconds, parCPURate = Double(parCount) / par.cpuSeconds
+    print(String(format: "  CTFReader, streams on their own threads %9d events  wall %7.3f s = %7.2f M ev/s  cpu %7.3f s = %7.2f M ev/s  peak RSS %6.1f MB",
+                 parCount, par.seconds, parRate / 1e6, par.cpuSeconds, parCPURate / 1e6, Double(par.maxRSSKiB) / 1024))
+    if par.stdout != mine.stdout { print("  WARNING: the concurrent decoding differs (count and order checksum: \(par.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) against \(mine.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))") }
     print(String(format: "  ratio (CTFReader / babeltrace2): %.1fx by wall time, %.1fx by CPU time (timestamps and names only)", mineRate / btRate, mineCPURate / btCPURate))
     print(String(format: "  ratio (CTFReader reading every integer field / babeltrace2): %.1fx by wall time, %.1fx by CPU time", allRate / btRate, allCPURate / btCPURate))
     if mineCount != btCount { print("  WARNING: event counts differ (CTFReader \(mineCount), babeltrace2 \(btCount))") }

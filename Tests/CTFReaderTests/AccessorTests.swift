@@ -245,6 +245,40 @@ struct AccessorTests {
         #expect(count == n)
     }
 
+    /// Two streams with equal timestamps (ties go to the lower stream index), the second one
+    /// malformed at its last event: decoded concurrently, the events before the error come in the
+    /// merged iterator's order, then the same error.
+    @Test("forEachInTimeOrder: ties in stream order, the events before a reader error, then the error")
+    func concurrentDecodingAndErrors() throws {
+        let n = 40
+        let good = try Self.write("conc-a", events: n)
+        let bad = try Self.write("conc-b", events: n, cut: 3)
+        let dir = SharedDaemon.scratch.appendingPathComponent("acc-conc-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: good + "/metadata", toPath: dir.path + "/metadata")
+        try FileManager.default.copyItem(atPath: good + "/stream_0", toPath: dir.path + "/stream_0")
+        try FileManager.default.copyItem(atPath: bad + "/stream_0", toPath: dir.path + "/stream_1")
+        struct Event: Equatable { var ts: Int64; var path: String; var loop: Int64? }
+        @Sendable func event(_ s: CTFStream) -> Event { Event(ts: s.timestamp, path: s.path, loop: s.payloadInteger(at: 0)) }
+        var expected: [Event] = []
+        var expectedError = ""
+        do {
+            var it = try CTFTraceSet(paths: [dir.path]).makeMergedIterator()
+            while try it.next() { expected.append(event(it.current)) }
+        } catch { expectedError = "\(error)" }
+        #expect(!expectedError.isEmpty, "the second stream is malformed")
+        #expect(expected.count > n)
+        for chunk in [1, 7, 4096] {
+            var got: [Event] = []
+            var gotError = ""
+            do {
+                try CTFTraceSet(paths: [dir.path]).forEachInTimeOrder(chunk: chunk, extract: { event($0) }) { got.append($0) }
+            } catch { gotError = "\(error)" }
+            #expect(got == expected, "chunks of \(chunk)")
+            #expect(gotError == expectedError, "chunks of \(chunk)")
+        }
+    }
+
     @Test("readIntegers on a lazily skipped body reads in place, and decodes it once for a field that needs it")
     func readIntegersInPlace() throws {
         let set = try CTFTraceSet(paths: [try Self.write("reads-lazy", events: 6)])

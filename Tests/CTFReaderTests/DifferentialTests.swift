@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import CTFReader
+@testable import CTFReader
 import LTTngControl
 #if canImport(Glibc)
 import Glibc
@@ -106,6 +106,39 @@ struct DifferentialTests {
         }
         #expect(streams.count >= 2)
         #expect(counts.total == n)
+    }
+
+    /// The streams decoded on threads of their own and merged on the caller's give exactly the
+    /// merged iterator's sequence (ties between streams included), across many chunk boundaries.
+    @Test("forEachInTimeOrder decodes streams on their own threads and delivers the merged iterator's order")
+    func concurrentDecodingKeepsTheOrder() throws {
+        let out = try recordTestgen(["mixed", "300", "6"], contexts: ["vtid"], buffers: .perPID, subbufferSize: 4096)
+        struct Event: Equatable { var ts: Int64; var path: String; var cls: Int; var vtid: Int64? }
+        let reference = try CTFTraceSet(paths: [out.path])
+        #expect(reference.streams.count >= 2)
+        var expected: [Event] = []
+        var it = reference.makeMergedIterator()
+        while try it.next() {
+            let s = it.current
+            expected.append(Event(ts: s.timestamp, path: s.path, cls: s.eventClassIndex, vtid: s.streamContextInteger(at: 0)))
+        }
+        for chunk in [7, 4096] {
+            let set = try CTFTraceSet(paths: [out.path])
+            var got: [Event] = []
+            try set.forEachInTimeOrder(chunk: chunk, extract: { s in
+                Event(ts: s.timestamp, path: s.path, cls: s.eventClassIndex, vtid: s.streamContextInteger(at: 0))
+            }) { got.append($0) }
+            #expect(got.count == expected.count, "chunks of \(chunk)")
+            #expect(got == expected, "chunks of \(chunk)")
+        }
+        // A body that throws stops the decoding threads; its error comes out.
+        struct Stop: Error {}
+        let set = try CTFTraceSet(paths: [out.path])
+        var seen = 0
+        #expect(throws: Stop.self) {
+            try set.forEachInTimeOrder(chunk: 5, extract: { $0.timestamp }) { _ in seen += 1; if seen == 100 { throw Stop() } }
+        }
+        #expect(seen == 100)
     }
 
     @Test("a traced process killed mid-run: its trace still decodes, event for event")

@@ -1,0 +1,229 @@
+import Foundation
+
+// Decoding the streams of a trace set on several threads, delivered in time order on the caller's.
+//
+// LTTng writes one stream per CPU (or per thread), each already in time order: the streams can be
+// decoded side by side, and only the merge — comparing the next timestamps of the streams — needs
+// one thread. Each stream gets a thread that decodes its events and keeps, per event, the timestamp
+// and what the caller's `extract` takes from it, in chunks; the caller's thread merges the chunks
+// in the order of ``CTFMergedIterator`` (timestamp, then stream index). Memory stays bounded: each
+// stream has a ring of a few chunks, and its thread waits when they are all full.
+
+extension CTFTraceSet {
+    /// Events per chunk handed from a stream's thread to the merging one.
+    @usableFromInline static let concurrentChunk = 4096
+    /// Chunks per stream (decoded ahead of the merge at most).
+    @usableFromInline static let concurrentRing = 4
+
+    /// Calls `body` with `extract`'s value of every event of every stream, in time order — the
+    /// order of ``makeMergedIterator()`` — on the calling thread, while the streams are decoded on
+    /// threads of their own (one per stream; with one stream, or more than 64, everything runs on
+    /// the calling thread). `extract` runs on a stream's thread with that stream positioned on the
+    /// event: it must touch only the stream it is given.
+    ///
+    /// Events read before a reader error are delivered, then the error is thrown (when the merge
+    /// needs the failing stream's next event, as with the merged iterator); an error `body` throws
+    /// stops the decoding threads and is rethrown.
+    ///
+    /// Inlinable, so that the per-event work is specialized for the caller's `T`.
+    @inlinable
+    public func forEachInTimeOrder<T>(extract: @escaping @Sendable (CTFStream) throws -> T, _ body: (T) throws -> Void) throws {
+        try forEachInTimeOrder(chunk: CTFTraceSet.concurrentChunk, extract: extract, body)
+    }
+
+    /// ``forEachInTimeOrder(extract:_:)`` with chunks of `chunk` events (small ones in tests, to
+    /// cross many chunk boundaries).
+    @inlinable
+    func forEachInTimeOrder<T>(chunk: Int, extract: @escaping @Sendable (CTFStream) throws -> T, _ body: (T) throws -> Void) throws {
+        let streams = self.streams
+        if streams.count <= 1 || streams.count > 64 {
+            var it = makeMergedIterator()
+            while try it.next() { try body(try it.withCurrent(extract)) }
+            return
+        }
+        let queues = streams.map { StreamQueue<T>(stream: $0, chunk: chunk, extract: extract) }
+        for q in queues { q.start() }
+        defer { for q in queues { q.cancel() } }
+        // A head per stream: the chunk being merged (kept in `chunks`, touched only to change
+        // chunks) and, in raw memory, its storage and the position in it, so that the per-event
+        // loop retains nothing and checks no exclusivity. A stream that has ended has no chunk.
+        // (A chunk is handed over full, or as the stream's last: an empty one is last.)
+        typealias Head = MergeHead<T>
+        let k = queues.count
+        var chunks: [StreamQueue<T>.Chunk?] = Array(repeating: nil, count: k)
+        let heads = UnsafeMutablePointer<Head>.allocate(capacity: k)
+        heads.initialize(repeating: Head(times: nil, values: nil, pos: 0, count: 0), count: k)
+        defer { heads.deallocate() }
+        /// Makes the stream's next chunk its head (no head at its end); throws its error once its
+        /// events are all delivered.
+        func advance(_ i: Int) throws {
+            if let old = chunks[i] {
+                let last = old.last, error = old.error
+                chunks[i] = nil
+                heads[i].times = nil
+                queues[i].giveBack(old)
+                if last { if let error { throw error }; return }
+            }
+            guard let c = queues[i].take() else { return }
+            if c.count == 0 {
+                let error = c.error
+                queues[i].giveBack(c)
+                if let error { throw error }
+                return
+            }
+            chunks[i] = c
+            heads[i] = Head(times: c.timestamps, values: c.values, pos: 0, count: c.count)
+        }
+        for i in 0..<k { try advance(i) }
+        while true {
+            // The earliest head (ties: the lower stream index, as the merged iterator), and the
+            // earliest of the others: the run of the earliest's events before it goes at once.
+            var best = -1, bestTs = Int64.max
+            var limit = Int64.max, limitIndex = Int.max
+            for i in 0..<k {
+                guard let times = heads[i].times else { continue }
+                let t = times[heads[i].pos]
+                if best < 0 || t < bestTs {
+                    if best >= 0 { limit = bestTs; limitIndex = best }
+                    best = i; bestTs = t
+                } else if t < limit {
+                    limit = t; limitIndex = i
+                }
+            }
+            guard best >= 0 else { return }
+            let h = heads[best]
+            let times = h.times!, values = h.values!
+            var p = h.pos
+            let n = h.count
+            while p < n {
+                let t = times[p]
+                if t > limit || (t == limit && limitIndex < best) { break }
+                try body(values[p])
+                p &+= 1
+            }
+            heads[best].pos = p
+            if p == n { try advance(best) }
+        }
+    }
+}
+
+/// A stream's head in ``CTFTraceSet/forEachInTimeOrder(extract:_:)``'s merge: its chunk's storage
+/// (nil once the stream ended) and the position in it.
+@usableFromInline
+struct MergeHead<T> {
+    @usableFromInline var times: UnsafeMutablePointer<Int64>?
+    @usableFromInline var values: UnsafeMutablePointer<T>?
+    @usableFromInline var pos: Int
+    @usableFromInline var count: Int
+    @inlinable init(times: UnsafeMutablePointer<Int64>?, values: UnsafeMutablePointer<T>?, pos: Int, count: Int) {
+        self.times = times; self.values = values; self.pos = pos; self.count = count
+    }
+}
+
+/// One stream's decoding thread and its ring of chunks.
+@usableFromInline
+final class StreamQueue<T>: @unchecked Sendable {
+    /// A chunk's storage is raw memory read through `let` pointers: class properties read per
+    /// event would pay a dynamic exclusivity check each in the (specialized) caller's module.
+    @usableFromInline
+    final class Chunk {
+        @usableFromInline let timestamps: UnsafeMutablePointer<Int64>
+        /// `values[0..<count]` are initialized.
+        @usableFromInline let values: UnsafeMutablePointer<T>
+        @usableFromInline var count = 0
+        /// The stream's last chunk (it ended, or failed: `error`).
+        @usableFromInline var last = false
+        @usableFromInline var error: Error?
+        @usableFromInline init(_ size: Int) { timestamps = .allocate(capacity: size); values = .allocate(capacity: size) }
+        deinit { values.deinitialize(count: count); values.deallocate(); timestamps.deallocate() }
+    }
+    @usableFromInline let stream: CTFStream
+    @usableFromInline let extract: (CTFStream) throws -> T
+    @usableFromInline let lock = NSCondition()
+    @usableFromInline var full: [Chunk] = []
+    @usableFromInline var free: [Chunk]
+    @usableFromInline let size: Int
+    @usableFromInline var cancelled = false
+    @usableFromInline var finished = false
+
+    @inlinable
+    init(stream: CTFStream, chunk: Int, extract: @escaping (CTFStream) throws -> T) {
+        self.stream = stream
+        self.extract = extract
+        size = max(1, chunk)
+        free = (0..<CTFTraceSet.concurrentRing).map { _ in Chunk(max(1, chunk)) }
+    }
+
+    @inlinable
+    func start() {
+        let t = Thread { [self] in run() }
+        t.stackSize = 1 << 22
+        t.start()
+    }
+
+    /// The next chunk, in order (waits for it); nil once the last one was taken.
+    @inlinable
+    func take() -> Chunk? {
+        lock.lock(); defer { lock.unlock() }
+        while full.isEmpty && !finished { lock.wait() }
+        if full.isEmpty { return nil }
+        let c = full.removeFirst()
+        if c.last { finished = true }
+        return c
+    }
+
+    /// Returns a merged chunk for reuse.
+    @inlinable
+    func giveBack(_ c: Chunk) {
+        lock.lock()
+        c.values.deinitialize(count: c.count)
+        c.count = 0; c.last = false; c.error = nil
+        free.append(c)
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// Stops the thread (at its next chunk) and waits until it has stopped.
+    @inlinable
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        lock.broadcast()
+        while !stopped { lock.wait() }
+        lock.unlock()
+    }
+    @usableFromInline var stopped = false
+
+    @inlinable
+    func run() {
+        defer { lock.lock(); stopped = true; lock.broadcast(); lock.unlock() }
+        while true {
+            lock.lock()
+            while free.isEmpty && !cancelled { lock.wait() }
+            if cancelled { lock.unlock(); return }
+            let c = free.removeLast()
+            lock.unlock()
+            var ended = false
+            let times = c.timestamps, values = c.values, size = self.size, stream = self.stream, extract = self.extract
+            var n = 0
+            do {
+                while n < size {
+                    guard try stream.next() else { ended = true; break }
+                    times[n] = stream.timestamp
+                    (values + n).initialize(to: try extract(stream))
+                    n += 1
+                }
+            } catch {
+                c.error = error
+                ended = true
+            }
+            c.count = n
+            c.last = ended
+            lock.lock()
+            full.append(c)
+            lock.broadcast()
+            lock.unlock()
+            if ended { return }
+        }
+    }
+}
