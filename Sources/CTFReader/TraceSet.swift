@@ -115,13 +115,46 @@ public struct CTFMergedIterator {
     /// exhausted or `body` returns false. The same events as ``next()``; the loop runs inside the
     /// iterator, so the per-event path retains neither the iterator's storage nor the stream (`body`
     /// gets it +0: the trace set owns its streams for its whole life).
+    ///
+    /// The stream that gave an event usually gives the next one too (LTTng's per-CPU streams come in
+    /// runs): after advancing it, its next timestamp is compared with the earliest of the others
+    /// (kept while the top stream does not change), and the heap is touched only when another
+    /// stream comes first.
     @inline(__always)
     public mutating func forEachEvent(_ body: (Int, CTFStream) throws -> Bool) throws {
         let st = self.st
         try withExtendedLifetime((st, streams)) {
-            while try next() {
-                let i = st.scalars[1]
-                if try !st.fast[i]._withUnsafeGuaranteedRef({ try body(i, $0) }) { return }
+            guard try next() else { return }
+            let sc = st.scalars, heap = st.heap, states = st.states, fast = st.fast
+            while true {
+                let i = sc[1]
+                // The earliest of the other streams' events: the smaller child of the root.
+                let n = sc[0]
+                var other = -1
+                if n > 1 {
+                    other = heap[1]
+                    if n > 2 && less(heap[2], other) { other = heap[2] }
+                }
+                let otherTs = other >= 0 ? states[other].pointee.timestamp : .max
+                // Events of stream i while they come before every other stream's next one.
+                while true {
+                    if try !fast[i]._withUnsafeGuaranteedRef({ try body(i, $0) }) { return }
+                    guard try fast[i]._withUnsafeGuaranteedRef({ try $0.next() }) else {
+                        // Stream i has ended: off the heap.
+                        sc[0] -= 1
+                        heap[0] = heap[sc[0]]
+                        if sc[0] > 1 { siftDown(0) }
+                        guard sc[0] > 0 else { sc[1] = -1; return }
+                        sc[1] = heap[0]
+                        break
+                    }
+                    let t = states[i].pointee.timestamp
+                    if other >= 0 && (t > otherTs || (t == otherTs && other < i)) {
+                        siftDown(0)
+                        sc[1] = heap[0]
+                        break
+                    }
+                }
             }
         }
     }

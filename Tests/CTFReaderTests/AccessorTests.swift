@@ -277,6 +277,22 @@ struct AccessorTests {
             #expect(got == expected, "chunks of \(chunk)")
             #expect(gotError == expectedError, "chunks of \(chunk)")
         }
+        // The iterator's own loop (runs of one stream without touching the heap) gives the same.
+        var looped: [Event] = []
+        var loopError = ""
+        do {
+            var it = try CTFTraceSet(paths: [dir.path]).makeMergedIterator()
+            try it.forEachEvent { _, s in looped.append(event(s)); return true }
+        } catch { loopError = "\(error)" }
+        #expect(looped == expected)
+        #expect(loopError == expectedError)
+        // Stopped part-way, the iterator goes on with next() from the event after the last delivered.
+        var it = try CTFTraceSet(paths: [dir.path]).makeMergedIterator()
+        var firstPart: [Event] = []
+        try it.forEachEvent { _, s in firstPart.append(event(s)); return firstPart.count < 25 }
+        var rest: [Event] = []
+        do { while try it.next() { rest.append(event(it.current)) } } catch {}
+        #expect(firstPart + rest == expected)
     }
 
     @Test("readIntegers on a lazily skipped body reads in place, and decodes it once for a field that needs it")

@@ -122,6 +122,14 @@ struct DifferentialTests {
             let s = it.current
             expected.append(Event(ts: s.timestamp, path: s.path, cls: s.eventClassIndex, vtid: s.streamContextInteger(at: 0)))
         }
+        // The iterator's own loop (a stream's run of events without touching the heap) gives the same.
+        var looped: [Event] = []
+        var it2 = try CTFTraceSet(paths: [out.path]).makeMergedIterator()
+        try it2.forEachEvent { _, s in
+            looped.append(Event(ts: s.timestamp, path: s.path, cls: s.eventClassIndex, vtid: s.streamContextInteger(at: 0)))
+            return true
+        }
+        #expect(looped == expected)
         for chunk in [7, 4096] {
             let set = try CTFTraceSet(paths: [out.path])
             var got: [Event] = []
