@@ -102,6 +102,15 @@ public struct CTFMergedIterator {
         }
     }
 
+    /// The stream at the top of the heap has ended: off the heap.
+    @inline(__always)
+    private func dropTop() {
+        let sc = st.scalars, heap = st.heap
+        sc[0] -= 1
+        heap[0] = heap[sc[0]]
+        if sc[0] > 1 { siftDown(0) }
+    }
+
     private func siftUp(_ start: Int) {
         let heap = st.heap
         var i = start
@@ -140,10 +149,7 @@ public struct CTFMergedIterator {
                 while true {
                     if try !fast[i]._withUnsafeGuaranteedRef({ try body(i, $0) }) { return }
                     guard try fast[i]._withUnsafeGuaranteedRef({ try $0.next() }) else {
-                        // Stream i has ended: off the heap.
-                        sc[0] -= 1
-                        heap[0] = heap[sc[0]]
-                        if sc[0] > 1 { siftDown(0) }
+                        dropTop()
                         guard sc[0] > 0 else { sc[1] = -1; return }
                         sc[1] = heap[0]
                         break
@@ -175,9 +181,7 @@ public struct CTFMergedIterator {
             if try st.fast[sc[1]]._withUnsafeGuaranteedRef({ try $0.next() }) {
                 if sc[0] > 1 { siftDown(0) }
             } else {
-                sc[0] -= 1
-                heap[0] = heap[sc[0]]
-                if sc[0] > 1 { siftDown(0) }
+                dropTop()
             }
         }
         guard sc[0] > 0 else { sc[1] = -1; return false }

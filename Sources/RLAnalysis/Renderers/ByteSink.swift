@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CTFReader
 
 /// Writes bytes at a position of a ``ByteSink``'s buffer, inside ``ByteSink/reserving(_:_:)``: the
 /// caller reserved room for everything it writes, so no write checks for room.
@@ -20,7 +21,7 @@ public struct ByteCursor {
     /// Writes `n` bytes from `b`.
     @inline(__always)
     public mutating func bytes(_ b: UnsafePointer<UInt8>, _ n: Int) {
-        copyBytes(to: p, from: b, n)
+        UnsafeMutableRawPointer(p).copyBytesInline(from: UnsafeRawPointer(b), count: n)
         p += n
     }
 
@@ -59,29 +60,6 @@ public struct ByteCursor {
     @inline(__always)
     public mutating func int(_ v: Int64) {
         if v < 0 { byte(0x2D); uint(v.magnitude) } else { uint(UInt64(v)) }
-    }
-}
-
-/// Copies `n` bytes: up to 16 with at most two pairs of overlapping word moves (JSON's keys and
-/// punctuation, a timeline's separators: a call to memcpy, or a byte loop, cost more than the copy;
-/// with a literal's constant length the branches fold away), longer runs with memcpy. Reads only
-/// the `n` source bytes.
-@inline(__always)
-func copyBytes(to d: UnsafeMutablePointer<UInt8>, from b: UnsafePointer<UInt8>, _ n: Int) {
-    let src = UnsafeRawPointer(b), dst = UnsafeMutableRawPointer(d)
-    if n >= 8 {
-        if n <= 16 {
-            dst.storeBytes(of: src.loadUnaligned(as: UInt64.self), as: UInt64.self)
-            dst.storeBytes(of: src.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
-        } else {
-            d.update(from: b, count: n)
-        }
-    } else if n >= 4 {
-        dst.storeBytes(of: src.loadUnaligned(as: UInt32.self), as: UInt32.self)
-        dst.storeBytes(of: src.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self), toByteOffset: n &- 4, as: UInt32.self)
-    } else if n > 0 {
-        d[0] = b[0]
-        if n > 1 { d[1] = b[1]; if n > 2 { d[2] = b[2] } }
     }
 }
 
@@ -205,11 +183,11 @@ public final class ByteSink {
         if let b = p.baseAddress { copy(b.assumingMemoryBound(to: UInt8.self), n) }
     }
 
-    /// Copies `n` bytes (at most 64 KiB, room made) to the buffer: short runs byte by byte (JSON's
-    /// keys and punctuation: a call to memcpy cost more than the copy), longer ones with memcpy.
+    /// Copies `n` bytes (at most 64 KiB, room made) to the buffer (CTFReader's short copy: JSON's
+    /// keys and punctuation without a call to memcpy).
     @inline(__always)
     private func copy(_ b: UnsafePointer<UInt8>, _ n: Int) {
-        copyBytes(to: raw + count, from: b, n)
+        UnsafeMutableRawPointer(raw + count).copyBytesInline(from: UnsafeRawPointer(b), count: n)
         count &+= n
     }
 

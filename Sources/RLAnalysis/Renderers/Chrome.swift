@@ -156,15 +156,20 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         out.reserving(32) { c in ChromeTraceSink.micros(&c, cl.begin &- origin); c.byte(0x7D) }
     }
 
-    /// Callout names with the record's tail up to its time, per item and thread (``callout(_:of:)``).
+    /// Callout slice names (`"timer heartbeat"`, a JSON string) with the record's tail up to its
+    /// time, rendered once per item and thread (``callout(_:of:)``).
     private let tails = RenderedNames()
 
-    /// Where a callout record's name and tail lie in `tails`; nil for an item not named yet.
+    /// Where a callout record's name and tail lie in `tails`; nil for an item not named yet (its
+    /// name is written each time by ``writeUncachedName(_:pid:)``, so it shows once known).
     @inline(__always)
     private func tailRange(_ cl: CalloutRecord, pid: Int64, tid: Int64) -> (start: Int, count: Int)? {
         tails.range(of: cl, pid: pid, context: tid) { cl in
-            guard let r = nameRange(cl, pid: pid) else { return nil }
-            var bytes = names.withBytes(r) { Array($0) }
+            let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
+            guard !name.isEmpty || cl.kind == .block else { return nil }
+            var text = "\(cl.kind.label) \(name)"
+            var bytes: [UInt8] = []
+            text.withUTF8 { appendJSONString($0, to: &bytes) }
             bytes += Array(",\"ph\":\"X\",\"pid\":\(pid),\"tid\":\(tid),\"ts\":".utf8)
             return bytes
         }
@@ -209,23 +214,6 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         out.write("{\"args\":{"); args(); out.write("},\"cat\":\"hang\",\"name\":"); out.jsonString(name)
         out.write(",\"ph\":\"i\",\"pid\":"); out.int(pid); out.write(",\"s\":\"t\",\"tid\":"); out.int(tid)
         out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
-    }
-
-    /// Slice names as JSON strings (`"timer heartbeat"`), rendered once per item.
-    private let names = RenderedNames()
-
-    /// Where a callout slice's name lies in `names`; nil for an item not named yet (written each
-    /// time by ``writeUncachedName(_:pid:)``, so its name shows once known).
-    @inline(__always)
-    private func nameRange(_ cl: CalloutRecord, pid: Int64) -> (start: Int, count: Int)? {
-        names.range(of: cl, pid: pid) { cl in
-            let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
-            guard !name.isEmpty || cl.kind == .block else { return nil }
-            var text = "\(cl.kind.label) \(name)"
-            var bytes: [UInt8] = []
-            text.withUTF8 { appendJSONString($0, to: &bytes) }
-            return bytes
-        }
     }
 
     /// The name of a callout whose item has none (yet): `"source0 #21"`.

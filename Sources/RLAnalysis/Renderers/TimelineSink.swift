@@ -262,7 +262,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     }
 
     /// Per mode id, what a line shows for it (` {mode}`; nil for no mode and the default mode),
-    /// worked out once per mode.
+    /// worked out once per mode; the last one kept beside the table (a dictionary lookup per line
+    /// cost 1.4 % of `timeline`'s instructions).
     private var modeLabels: [Int32: [UInt8]?] = [:]
     private var lastMode: (id: Int32, label: [UInt8]?) = (-1, nil)
 
