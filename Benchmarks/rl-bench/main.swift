@@ -72,6 +72,15 @@ struct Options {
     func wants(_ w: String) -> Bool { only?.contains(w) ?? true }
 }
 
+// The allocator's thresholds are pinned before any workload runs. glibc adjusts them itself: freeing
+// an mmapped chunk raises the mmap threshold to its size and the trim threshold to twice that, so
+// whichever engine first freed the largest buffer decided whether the engines after it (in the same
+// process, interleaved) kept their freed heap memory or had it trimmed and faulted back in — a
+// floor of workload 1 at 20 or at 37 ns/block depending only on the size of RunLoopCore's block
+// queue. Pinned high, every engine runs on a heap that keeps its pages (the floor at its fastest).
+_ = mallopt(M_MMAP_THRESHOLD, 32 << 20)
+_ = mallopt(M_TRIM_THRESHOLD, 512 << 20)
+
 let argv = Array(CommandLine.arguments.dropFirst())
 let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
 

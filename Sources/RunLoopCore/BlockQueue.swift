@@ -7,8 +7,18 @@ import CRunLoopShims
 import Synchronization
 import RunLoopTracing
 
+/// What the block trampoline (``RLRunLoop/calloutToBlock(_:)``) reads of a queued block.
+protocol QueuedBlock {
+    /// The block's process-unique id (the trace's `item`).
+    var id: UInt64 { get }
+    /// The name given to ``RLRunLoop/performBlock(forMode:name:_:)``, if any.
+    var name: String? { get }
+    /// The block.
+    var body: () -> Void { get }
+}
+
 /// A queued perform-block.
-struct BlockItem {
+struct BlockItem: QueuedBlock {
     /// The modes the block may run in.
     enum Target {
         /// One mode of the loop, by identity (modes are never removed, and a mode's state is unique
@@ -33,22 +43,32 @@ struct BlockItem {
     }
 }
 
+/// A perform-block the loop's own thread queued in ``RLRunLoop/ownBlocks``: unnamed, and for that
+/// queue's one mode, so it needs neither a name nor a target (24 bytes instead of 56: a burst of
+/// blocks touches less than half the memory).
+struct OwnBlockItem: QueuedBlock {
+    let id: UInt64
+    let body: () -> Void
+    var name: String? { nil }
+}
+
+/// The capacity a ``BlockQueue`` starts with and shrinks back to once drained.
+let blockQueueInitialCapacity = 16
+
 /// The loop's FIFO of perform-blocks: a ring buffer (power-of-two capacity) in a class. Blocks are
 /// moved in and out (the queue owns the one reference to each closure: no retain/release pair per
 /// block), a queue is handed over by swapping contents (the loop's queue is a `let`, so using it
 /// costs no retain of the queue object), and a drained queue keeps its buffer for the next pass.
-/// Guarded by the loop's lock, or owned by the loop's thread while it drains it.
-final class BlockQueue {
-    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<BlockItem>
+/// Guarded by the loop's lock, or owned by the loop's thread while it drains it (``RLRunLoop/ownBlocks``
+/// only ever by that thread). `Item` is ``BlockItem`` or ``OwnBlockItem``.
+final class BlockQueue<Item> {
+    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<Item>
     @exclusivity(unchecked) private var capacity: Int
     @exclusivity(unchecked) private var head = 0
     @exclusivity(unchecked) private(set) var count = 0
 
-    /// The capacity a queue starts with and shrinks back to once drained.
-    static let initialCapacity = 16
-
     init() {
-        capacity = BlockQueue.initialCapacity
+        capacity = blockQueueInitialCapacity
         buffer = BlockQueue.allocate(capacity)
     }
 
@@ -58,23 +78,23 @@ final class BlockQueue {
     }
 
     /// The buffer lives in `malloc` memory, so growing it is a `realloc`: a large buffer grows in
-    /// place or by remapping its pages (no copy, no fault on the pages already touched). BlockItem
-    /// holds only strong references and plain values, so it may be moved bitwise.
-    private static func allocate(_ capacity: Int) -> UnsafeMutablePointer<BlockItem> {
-        guard let p = malloc(capacity * MemoryLayout<BlockItem>.stride) else { fatalError("RunLoopCore: out of memory") }
-        return p.bindMemory(to: BlockItem.self, capacity: capacity)
+    /// place or by remapping its pages (no copy, no fault on the pages already touched). Both item
+    /// types hold only strong references and plain values, so they may be moved bitwise.
+    private static func allocate(_ capacity: Int) -> UnsafeMutablePointer<Item> {
+        guard let p = malloc(capacity * MemoryLayout<Item>.stride) else { fatalError("RunLoopCore: out of memory") }
+        return p.bindMemory(to: Item.self, capacity: capacity)
     }
 
     var isEmpty: Bool { count == 0 }
 
     @inline(__always)
-    func append(_ item: consuming BlockItem) {
+    func append(_ item: consuming Item) {
         if count == capacity { grow() }
         (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
         count += 1
     }
 
-    func popFirst() -> BlockItem? {
+    func popFirst() -> Item? {
         guard count > 0 else { return nil }
         let item = (buffer + head).move()
         head = (head + 1) & (capacity - 1)
@@ -82,16 +102,8 @@ final class BlockQueue {
         return item
     }
 
-    func contains(where predicate: (BlockItem) -> Bool) -> Bool {
+    func contains(where predicate: (Item) -> Bool) -> Bool {
         for i in 0..<count where predicate(buffer[(head + i) & (capacity - 1)]) { return true }
-        return false
-    }
-
-    /// Whether a queued block may run in `m` (reads each block in place: no copy, so no
-    /// retain/release of its closure, unlike `contains(where:)`).
-    @inline(__always)
-    func containsBlock(for m: ModeState, isCommon: Bool) -> Bool {
-        for i in 0..<count where buffer[(head + i) & (capacity - 1)].matches(m, isCommon: isCommon) { return true }
         return false
     }
 
@@ -123,7 +135,7 @@ final class BlockQueue {
     @inline(never)
     private func shrink() {
         free(buffer)
-        capacity = BlockQueue.initialCapacity
+        capacity = blockQueueInitialCapacity
         buffer = BlockQueue.allocate(capacity)
         head = 0
     }
@@ -133,11 +145,21 @@ final class BlockQueue {
     @inline(never)
     private func grow() {
         let newCapacity = capacity * 2
-        guard let p = realloc(buffer, newCapacity * MemoryLayout<BlockItem>.stride) else {
+        guard let p = realloc(buffer, newCapacity * MemoryLayout<Item>.stride) else {
             fatalError("RunLoopCore: out of memory")
         }
-        buffer = p.bindMemory(to: BlockItem.self, capacity: newCapacity)
+        buffer = p.bindMemory(to: Item.self, capacity: newCapacity)
         (buffer + capacity).moveInitialize(from: buffer, count: head)   // the wrapped part (full: count == capacity)
         capacity = newCapacity
+    }
+}
+
+extension BlockQueue where Item == BlockItem {
+    /// Whether a queued block may run in `m` (reads each block in place: no copy, so no
+    /// retain/release of its closure, unlike `contains(where:)`).
+    @inline(__always)
+    func containsBlock(for m: ModeState, isCommon: Bool) -> Bool {
+        for i in 0..<count where buffer[(head + i) & (capacity - 1)].matches(m, isCommon: isCommon) { return true }
+        return false
     }
 }

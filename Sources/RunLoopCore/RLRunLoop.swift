@@ -53,7 +53,14 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// Held unretained (`modes` owns every mode): setting and restoring it costs no refcounting.
     @exclusivity(unchecked) var currentModeState: Unmanaged<ModeState>?
     @exclusivity(unchecked) var perRun: [PerRun]
-    let blocks = BlockQueue()
+    /// The perform-blocks queued by other threads, and by the loop's own thread when it cannot use
+    /// ``ownBlocks``. Every block of ``ownBlocks`` was queued before every block of this queue.
+    let blocks = BlockQueue<BlockItem>()
+    /// Whether ``blocks`` holds a block. Written under the lock whenever `blocks` changes; read by
+    /// the loop's thread without it (a perform-block there, and a drain that finds nothing shared).
+    /// Any load sees a store that happened before it (coherence), so a block another thread queued
+    /// before the loop's thread posts (or drains) is always seen.
+    let hasSharedBlocks = Atomic<Bool>(false)
     @exclusivity(unchecked) var sleeping = false
     @exclusivity(unchecked) var deallocating = false
     @exclusivity(unchecked) var nextStamp: UInt64 = 0
@@ -88,11 +95,43 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
     /// An empty block queue that keeps its buffer: ``doBlocks(_:)`` swaps it in for the queue it
     /// takes, and drains it (a `let`: using it costs no retain).
-    let drainQueue = BlockQueue()
+    let drainQueue = BlockQueue<BlockItem>()
     /// Whether a drain is using `drainQueue` (a nested activation's drain then makes its own queue).
     @exclusivity(unchecked) var drainQueueBusy = false
     /// The drain queue of runs nested in a block (nil while one has it: a deeper one makes its own).
-    @exclusivity(unchecked) var nestedDrainQueue: BlockQueue?
+    @exclusivity(unchecked) var nestedDrainQueue: BlockQueue<BlockItem>?
+    /// The same three for drains of ``ownBlocks`` alone.
+    let ownDrainQueue = BlockQueue<OwnBlockItem>()
+    @exclusivity(unchecked) var ownDrainQueueBusy = false
+    @exclusivity(unchecked) var nestedOwnDrainQueue: BlockQueue<OwnBlockItem>?
+    /// Unnamed perform-blocks the loop's own thread queued for one mode while ``blocks`` was empty:
+    /// appended and drained by that thread alone, without the lock (a block queued by a block, a
+    /// timer or a source of the loop is the usual case). Two rules keep CF's one FIFO across
+    /// threads: a block goes here only while `blocks` is empty and every block here is for the same
+    /// mode (otherwise it goes to `blocks`, after these), and a drain takes these before those of
+    /// `blocks`. So the blocks here always precede those of `blocks`, and the two queues read in
+    /// that order are the one queue CF has (`EngineFastPathTests.ownThreadBlocksKeepOneFIFOWithOtherThreads`,
+    /// `ownAndOtherThreadBlocksRaceWithoutLoss`).
+    ///
+    /// Safety (no lock): only the thread whose `pthread_self()` is ``ownerThread`` appends to,
+    /// drains or empties this queue, and `ownerThread` names only the loop's thread (set where the
+    /// loop is bound to it as its thread's loop, cleared when that thread exits).
+    let ownBlocks = BlockQueue<OwnBlockItem>()
+    /// The mode (its `ObjectIdentifier`'s bits) every block of ``ownBlocks`` is for; 0 when it is
+    /// empty. Written on the loop's thread; read on any thread by ``isEmptyLocked(_:)`` (which, for
+    /// `ownBlocks`, needs only this: its blocks are all for this one mode).
+    let ownBlocksMode = Atomic<UInt>(0)
+    /// The same mode, as a reference (held unretained: `modes` owns it). Loop's thread only.
+    @exclusivity(unchecked) var ownBlocksTarget: Unmanaged<ModeState>?
+    /// The loop's thread (its `pthread_t`), once the loop is bound to it; 0 before, and after it
+    /// exited. Lets a perform-block tell its own thread's loop with one load and `pthread_self()`.
+    let ownerThread = Atomic<UInt>(0)
+    /// The mode the loop's thread last queued a block for (held unretained: `modes` owns every mode
+    /// and never removes one).
+    @exclusivity(unchecked) var ownBlockModeCache: Unmanaged<ModeState>?
+    /// The next block id of the range reserved for ``ownBlocks``, and its end.
+    @exclusivity(unchecked) var ownNextBlockID: UInt64 = 0
+    @exclusivity(unchecked) var ownBlockIDLimit: UInt64 = 0
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()
@@ -143,6 +182,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         let mainLoop = try mainLoop()
         let loop = rl_is_main_thread() != 0 ? mainLoop : try RLRunLoop(threadID: rl_gettid(), isMain: false)
         pthread_setspecific(LoopRegistry.key, Unmanaged.passRetained(loop).toOpaque())
+        loop.ownerThread.store(pthread_self(), ordering: .relaxed)
         return loop
     }
 
@@ -165,6 +205,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         if let p = pthread_getspecific(LoopRegistry.key) { return p == Unmanaged.passUnretained(self).toOpaque() }
         if isMainLoop && rl_is_main_thread() != 0 {
             pthread_setspecific(LoopRegistry.key, Unmanaged.passRetained(self).toOpaque())
+            ownerThread.store(pthread_self(), ordering: .relaxed)
             return true
         }
         return false
@@ -174,6 +215,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// and drops queued blocks; the loop then only returns `finished`.
     func threadExited() {
         var cancels: [(RLSource0, RLMode)] = []
+        // From here on no thread is the loop's (its blocks go to `blocks`, which nobody drains).
+        ownerThread.store(0, ordering: .relaxed)
         locked {
             deallocating = true
             for m in modes.values {
@@ -192,6 +235,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             commonSources0.removeAll(); commonSources1.removeAll(); commonObservers.removeAll(); commonTimers.removeAll()
             source1ByID.removeAll()
             blocks.removeAll()
+            hasSharedBlocks.store(false, ordering: .relaxed)
+            // (The thread-exit destructor runs on the loop's thread: `ownBlocks` is its own.)
+            ownBlocks.removeAll()
+            ownBlocksMode.store(0, ordering: .releasing)
         }
         for (s, m) in cancels { s.cancel?(self, m) }
         RLTrace.loopDestroyed(loop: id, iteration: iteration, tid: threadID)
@@ -296,12 +343,67 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Queues `block` to run when the loop next runs `mode` (CF's `CFRunLoopPerformBlock`). Does
     /// **not** wake the loop. ``RLMode/commonModes`` means any common mode.
-    public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: @escaping () -> Void) {
-        locked {
-            // `modeLocked` finds or creates any mode but the common pseudo-mode (nil).
-            let target: BlockItem.Target = withModeLocked(mode, create: true) { .mode(ObjectIdentifier($0)) } ?? .common
-            blocks.append(BlockItem(target: target, id: makeBlockIDLocked(), name: name, body: block))
+    ///
+    /// `block` is taken owned (`consuming`): the caller's reference is the one the queue keeps, so
+    /// queuing a closure costs no retain/release pair.
+    public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: consuming @escaping () -> Void) {
+        // On the loop's own thread, a block for one mode goes to `ownBlocks` without the lock when
+        // the rules of `ownBlocks` allow it (see there).
+        if name == nil && !mode.isCommonModes && ownerThread.load(ordering: .relaxed) == pthread_self(),
+           let m = ownThreadMode(mode) {
+            let target = UInt(bitPattern: m.toOpaque())
+            if !hasSharedBlocks.load(ordering: .acquiring) {
+                if ownBlocks.isEmpty {
+                    ownBlocksMode.store(target, ordering: .releasing)
+                    ownBlocksTarget = m
+                } else if ownBlocksMode.load(ordering: .relaxed) != target {
+                    return performSharedBlock(forMode: mode, name: name, block)
+                }
+                ownBlocks.append(OwnBlockItem(id: makeOwnBlockID(), body: block))
+                return
+            }
         }
+        performSharedBlock(forMode: mode, name: name, block)
+    }
+
+    /// The mode named `mode`, found (or created) for a perform-block on the loop's thread: the
+    /// mode it queued for last, or a lookup under the lock. Called on the loop's thread only.
+    /// (Unretained, as the cache holds it: no retain/release pair per block.)
+    @inline(__always)
+    private func ownThreadMode(_ mode: RLMode) -> Unmanaged<ModeState>? {
+        if let u = ownBlockModeCache, u._withUnsafeGuaranteedRef({ $0.name == mode }) { return u }
+        return ownThreadModeSlow(mode)
+    }
+
+    @inline(never)
+    private func ownThreadModeSlow(_ mode: RLMode) -> Unmanaged<ModeState>? {
+        let m: Unmanaged<ModeState>? = locked { withModeLocked(mode, create: true) { .passUnretained($0) } }
+        ownBlockModeCache = m
+        return m
+    }
+
+    /// ``performBlock(forMode:name:_:)`` into ``blocks``, under the lock.
+    @inline(never)
+    private func performSharedBlock(forMode mode: RLMode, name: String?, _ block: consuming @escaping () -> Void) {
+        // (Not `locked { }`: a closure cannot consume `block`. Nothing here throws or traps.)
+        lock.lock()
+        // `modeLocked` finds or creates any mode but the common pseudo-mode (nil).
+        let target: BlockItem.Target = withModeLocked(mode, create: true) { .mode(ObjectIdentifier($0)) } ?? .common
+        blocks.append(BlockItem(target: target, id: makeBlockIDLocked(), name: name, body: block))
+        hasSharedBlocks.store(true, ordering: .relaxed)
+        lock.unlock()
+    }
+
+    /// A process-unique id for a block of ``ownBlocks``, from a range the loop's thread reserves
+    /// 256 at a time (as ``makeBlockIDLocked()`` does for `blocks`). Called on the loop's thread.
+    @inline(__always)
+    func makeOwnBlockID() -> UInt64 {
+        if ownNextBlockID == ownBlockIDLimit {
+            ownNextBlockID = RLIDs.reserve(256)
+            ownBlockIDLimit = ownNextBlockID &+ 256
+        }
+        defer { ownNextBlockID &+= 1 }
+        return ownNextBlockID
     }
 
     /// A process-unique id for a block (its trace `item`), from a range of ids the loop reserves
@@ -323,6 +425,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         locked {
             for m in modes { _ = modeLocked(m, create: true) }
             blocks.append(BlockItem(target: .many(modes), id: makeBlockIDLocked(), name: name, body: block))
+            hasSharedBlocks.store(true, ordering: .relaxed)
         }
     }
 

@@ -74,6 +74,8 @@ extension RLRunLoop {
     func isEmptyLocked(_ m: ModeState) -> Bool {
         if isMainLoop && !inMainQueueCallout && m.isCommon { return false }
         if !m.sources0.isEmpty || !m.sources1.isEmpty || !m.timers.isEmpty { return false }
+        // The loop thread's own blocks are all for one mode (see ``ownBlocks``).
+        if ownBlocksMode.load(ordering: .acquiring) == UInt(bitPattern: ObjectIdentifier(m)) { return false }
         if blocks.isEmpty { return true }
         return !blocks.containsBlock(for: m, isCommon: m.isCommon)
     }
@@ -341,6 +343,21 @@ extension RLRunLoop {
     /// their order, ahead of blocks queued meanwhile.
     @discardableResult
     func doBlocks(_ m: ModeState) -> Bool {
+        // The blocks queued are the loop thread's own (``ownBlocks``: unnamed, all for one mode)
+        // followed by those of `blocks`. While `blocks` is empty, the own blocks are all there is:
+        // drained without the lock (only this thread touches them), and not looked at when they
+        // are for another mode.
+        if !hasSharedBlocks.load(ordering: .acquiring) {
+            guard !ownBlocks.isEmpty, ownBlocksMode.load(ordering: .relaxed) == UInt(bitPattern: ObjectIdentifier(m)) else { return false }
+            if ownDrainQueueBusy {
+                let q = nestedOwnDrainQueue.take() ?? BlockQueue()
+                defer { nestedOwnDrainQueue = q }
+                return drainOwnBlocks(into: q)
+            }
+            ownDrainQueueBusy = true
+            defer { ownDrainQueueBusy = false }
+            return drainOwnBlocks(into: ownDrainQueue)
+        }
         // The queue is swapped for the loop's drain queue, an empty one that kept its buffer from an
         // earlier pass (no allocation for the blocks queued meanwhile), which is then drained: each
         // block is moved out. A run nested in a block, while the drain queue is in use, uses a spare.
@@ -354,19 +371,48 @@ extension RLRunLoop {
         return drainBlocks(m, into: drainQueue)
     }
 
-    private func drainBlocks(_ m: ModeState, into taken: BlockQueue) -> Bool {
+    /// ``doBlocks(_:)`` when only ``ownBlocks`` holds blocks, all for the mode running: each runs.
+    private func drainOwnBlocks(into taken: BlockQueue<OwnBlockItem>) -> Bool {
+        ownBlocks.swapContents(with: taken)
+        ownBlocksMode.store(0, ordering: .releasing)
+        defer { taken.shrinkIfDrained() }
+        while let b = taken.popFirst() {
+            calloutToBlock(b)
+        }
+        return true
+    }
+
+    /// Moves the blocks of ``ownBlocks`` to the end of `queue`, as the blocks of `blocks` they
+    /// stand for. Called with the lock held, on the loop's thread.
+    private func moveOwnBlocksLocked(to queue: BlockQueue<BlockItem>) {
+        guard !ownBlocks.isEmpty, let target = ownBlocksTarget else { return }
+        let mode = target._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+        while let b = ownBlocks.popFirst() {
+            queue.append(BlockItem(target: .mode(mode), id: b.id, name: nil, body: b.body))
+        }
+        ownBlocksMode.store(0, ordering: .releasing)
+    }
+
+    private func drainBlocks(_ m: ModeState, into taken: BlockQueue<BlockItem>) -> Bool {
         let isCommon: Bool? = locked {
-            if blocks.isEmpty { return nil }
-            blocks.swapContents(with: taken)
+            if blocks.isEmpty && ownBlocks.isEmpty { return nil }
+            if ownBlocks.isEmpty {
+                blocks.swapContents(with: taken)
+            } else {
+                // The own blocks first: they were queued before every block of `blocks`.
+                moveOwnBlocksLocked(to: taken)
+                taken.append(movingFrom: blocks)
+            }
+            hasSharedBlocks.store(false, ordering: .relaxed)
             return m.isCommon
         }
         guard let isCommon else { return false }
         defer { taken.shrinkIfDrained() }
-        var kept: BlockQueue?
+        var kept: BlockQueue<BlockItem>?
         var did = false
         while let b = taken.popFirst() {
             if b.matches(m, isCommon: isCommon) {
-                calloutToBlock(id: b.id, name: b.name, body: b.body)
+                calloutToBlock(b)
                 did = true
             } else {
                 if kept == nil { kept = BlockQueue() }
@@ -374,9 +420,12 @@ extension RLRunLoop {
             }
         }
         if let kept {
+            // Ahead of the blocks queued meanwhile: first this thread's own, then the others'.
             locked {
+                moveOwnBlocksLocked(to: kept)
                 kept.append(movingFrom: blocks)
                 blocks.swapContents(with: kept)
+                hasSharedBlocks.store(true, ordering: .relaxed)
             }
         }
         return did
@@ -662,12 +711,13 @@ extension RLRunLoop {
         RLTrace.mainQueueExit(loop: id, iteration: it)
     }
 
-    /// Takes the block's fields, not the struct: no copy of it on the hot path when nobody traces.
+    /// Takes the queued block whole, borrowed (either item type, specialised for each): passing its
+    /// fields instead made the drain copy the closure out of the item — a retain/release pair per block.
     @inline(never)
-    func calloutToBlock(id item: UInt64, name: String?, body: () -> Void) {
+    func calloutToBlock<B: QueuedBlock>(_ b: borrowing B) {
         calloutCount &+= 1
-        let outer = watchCalloutBegin(.block, item)
-        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: item, name: name, body: body) } else { body() }
+        let outer = watchCalloutBegin(.block, b.id)
+        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: b.id, name: b.name, body: b.body) } else { b.body() }
         watchRestore(outer)
     }
 

@@ -195,4 +195,103 @@ struct EngineFastPathTests {
         }
         #expect(ran == ["in0", "in1", "in2", "in3", "out3", "after2", "out2", "after1", "out1", "after0", "out0", "tail"])
     }
+
+    /// Runs `body` on another thread and waits for it (a happens-before edge both ways).
+    private func onOtherThread(_ body: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { body(); done.signal() }
+        done.wait()
+    }
+
+    /// `RLRunLoop.ownBlocks` (RLRunLoop.swift): blocks the loop's own thread queues go to a queue
+    /// only that thread touches, without the lock, while `blocks` (the other threads') is empty and
+    /// all of them are for one mode; a drain takes them first. Blocks queued alternately by the
+    /// loop's thread and by other threads (each after the one before, so the order is defined) keep
+    /// CF's one FIFO; other threads' blocks never enter `ownBlocks`; a named block, a block for
+    /// another mode or for the common modes goes to `blocks` behind the own ones; blocks of another
+    /// mode taken by a drain go back ahead of those queued meanwhile, own ones included.
+    @Test func ownThreadBlocksKeepOneFIFOWithOtherThreads() {
+        final class Log: @unchecked Sendable { var ran: [String] = []; var counts: [Int] = []; let lock = NSLock()
+            func add(_ s: String) { lock.lock(); ran.append(s); lock.unlock() } }
+        let (ran, counts) = onFreshThread { () -> ([String], [Int]) in
+            let loop = RLRunLoop.current
+            let log = Log()
+            let otherMode = RLMode("own-blocks-other")
+            func run(_ mode: RLMode) {
+                loop.run(mode: mode, seconds: 0, returnAfterSourceHandled: false)
+                log.add("|")
+            }
+            loop.performBlock(forMode: .default) { log.add("L1") }
+            log.counts.append(loop.ownBlocks.count)                              // 1: own
+            onOtherThread { loop.performBlock(forMode: .default) { log.add("X1") } }
+            log.counts.append(loop.ownBlocks.count)                              // 1: X1 is in `blocks`
+            loop.performBlock(forMode: .default) { log.add("L2") }           // behind X1, in `blocks`
+            log.counts.append(loop.ownBlocks.count)                              // 1
+            run(.default)
+            // Own blocks again (both queues are empty), then a named one, a common-modes one and one
+            // for another mode: all go behind the own ones, in order.
+            loop.performBlock(forMode: .default) { log.add("L3") }
+            loop.performBlock(forMode: .default, name: "named") { log.add("N4") }
+            loop.performBlock(forMode: .default) { log.add("L5") }
+            loop.performBlock(forMode: .commonModes) { log.add("C6") }
+            loop.performBlock(forMode: otherMode) { log.add("O7") }
+            loop.performBlock(forMode: .default) { log.add("L8") }
+            log.counts.append(loop.ownBlocks.count)                              // 1 (L3)
+            run(.default)
+            run(otherMode)
+            // Own blocks for another mode: a run of the default mode leaves them alone, and
+            // `isFinished` on another thread (which reads only `ownBlocksMode`) sees them.
+            loop.performBlock(forMode: otherMode) { log.add("O9") }
+            log.counts.append(loop.ownBlocks.count)                              // 1
+            nonisolated(unsafe) var finishedElsewhere = true
+            onOtherThread { finishedElsewhere = loop.isFinished(otherMode) }
+            log.counts.append(finishedElsewhere ? 1 : 0)                         // 0
+            run(.default)
+            log.counts.append(loop.ownBlocks.count)                              // 1: O9 still there
+            // Now another thread queues X10: a drain of the default mode takes O9 with it, keeps it,
+            // and puts it back ahead of O11, which X10's callout queued meanwhile (an own block).
+            onOtherThread {
+                loop.performBlock(forMode: .default) {
+                    log.add("X10")
+                    loop.performBlock(forMode: otherMode) { log.add("O11") }
+                    log.counts.append(loop.ownBlocks.count)                      // 1: O11 is own
+                }
+            }
+            run(.default)
+            log.counts.append(loop.ownBlocks.count)                              // 0: O11 went behind O9
+            loop.performBlock(forMode: otherMode) { log.add("O12") }         // behind both, in `blocks`
+            run(otherMode)
+            return (log.ran, log.counts + [loop.ownBlocks.count, loop.blocks.count])
+        }
+        #expect(ran == ["L1", "X1", "L2", "|", "L3", "N4", "L5", "C6", "L8", "|", "O7", "|", "|", "X10", "|", "O9", "O11", "O12", "|"])
+        #expect(counts == [1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0])
+    }
+
+    /// Blocks queued by another thread while the loop's thread queues its own, concurrently: every
+    /// block runs exactly once, and each thread's blocks run in the order it queued them.
+    @Test func ownAndOtherThreadBlocksRaceWithoutLoss() {
+        let (ownOrder, otherOrder) = onFreshThread { () -> ([Int], [Int]) in
+            let loop = RLRunLoop.current
+            let n = 20_000
+            var own: [Int] = []
+            let other = Mutex<[Int]>([])
+            let started = Atomic<Bool>(false)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                started.store(true, ordering: .releasing)
+                for i in 0..<n { loop.performBlock(forMode: .default) { other.withLock { $0.append(i) } } }
+                done.signal()
+            }
+            while !started.load(ordering: .acquiring) {}
+            for i in 0..<n {
+                loop.performBlock(forMode: .default) { own.append(i) }
+                if i % 64 == 0 { loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
+            }
+            done.wait()
+            while !loop.isFinished(.default) { loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false) }
+            return (own, other.withLock { $0 })
+        }
+        #expect(ownOrder == Array(0..<20_000))
+        #expect(otherOrder == Array(0..<20_000))
+    }
 }
