@@ -28,8 +28,10 @@ struct Options {
     /// The large trace has about `scale` × the base trace's events.
     var scale = 10
     var large = true
-    /// Runs per command on the base trace (best wall time kept); the large trace gets one.
+    /// Runs per command on the base trace (best wall time kept); the large trace gets one of
+    /// babeltrace2 text and `largeReps` of each rltrace command.
     var reps = 2
+    var largeReps = 3
     var rltrace: String?
     var rlExample: String?
     var helper: String?
@@ -54,7 +56,8 @@ usage: pipeline-bench [--json] [--quick] [--events N] [--scale K] [--no-large] [
                       [--bt2-analysis base|all|none] [--rss-cap MB] [--timeout S] [--only report,timeline,…]
   --events N       the base trace has at least N events (default 3000000; --quick: 300000)
   --scale K        the large trace has about K × as many (default 10); --no-large: base trace only
-  --reps N         runs per command on the base trace, best kept (default 2; --quick: 1); large: 1
+  --reps N         runs per command on the base trace, best kept (default 2; --quick: 1)
+  --large-reps N   runs of each rltrace command on the large trace, best kept (default 3; --quick: 1)
   --rltrace PATH   the rltrace under test (default: next to pipeline-bench); it also records
   --trace DIR, --large-trace DIR   measure these traces instead of recording (never deleted)
   --traces DIR     record into DIR/base and DIR/large and keep them; reused when already there
@@ -75,7 +78,7 @@ do {
         guard let v = Int(value(flag).replacingOccurrences(of: "_", with: "")), v > 0 else { fail("\(flag) takes a positive number") }
         return v
     }
-    var explicitReps = false, explicitEvents = false
+    var explicitReps = false, explicitEvents = false, explicitLargeReps = false
     while let a = args.popFirst() {
         switch a {
         case "--json": opt.json = true
@@ -84,6 +87,7 @@ do {
         case "--scale": opt.scale = int(a)
         case "--no-large": opt.large = false
         case "--reps": opt.reps = int(a); explicitReps = true
+        case "--large-reps": opt.largeReps = int(a); explicitLargeReps = true
         case "--rltrace": opt.rltrace = value(a)
         case "--rl-example": opt.rlExample = value(a)
         case "--helper": opt.helper = value(a)
@@ -106,6 +110,7 @@ do {
     if opt.quick {
         if !explicitEvents { opt.events = 300_000 }
         if !explicitReps { opt.reps = 1 }
+        if !explicitLargeReps { opt.largeReps = 1 }
     }
 }
 
@@ -320,8 +325,9 @@ struct Row: Codable {
 /// The best (fastest) run of each contender, with the highest peak RSS seen over its runs.
 struct Best { var run: ChildRun; var maxRSSKiB: Int; var runs: Int }
 
-/// Measures every wanted contender on `trace`, `reps` interleaved rounds.
-func measureAll(_ trace: TraceInfo, reps: Int) -> [String: Best] {
+/// Measures every wanted contender on `trace`, `reps` interleaved rounds; rltrace's commands (the
+/// rows with a baseline) get at least `commandReps`.
+func measureAll(_ trace: TraceInfo, reps: Int, commandReps: Int = 0) -> [String: Best] {
     var best: [String: Best] = [:]
     let wanted = contenders.filter { c in
         if c.id == "analysis" && !(opt.bt2Analysis == "all" || (opt.bt2Analysis == "base" && trace.id == "base")) { return false }
@@ -331,16 +337,17 @@ func measureAll(_ trace: TraceInfo, reps: Int) -> [String: Best] {
     }
     // The counter is the reference of five rows: it gets at least two runs on every trace (on the large
     // trace the others get one), so one noisy run of it does not flatter every ratio.
-    for round in 0..<max(reps, 2) {
+    func runs(_ c: Contender) -> Int { c.id == "counter" ? max(reps, 2) : c.baseline != nil ? max(reps, commandReps) : reps }
+    for round in 0..<max(reps, 2, commandReps) {
         for c in wanted {
-            if round >= reps && c.id != "counter" { continue }
+            if round >= runs(c) { continue }
             // A command that failed (killed above the RSS cap, timed out, exited non-zero) is not run again.
             if let b = best[c.id], !b.run.ok { continue }
             // The Python analysis is 10-100× slower than everything else: one run is enough.
             if c.id == "analysis" && round > 0 { continue }
             let outFile = scratch.appendingPathComponent("export-\(trace.id).json").path
             let argv = c.argv.map { $0 == "TRACE" ? trace.path : ($0 == "OUTFILE" ? outFile : $0) }
-            log("  [\(trace.id) \(round + 1)/\(c.id == "counter" ? max(reps, 2) : reps)] \(c.label)")
+            log("  [\(trace.id) \(round + 1)/\(runs(c))] \(c.label)")
             do {
                 let r = try measure(argv, helper: helper, rssCapMB: opt.rssCapMB, timeout: opt.timeout)
                 unlink(outFile)
@@ -406,8 +413,10 @@ do {
         checkCounts(&large)
         if large.origin.hasPrefix("recorded"), let d = try? JSONEncoder().encode(large) { fm.createFile(atPath: markerPath(large.path), contents: d) }
         traces.append(large)
-        log("measuring on the large trace (\(large.events) events, \(large.bytes / 1_000_000) MB), 1 round")
-        let bestLarge = measureAll(large, reps: 1)
+        log("measuring on the large trace (\(large.events) events, \(large.bytes / 1_000_000) MB), 1 round of babeltrace2 text, 2 of the counter, \(opt.largeReps) of each rltrace command")
+        // A single run of a few seconds on this trace moves by up to a third on a shared VM: rltrace's
+        // commands are cheap enough to take the best of several.
+        let bestLarge = measureAll(large, reps: 1, commandReps: opt.largeReps)
         commandRows(large, bestLarge)
         for c in contenders where c.memoryBounded {
             guard let a = bestBase[c.id], let b = bestLarge[c.id] else { continue }
@@ -510,7 +519,7 @@ if opt.json {
     }
     let notes = rows.filter { $0.note != nil }
     print("")
-    print("speed ratio = the target's reference wall time / this command's (= events/s ratio, same trace); vs py = × faster than analysis/rl_bt2_report.py; M ev/s = trace events / wall s; best of \(opt.reps) run(s) on the base trace, 1 on the large (the counter: at least 2 on each); peak RSS = highest over runs (wait4 ru_maxrss)")
+    print("speed ratio = the target's reference wall time / this command's (= events/s ratio, same trace); vs py = × faster than analysis/rl_bt2_report.py; M ev/s = trace events / wall s; best of \(opt.reps) run(s) on the base trace, of \(opt.largeReps) on the large (babeltrace2 text: 1; the counter: at least 2 on each); peak RSS = highest over runs (wait4 ru_maxrss)")
     for r in notes { print("note [\(r.id)]: \(r.note!)") }
     print(allPass ? "all targets met" : "targets missed: " + targetRows.filter { !(($0.pass ?? true) && ($0.rss_pass ?? true)) }.map(\.id).joined(separator: ", ")
           + (rows.contains { $0.id == "large.failed" } ? " (and the large trace failed)" : ""))

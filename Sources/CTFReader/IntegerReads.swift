@@ -10,8 +10,9 @@ public struct CTFIntegerRef: @unchecked Sendable {
     /// For a field read in place with one 8-byte load: `64 - 8 × size`, the shift that keeps the
     /// field's bytes (shifted left, then back right).
     @usableFromInline var shift: UInt64 = 0
-    /// All ones for a signed field (the right shift's sign-extended result kept), else 0.
-    @usableFromInline var signMask: Int64 = 0
+    /// The bits of the value after the arithmetic right shift: all ones for a signed field (its
+    /// sign extension kept) and for a 64-bit one, else the field's own bits (`2^(8 × size) − 1`).
+    @usableFromInline var mask: Int64 = -1
     /// Where ``CTFStream/readIntegers(_:count:into:)`` stores the value: `out[destination]`.
     public var destination: Int {
         get { Int(ref.count) }
@@ -22,7 +23,7 @@ public struct CTFIntegerRef: @unchecked Sendable {
         self.ref.count = 0    // (the element count of a text array: unused for integers)
         let size = UInt64(abs(Int(ref.width)))
         if size > 0 { shift = 64 - 8 * size }
-        signMask = ref.width < 0 ? -1 : 0
+        mask = ref.width < 0 || size == 0 || size >= 8 ? -1 : Int64((UInt64(1) << (8 * size)) &- 1)
     }
     /// A field the class does not have (or that is not an integer): its value is left as it was.
     public static let absent = CTFIntegerRef(FieldRef())
@@ -73,10 +74,10 @@ extension CTFStream {
                 let r = refs[i]
                 if r.ref.width != 0 {
                     let raw = UInt64(littleEndian: (b + (seg[Int(r.ref.segment)] &+ Int(r.ref.offset))).loadUnaligned(as: UInt64.self))
-                    let u = raw &<< r.shift
-                    let signed = Int64(bitPattern: u) &>> Int64(bitPattern: r.shift)
-                    let unsigned = Int64(bitPattern: u &>> r.shift)
-                    out.storeBytes(of: (signed & r.signMask) | unsigned, toByteOffset: Int(r.ref.count) &<< 3, as: Int64.self)
+                    // Shifted up to the top, back down sign-extended, and masked to the field's
+                    // bits unless it is signed: three operations, no branch.
+                    let v = (Int64(bitPattern: raw &<< r.shift) &>> Int64(bitPattern: r.shift)) & r.mask
+                    out.storeBytes(of: v, toByteOffset: Int(r.ref.count) &<< 3, as: Int64.self)
                 } else if r.ref.slot >= 0 {
                     // (Not in a body read in place, whose integers all have a width: the rest
                     // the careful way, which decodes the body.)

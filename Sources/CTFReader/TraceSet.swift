@@ -34,12 +34,13 @@ public final class CTFTraceSet: @unchecked Sendable {
 }
 
 /// Owns the merge heap's raw storage.
+@usableFromInline
 final class MergeStorage {
-    let heap: UnsafeMutablePointer<Int>
+    @usableFromInline let heap: UnsafeMutablePointer<Int>
     /// [0] = heap count, [1] = last (index of the stream holding the current event), [2] = started flag.
-    let scalars: UnsafeMutablePointer<Int>
-    let states: UnsafeMutablePointer<UnsafeMutablePointer<CTFStream.HotState>>
-    let fast: UnsafeMutablePointer<Unmanaged<CTFStream>>
+    @usableFromInline let scalars: UnsafeMutablePointer<Int>
+    @usableFromInline let states: UnsafeMutablePointer<UnsafeMutablePointer<CTFStream.HotState>>
+    @usableFromInline let fast: UnsafeMutablePointer<Unmanaged<CTFStream>>
     init(_ streams: [CTFStream]) {
         let n = max(1, streams.count)
         heap = .allocate(capacity: n)
@@ -62,8 +63,8 @@ final class MergeStorage {
 ///
 /// After ``next()`` returns true, ``current`` is the stream positioned on the event; read it before the next call.
 public struct CTFMergedIterator {
-    private let streams: [CTFStream]
-    private let st: MergeStorage
+    @usableFromInline let streams: [CTFStream]
+    @usableFromInline let st: MergeStorage
 
     /// The stream holding the current event.
     public var current: CTFStream { streams[st.scalars[1]] }
@@ -82,14 +83,14 @@ public struct CTFMergedIterator {
         self.st = MergeStorage(streams)
     }
 
-    @inline(__always)
-    private func less(_ a: Int, _ b: Int) -> Bool {
+    @inlinable @inline(__always)
+    func less(_ a: Int, _ b: Int) -> Bool {
         let ta = st.states[a].pointee.timestamp, tb = st.states[b].pointee.timestamp
         return ta < tb || (ta == tb && a < b)
     }
 
-    @inline(__always)
-    private func siftDown(_ start: Int) {
+    @inlinable @inline(__always)
+    func siftDown(_ start: Int) {
         let heap = st.heap
         let n = st.scalars[0]
         var i = start
@@ -103,8 +104,8 @@ public struct CTFMergedIterator {
     }
 
     /// The stream at the top of the heap has ended: off the heap.
-    @inline(__always)
-    private func dropTop() {
+    @inlinable @inline(__always)
+    func dropTop() {
         let sc = st.scalars, heap = st.heap
         sc[0] -= 1
         heap[0] = heap[sc[0]]
@@ -129,7 +130,10 @@ public struct CTFMergedIterator {
     /// runs): after advancing it, its next timestamp is compared with the earliest of the others
     /// (kept while the top stream does not change), and the heap is touched only when another
     /// stream comes first.
-    @inline(__always)
+    ///
+    /// Inlinable, so the loop is specialized for the caller's `body` and the per-event work is one
+    /// function, not a call through a closure context per event.
+    @inlinable @inline(__always)
     public mutating func forEachEvent(_ body: (Int, CTFStream) throws -> Bool) throws {
         let st = self.st
         try withExtendedLifetime((st, streams)) {

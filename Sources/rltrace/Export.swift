@@ -5,6 +5,7 @@ import RLAnalysis
 /// `rltrace export`.
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Export for other tools: Chrome Trace Event JSON (Perfetto, chrome://tracing).",
         discussion: """
         Example:  rltrace export TRACE --format chrome -o trace.json   (then open it in ui.perfetto.dev)

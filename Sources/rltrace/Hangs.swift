@@ -5,6 +5,7 @@ import RLAnalysis
 /// `rltrace hangs`: each hang with the callout that held it.
 struct Hangs: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "hangs",
         abstract: "Each hang (an iteration busy past the threshold) with its loop, time, duration, and the callout and item that held it.",
         discussion: """
         Example:  rltrace hangs TRACE --hang-threshold 100ms      (--threshold is the same option)

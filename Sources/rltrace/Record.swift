@@ -11,6 +11,7 @@ import Glibc
 /// `rltrace record -- COMMAND…`: records a program's run loops with no LTTng set-up.
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "record",
         abstract: "Run a program under an LTTng session recording its run loops, and keep the trace.",
         discussion: """
         Creates an LTTng session, enables the `runloop` provider, runs COMMAND, then stops and destroys
@@ -278,6 +279,7 @@ func printSummary(of path: String) {
 /// `rltrace demo`: records the bundled example service under load and reports on it.
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "Record the bundled example service (rl-example) with injected problems, print the report, write the HTML.",
         discussion: """
         rl-example serves TCP on loopback with source1s, timers, the main queue, perform-blocks, a

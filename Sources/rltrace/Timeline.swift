@@ -5,6 +5,7 @@ import RLAnalysis
 /// `rltrace timeline`: one line per iteration.
 struct Timeline: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "timeline",
         abstract: "One line per iteration: start, busy and sleep time, wake reason, callouts with durations and nesting, flags.",
         discussion: """
         Examples:

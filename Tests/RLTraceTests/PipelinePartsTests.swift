@@ -14,7 +14,9 @@ struct PipelinePartsTests {
         for _ in 0..<18 { p *= 10; values += [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)] }
         let sink = ByteSink()
         for v in values { sink.int(v); sink.byte(0x20) }
-        let unsigned: [UInt64] = [0, 7, 42, 1 << 63, .max, .max - 1, 10_000_000_000_000_000_000, 9_999_999_999_999_999_999]
+        var unsigned: [UInt64] = [0, 7, 42, 1 << 63, .max, .max - 1, 10_000_000_000_000_000_000, 9_999_999_999_999_999_999]
+        // Every bit length (the digit count is worked out from it), at and beside each boundary.
+        for k in 1..<64 { unsigned += [(1 << k) - 1, 1 << k, (1 << k) + 1] }
         for v in unsigned { sink.uint(v); sink.byte(0x20) }
         let expected = values.map(String.init).joined(separator: " ") + " " + unsigned.map(String.init).joined(separator: " ") + " "
         #expect(sink.text == expected)
@@ -124,5 +126,41 @@ struct PipelinePartsTests {
         #expect(big.percentiles(more) == more.map { big.percentile($0) })
         #expect(big.percentiles([99, 50]) == [big.percentile(99), big.percentile(50)], "in any order")
         #expect(DurationAccumulator().percentiles([50, 99]) == [0, 0])
+    }
+
+    @Test("accumulators made from the shared empty histogram keep their own values")
+    func histogramsAreTheirOwn() {
+        // Each histogram starts as a copy of one empty histogram (copy on write): recording into
+        // one must change neither the others nor the next one made.
+        var a = DurationAccumulator(), b = DurationAccumulator()
+        for i in 0..<1000 { a.add(Int64(1_000 + i)); b.add(Int64(5_000_000 + i * 1000)) }
+        var c = DurationAccumulator()
+        for _ in 0..<100 { c.add(7) }
+        #expect(a.count == 1000 && b.count == 1000 && c.count == 100)
+        // Below 2048 the histogram is exact: the 500th of 1000…1999 is 1499.
+        #expect(a.percentiles([0, 50, 100]) == [1_000, 1_499, 1_999])
+        // Above, within its 3 significant digits.
+        let bp = b.percentiles([0, 100])
+        #expect(bp[0] >= 4_995_000 && bp[0] <= 5_000_000 && bp[1] >= 5_999_000 && bp[1] <= 6_005_000)
+        #expect(c.percentiles([0, 50, 100]) == [7, 7, 7])
+        var d = DurationAccumulator()
+        for _ in 0..<40 { d.add(3) }
+        #expect(d.percentiles([0, 100]) == [3, 3], "a histogram made after the others starts empty")
+    }
+
+    @Test("loop numbering gives keys 0, 1, 2… in order of first sight, through growth and collisions")
+    func loopNumbering() {
+        var n = LoopNumbering()
+        // Keys that differ only in pid, only in loop, and in both; more than the table's first size.
+        var keys: [LoopKey] = []
+        for pid: Int64 in [0, 1, 2, -1, .max, .min] { for loop: UInt64 in [0, 1, 2, 64, 1 << 40, .max] { keys.append(LoopKey(pid: pid, loop: loop)) } }
+        for (i, k) in keys.enumerated() {
+            #expect(n.existing(k) == nil)
+            #expect(n.number(k) == i)
+            #expect(n.number(k) == i, "asked again at once (the one-entry cache)")
+        }
+        #expect(n.count == keys.count && n.keys == keys)
+        for (i, k) in keys.enumerated().reversed() { #expect(n.existing(k) == i && n.number(k) == i) }
+        #expect(n.existing(LoopKey(pid: 3, loop: 3)) == nil)
     }
 }

@@ -167,23 +167,31 @@ public final class RunLoopEventSource: @unchecked Sendable {
     }
 
     /// Reads every event and decodes each `runloop` event the gate accepts into `target`'s chunk,
-    /// calling `full` with each chunk that fills up (which returns the next one to fill).
+    /// calling `full` with each chunk that fills up (which returns the next one to fill). When it
+    /// returns or throws, the chunk being filled (`target.chunk`) counts the entries written.
     private func produce(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk) throws {
         var it = traceSet.makeMergedIterator()
         // Plans as unmanaged references, used through `_withUnsafeGuaranteedRef`: the source owns
         // them for its whole life (`plans`), so the per-event path needs no retain or release of
         // them (copying an `unowned(unsafe)` reference into a local retained it); the iterator's
-        // loop hands the stream over the same way, and the chunk being filled is kept unretained
-        // too (`target` holds it).
+        // loop hands the stream over the same way.
         let refs = ContiguousArray(plans.map { Unmanaged.passUnretained($0) })
         let shared = ContiguousArray(streams.indices.map { overlap.isShared($0) })
-        var chunk = Unmanaged.passUnretained(target.chunk)
-        // The entry just written is delivered: counted, and a full chunk handed on.
-        func advance(_ c: Chunk) throws {
-            c.count &+= 1
-            if c.count == Chunk.capacity {
-                target.chunk = try full(c)
-                chunk = Unmanaged.passUnretained(target.chunk)
+        // The chunk being filled, its next free entry and its end: the per-event path writes
+        // through `next` and touches the chunk object only when it is full.
+        var chunk = target.chunk
+        var next = chunk.events + chunk.count
+        var end = chunk.events + Chunk.capacity
+        defer { chunk.count = next - chunk.events }
+        // The entry at `next` is delivered: a full chunk is handed on.
+        @inline(__always) func advance() throws {
+            next += 1
+            if next == end {
+                chunk.count = Chunk.capacity
+                chunk = try full(chunk)
+                target.chunk = chunk
+                next = chunk.events + chunk.count
+                end = chunk.events + Chunk.capacity
             }
         }
         do {
@@ -199,16 +207,10 @@ public final class RunLoopEventSource: @unchecked Sendable {
                     let ts = clock.time(of: s)
                     if gap, window != nil {
                         // Where two overlapping snapshots do not meet: a gap event before this one.
-                        try chunk._withUnsafeGuaranteedRef { c in
-                            (c.events + c.count).pointee = RunLoopEvent(kind: .gap, ts: ts)
-                            try advance(c)
-                        }
+                        next.pointee = RunLoopEvent(kind: .gap, ts: ts)
+                        try advance()
                     }
-                    try refs[index]._withUnsafeGuaranteedRef { sp in
-                        try chunk._withUnsafeGuaranteedRef { c in
-                            if try step(s, sp, ts: ts, gate, into: c) { try advance(c) }
-                        }
-                    }
+                    if try refs[index]._withUnsafeGuaranteedRef({ try step(s, $0, ts: ts, gate, into: next) }) { try advance() }
                     return true
                 }
             }
@@ -219,11 +221,10 @@ public final class RunLoopEventSource: @unchecked Sendable {
         }
     }
 
-    /// The event `s` is on, at time `ts`: decoded by plan `sp` into the next entry of `c`; true
-    /// when it is to be delivered (a `runloop` event the gate accepts).
+    /// The event `s` is on, at time `ts`: decoded by plan `sp` into `e`; true when it is to be
+    /// delivered (a `runloop` event the gate accepts).
     @inline(__always)
-    private func step(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, _ gate: EventGate, into c: Chunk) throws -> Bool {
-        let e = c.events + c.count
+    private func step(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, _ gate: EventGate, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
         guard try fields.decode(s, sp, ts: ts, into: e) else { return false }
         runLoopEvents &+= 1
         guard gate.accepts(e.pointee, epochOffset: clockOffset) else { return false }

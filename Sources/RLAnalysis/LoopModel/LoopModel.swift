@@ -178,7 +178,7 @@ extension LoopModelSink {
 /// `docs/report-json.md`), and hands the results to a sink as each closes.
 ///
 /// State is numeric and bounded: loops are found by `(pid, loop)` through a one-entry cache in front
-/// of a dictionary; the records of open iterations and callouts live in per-loop stacks whose
+/// of a ``LoopNumbering``; the records of open iterations and callouts live in per-loop stacks whose
 /// storage is reused, so a steady stream of events allocates nothing.
 public final class LoopModel {
     final class State {
@@ -186,7 +186,7 @@ public final class LoopModel {
         /// Iteration records, reused: `stack[0..<open]` are the open iterations, outermost first.
         var stack: [IterationRecord] = []
         var open = 0
-        var callouts: [(record: CalloutRecord, iterationIndex: Int)] = []
+        var callouts = OpenCallouts()
         var pendingSleep: (iteration: UInt64, ts: Int64)?
         var modes: [Int32] = []
         var pendingWakeUps: [(ts: Int64, tid: Int64)] = []
@@ -194,9 +194,11 @@ public final class LoopModel {
         /// Whether `info.procname` is the process's name (its main thread's), not a fallback.
         var procResolved = false
         init(key: LoopKey) { info = LoopInfo(key: key) }
+        deinit { callouts.deallocate() }
     }
     private var states: [State] = []
-    private var stateIndex: [LoopKey: Int] = [:]
+    /// `states`' index of each loop.
+    private var numbering = LoopNumbering()
     private var lastKey = LoopKey(pid: .min, loop: .max)
     /// The state of `lastKey`, unretained: `states` keeps every state alive for the model's life.
     private var lastState: Unmanaged<State>?
@@ -253,7 +255,7 @@ public final class LoopModel {
     /// What is known so far of the loop `key` (nil if no event of it was seen).
     public func info(of key: LoopKey) -> LoopInfo? {
         if key == lastKey, let s = lastState { return s._withUnsafeGuaranteedRef { $0.info } }
-        return stateIndex[key].map { states[$0].info }
+        return numbering.existing(key).map { states[$0].info }
     }
 
     /// The thread of the loop `key` as known so far (`LoopInfo.tid`; nil if no event of it was
@@ -261,7 +263,7 @@ public final class LoopModel {
     @inline(__always)
     public func threadID(of key: LoopKey) -> Int64? {
         if key == lastKey, let s = lastState { return s._withUnsafeGuaranteedRef { $0.info.tid } }
-        return stateIndex[key].map { states[$0].info.tid }
+        return numbering.existing(key).map { states[$0].info.tid }
     }
 
     /// The name of an item (empty if never seen; blocks are named by their records).
@@ -298,12 +300,9 @@ public final class LoopModel {
     @inline(__always)
     private func state(_ key: LoopKey) -> Unmanaged<State> {
         if key == lastKey, let s = lastState { return s }
-        let s: State
-        if let i = stateIndex[key] { s = states[i] } else {
-            s = State(key: key)
-            stateIndex[key] = states.count
-            states.append(s)
-        }
+        let n = numbering.number(key)
+        if n == states.count { states.append(State(key: key)) }
+        let s = states[n]
         lastKey = key
         let u = Unmanaged.passUnretained(s)
         lastState = u
@@ -398,7 +397,10 @@ public final class LoopModel {
             // the whole window has no event in it).
             if s.stack[idx].begin < s.info.first { s.info.first = s.stack[idx].begin }
             if s.stack[idx].end > s.info.last { s.info.last = s.stack[idx].end }
-            sink.iteration(s.stack[idx], of: s.info)
+            // Handed over from the array's storage: a copy of the record (an `s.stack[idx]`
+            // argument) would retain and release its arrays. Safe: sinks only read the model
+            // (names, loops), so `s.stack` is not mutated during the call.
+            s.stack.withUnsafeBufferPointer { sink.iteration($0[idx], of: s.info) }
         }
     }
 
@@ -562,7 +564,7 @@ extension LoopModel {
     func forgetOpenState() {
         for s in states {
             s.open = 0
-            s.callouts.removeAll(keepingCapacity: true)
+            s.callouts.removeAll()
             s.pendingSleep = nil
             s.pendingWakeUps.removeAll(keepingCapacity: true)
         }

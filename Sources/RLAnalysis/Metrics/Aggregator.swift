@@ -9,7 +9,14 @@ public final class Aggregator: LoopModelSink, NameResolving {
         var callouts = 0, unmatched = 0
         var kinds = [DurationAccumulator](repeating: DurationAccumulator(), count: CalloutKind.allCases.count)
         var items: [ItemKey: Int] = [:]
+        /// Per item, by the index `items` gives it: its key, durations, and its count and total in
+        /// the current spin (an item can be indexed by a spin alone, with no callout counted: its
+        /// durations are then empty and the report leaves it out).
+        var itemKeys: [ItemKey] = []
         var itemAcc: [DurationAccumulator] = []
+        var spinItems: [(count: Int, total: Int64)] = []
+        /// The items of the current spin.
+        var spinTouched: [Int] = []
         var cache = [(key: ItemKey, index: Int)](repeating: (ItemKey(kind: .observer, item: 0, blockName: -1), -1), count: 64)
         var wakeReasons = [Int](repeating: 0, count: WakeReason.allCases.count)
         var sleepHist = [Int](repeating: 0, count: WakeReason.allCases.count * 64)
@@ -31,7 +38,6 @@ public final class Aggregator: LoopModelSink, NameResolving {
         var slow = 0
         var spins: [SpinReport] = []
         var currentSpin: (first: UInt64, count: Int, begin: Int64, end: Int64)?
-        var spinItems: [ItemKey: (count: Int, total: Int64)] = [:]
         var spinKey: LoopKey?
         var slowest: [(busy: Int64, it: IterationRecord)] = []
     }
@@ -50,7 +56,9 @@ public final class Aggregator: LoopModelSink, NameResolving {
     public let options: ReportOptions
     /// Narrows the callout figures (kinds, items, minimum duration).
     public var calloutFilter = EventFilter()
-    private var loops: [LoopKey: Loop] = [:]
+    /// Every loop's figures, by its number in `numbering`.
+    private var loops: [Loop] = []
+    private var numbering = LoopNumbering()
     /// The model, for item names (set by whoever runs the model: ``NameResolving``).
     public var model: LoopModel?
     /// ``model``, under the name ``NameResolving`` gives it.
@@ -78,8 +86,9 @@ public final class Aggregator: LoopModelSink, NameResolving {
     @inline(__always)
     private func withLoop<R>(_ k: LoopKey, _ body: (Loop) -> R) -> R {
         if k == lastKey, let l = lastLoop { return l._withUnsafeGuaranteedRef(body) }
-        let l: Loop
-        if let x = loops[k] { l = x } else { l = Loop(); loops[k] = l }
+        let n = numbering.number(k)
+        if n == loops.count { loops.append(Loop()) }
+        let l = loops[n]
         lastKey = k
         lastLoop = .passUnretained(l)
         return body(l)
@@ -137,9 +146,10 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 l.spinKey = info.key
             }
             for c in it.callouts where c.kind != .observer {
-                let k = ItemKey(c)
-                let v = l.spinItems[k] ?? (0, 0)
-                l.spinItems[k] = (v.count + 1, v.total &+ c.duration)
+                let i = itemIndex(ItemKey(c), in: l)
+                if l.spinItems[i].count == 0 { l.spinTouched.append(i) }
+                l.spinItems[i].count += 1
+                l.spinItems[i].total &+= c.duration
             }
         }
         // The slowest five.
@@ -152,16 +162,18 @@ public final class Aggregator: LoopModelSink, NameResolving {
 
     private func closeSpin(_ l: Loop) {
         if let s = l.currentSpin, s.count >= options.spinMinIterations, let key = l.spinKey {
-            let top = l.spinItems.max {
-                $0.value.count != $1.value.count ? $0.value.count < $1.value.count
-                    : ($0.key.item, blockName($0.key)) > ($1.key.item, blockName($1.key))
+            let top = l.spinTouched.max { a, b in
+                let x = l.spinItems[a], y = l.spinItems[b]
+                return x.count != y.count ? x.count < y.count
+                    : (l.itemKeys[a].item, blockName(l.itemKeys[a])) > (l.itemKeys[b].item, blockName(l.itemKeys[b]))
             }
-            let culprit = top.map { CalloutRef(kind: $0.key.kind.label, item: $0.key.item,
-                                               name: itemName($0.key, pid: key.pid), durationNs: $0.value.total) }
+            let culprit = top.map { CalloutRef(kind: l.itemKeys[$0].kind.label, item: l.itemKeys[$0].item,
+                                               name: itemName(l.itemKeys[$0], pid: key.pid), durationNs: l.spinItems[$0].total) }
             l.spins.append(SpinReport(firstIteration: s.first, iterations: s.count, beginNs: s.begin, endNs: s.end, culprit: culprit))
         }
         l.currentSpin = nil
-        l.spinItems.removeAll()
+        for i in l.spinTouched { l.spinItems[i] = (0, 0) }
+        l.spinTouched.removeAll(keepingCapacity: true)
     }
 
     private func blockName(_ k: ItemKey) -> String { k.blockName >= 0 ? (model?.names[k.blockName] ?? "") : "" }
@@ -186,22 +198,29 @@ public final class Aggregator: LoopModelSink, NameResolving {
     private func count(_ c: CalloutRecord, in l: Loop) {
         l.callouts += 1
         l.kinds[Int(c.kind.rawValue)].add(c.duration)
-        let k = ItemKey(c)
+        let i = itemIndex(ItemKey(c), in: l)
+        l.itemAcc[i].add(c.duration)
+        if c.cpuNs >= 0 { l.itemCpu[i] = max(0, l.itemCpu[i]) &+ c.cpuNs }
+    }
+
+    /// The index of item `k` in loop `l`'s per-item figures (made on first sight).
+    @inline(__always)
+    private func itemIndex(_ k: ItemKey, in l: Loop) -> Int {
         // A direct-mapped cache in front of the item dictionary: a loop has few items, so the
         // per-callout lookup is almost always one compare instead of a hash.
         let slot = Int(truncatingIfNeeded: (k.item &* 0x9E37_79B9_7F4A_7C15) >> 58) ^ Int(k.kind.rawValue) ^ Int(k.blockName & 63)
+        if l.cache[slot].index >= 0 && l.cache[slot].key == k { return l.cache[slot].index }
         let i: Int
-        if l.cache[slot].index >= 0 && l.cache[slot].key == k { i = l.cache[slot].index } else {
-            if let x = l.items[k] { i = x } else {
-                i = l.itemAcc.count
-                l.items[k] = i
-                l.itemAcc.append(DurationAccumulator())
-                l.itemCpu.append(-1)
-            }
-            l.cache[slot] = (k, i)
+        if let x = l.items[k] { i = x } else {
+            i = l.itemAcc.count
+            l.items[k] = i
+            l.itemKeys.append(k)
+            l.itemAcc.append(DurationAccumulator())
+            l.itemCpu.append(-1)
+            l.spinItems.append((0, 0))
         }
-        l.itemAcc[i].add(c.duration)
-        if c.cpuNs >= 0 { l.itemCpu[i] = max(0, l.itemCpu[i]) &+ c.cpuNs }
+        l.cache[slot] = (k, i)
+        return i
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) {
@@ -298,8 +317,9 @@ public final class Aggregator: LoopModelSink, NameResolving {
             if l.wokeIdle { l.wokeIdle = false; l.spurious += 1 }      // nothing came after it
             let span = info.last >= info.first ? info.last - info.first : 0
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
-            let items = l.items.map { k, i in
+            let items = l.items.compactMap { k, i -> ItemReport? in
                 let a = l.itemAcc[i]
+                guard a.count > 0 else { return nil }     // indexed by a spin, no callout counted
                 let p = a.percentiles([50, 99])
                 return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
                                   maxNs: a.max, p50Ns: p[0], p99Ns: p[1],

@@ -220,6 +220,15 @@ public struct DurationAccumulator: @unchecked Sendable {
     private var box: Box?
     private var hist: Histogram<UInt64>? { box?.h }
     static let exactLimit = 32
+    /// An empty histogram, copied for each accumulator that needs one: a new histogram's counts
+    /// are filled by the library's unspecialized generic code, one value-witness call per count
+    /// (32 768 of them), while a copy of this one shares its storage until its first record, which
+    /// copies the counts in one move.
+    private static let emptyHistogram: Histogram<UInt64> = {
+        var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+        h.autoResize = true
+        return h
+    }()
 
     /// Creates an empty accumulator.
     public init() {}
@@ -236,8 +245,7 @@ public struct DurationAccumulator: @unchecked Sendable {
             // Sized for an hour up front (auto-resizing beyond): growing a histogram value by value
             // appends its counts many times, which was a third of `report`'s instructions. The
             // bucket layout, and so every percentile, does not depend on the size.
-            var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
-            h.autoResize = true
+            var h = DurationAccumulator.emptyHistogram
             for x in small { _ = h.record(UInt64(x)) }
             small = []
             box = Box(h)

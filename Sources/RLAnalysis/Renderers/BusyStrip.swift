@@ -9,7 +9,9 @@ public final class BusyStripCollector: LoopModelSink {
         var busy = [Int64](repeating: 0, count: BusyStripCollector.fineBins)
         var width: Int64 = 1_000          // ns per fine bin
     }
-    private var strips: [LoopKey: Strip] = [:]
+    /// Each loop's strip, by its number in `numbering`.
+    private var strips: [Strip] = []
+    private var numbering = LoopNumbering()
     private var origin: Int64?
     /// Creates a collector.
     public init() {}
@@ -17,10 +19,9 @@ public final class BusyStripCollector: LoopModelSink {
     public func traceBegins(at ts: Int64, epochOffset: Int64) { if origin == nil { origin = ts } }
 
     private func strip(_ key: LoopKey) -> Strip {
-        if let s = strips[key] { return s }
-        let s = Strip()
-        strips[key] = s
-        return s
+        let n = numbering.number(key)
+        if n == strips.count { strips.append(Strip()) }
+        return strips[n]
     }
 
     private func add(_ key: LoopKey, _ a: Int64, _ b: Int64, sign: Int64) {
@@ -57,7 +58,8 @@ public final class BusyStripCollector: LoopModelSink {
         let span = end - begin
         // Integer bin edges: edge(i) = begin + span·i/bins (no float drift, always terminates).
         func edge(_ i: Int) -> Int64 { begin + Int64((Double(span) * Double(i) / Double(bins)).rounded(.down)) }
-        guard let s = strips[key], let o = origin else { return [Double](repeating: 0, count: bins) }
+        guard let n = numbering.existing(key), let o = origin else { return [Double](repeating: 0, count: bins) }
+        let s = strips[n]
         var busy = [Double](repeating: 0, count: bins)
         for j in 0..<Self.fineBins where s.busy[j] != 0 {
             let fl = o + Int64(j) * s.width, fh = fl + s.width

@@ -35,26 +35,33 @@ public struct ByteCursor {
     @inline(__always)
     public mutating func uint(_ v: UInt64) {
         if v < 10 { byte(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
-        var n = 1
-        var t: UInt64 = 10
-        while n < 20 && v >= t { n &+= 1; t = t &* 10 }
-        // Two digits per 64-bit division (the pair split by a cheap 8-bit one).
+        // The number of digits from the bit length (log10 2 ≈ 1233 / 4096), corrected by one
+        // compare with a power of ten: no loop.
+        let t = ((64 &- v.leadingZeroBitCount) &* 1233) >> 12
+        let n = t &+ (v >= ByteCursor.powersOfTen[t] ? 1 : 0)
+        // Two digits per division by 100, each pair copied from a table of "00"…"99".
+        let pairs = UnsafeRawPointer(ByteCursor.digitPairs.utf8Start)
+        let out = UnsafeMutableRawPointer(p)
         var x = v
         var i = n
         while x >= 100 {
-            let r = UInt8(truncatingIfNeeded: x % 100)
+            let r = Int(truncatingIfNeeded: x % 100)
             x /= 100
             i &-= 2
-            p[i] = 0x30 &+ r / 10; p[i &+ 1] = 0x30 &+ r % 10
+            out.storeBytes(of: pairs.loadUnaligned(fromByteOffset: r &* 2, as: UInt16.self), toByteOffset: i, as: UInt16.self)
         }
         if x >= 10 {
-            let r = UInt8(truncatingIfNeeded: x)
-            p[0] = 0x30 &+ r / 10; p[1] = 0x30 &+ r % 10
+            out.storeBytes(of: pairs.loadUnaligned(fromByteOffset: Int(truncatingIfNeeded: x) &* 2, as: UInt16.self), as: UInt16.self)
         } else {
             p[0] = 0x30 &+ UInt8(truncatingIfNeeded: x)
         }
         p += n
     }
+
+    /// 10⁰ … 10¹⁹.
+    private static let powersOfTen: [UInt64] = (0..<20).map { (0..<$0).reduce(UInt64(1)) { r, _ in r &* 10 } }
+    /// "00", "01", … "99".
+    private static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
     /// Writes a decimal integer (at most 20 bytes).
     @inline(__always)
@@ -123,6 +130,15 @@ public final class ByteSink {
     public var text: String {
         flush()
         return String(decoding: memory, as: UTF8.self)
+    }
+
+    /// For an in-memory sink (a renderer's staging area): moves everything written so far to the
+    /// end of `a`, leaving the sink empty.
+    public func moveWritten(appendingTo a: inout [UInt8]) {
+        precondition(fd < 0, "moveWritten is for an in-memory sink")
+        if !memory.isEmpty { a.append(contentsOf: memory); memory.removeAll(keepingCapacity: true) }
+        a.append(contentsOf: UnsafeBufferPointer(start: raw, count: count))
+        count = 0
     }
 
     /// Writes the pending bytes out (to memory for an in-memory sink), and returns once everything

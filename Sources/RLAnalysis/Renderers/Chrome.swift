@@ -84,6 +84,9 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         }
     }
 
+    /// The flow kinds' names as JSON string literals.
+    private static let wakeUpName = jsonBytes("wakeUp"), signalName = jsonBytes("signal")
+
     /// `s` as a JSON string literal.
     private static func jsonBytes(_ s: String) -> [UInt8] {
         var s = s, b: [UInt8] = []
@@ -232,7 +235,8 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
         if !(resolver?.isLoopThread(f.fromTid, pid: f.to.pid) ?? false) {
             slice(cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false, args: { _ in }, name: { out.jsonString(f.kind) })
         }
-        let name = ChromeTraceSink.jsonBytes(f.kind), origin = self.origin
+        let name = f.kind == "wakeUp" ? ChromeTraceSink.wakeUpName : f.kind == "signal" ? ChromeTraceSink.signalName : ChromeTraceSink.jsonBytes(f.kind)
+        let origin = self.origin
         for end in 0..<2 {
             let ts = end == 0 ? f.fromTs : f.toTs, th = end == 0 ? f.fromTid : t
             out.reserving(ChromeTraceSink.sliceRoom + name.count) { c in

@@ -7,8 +7,11 @@ final class RenderedNames {
     /// is the renderer's (the Chrome export's thread id, whose record tail follows the name).
     struct Key: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32; var context: Int64 = 0 }
     private var ranges: [Key: (start: Int, count: Int)] = [:]
-    /// The rendered names, one after another.
-    private(set) var bytes: [UInt8] = []
+    /// The rendered names, one after another: `count` bytes of `capacity` at `storage`, held
+    /// outside any Swift array so that reading a range retains nothing (an array property of a
+    /// class is retained around each access).
+    private var storage = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 8)
+    private var capacity = 4096, count = 0
     private typealias Entry = (key: Key, start: Int, count: Int)
     private let cache: UnsafeMutablePointer<Entry> = {
         let p = UnsafeMutablePointer<Entry>.allocate(capacity: 256)
@@ -16,7 +19,7 @@ final class RenderedNames {
         return p
     }()
 
-    deinit { cache.deinitialize(count: 256); cache.deallocate() }
+    deinit { cache.deinitialize(count: 256); cache.deallocate(); storage.deallocate() }
 
     /// Where the rendering of `cl`'s name lies in ``bytes``, rendering it with `render` the first
     /// time; nil when `render` gives nil (an item not named yet: tried again next time, so a name
@@ -25,7 +28,11 @@ final class RenderedNames {
     func range(of cl: CalloutRecord, pid: Int64, context: Int64 = 0, render: (CalloutRecord) -> [UInt8]?) -> (start: Int, count: Int)? {
         let block = cl.kind == .block
         let k = Key(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1, context: context)
-        let slot = Int(truncatingIfNeeded: ((k.item ^ UInt64(UInt32(bitPattern: k.block))) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
+        // Every field of the key in the slot: the same block name on many loops' threads (the
+        // Chrome export's context) would otherwise share one slot and go to the dictionary each time.
+        let mixed = (k.item ^ UInt64(UInt32(bitPattern: k.block)) ^ (UInt64(bitPattern: k.context) &* 0xC2B2_AE3D_27D4_EB4F)
+            ^ (UInt64(bitPattern: k.pid) << 17)) &* 0x9E37_79B9_7F4A_7C15
+        let slot = Int(truncatingIfNeeded: mixed >> 56) ^ Int(k.kind.rawValue)
         let e = cache[slot]
         if e.key == k { return (e.start, e.count) }
         guard let r = lookUp(k, cl, render) else { return nil }
@@ -37,8 +44,16 @@ final class RenderedNames {
     private func lookUp(_ k: Key, _ cl: CalloutRecord, _ render: (CalloutRecord) -> [UInt8]?) -> (start: Int, count: Int)? {
         if let r = ranges[k] { return r }
         guard let b = render(cl) else { return nil }
-        let r = (start: bytes.count, count: b.count)
-        bytes.append(contentsOf: b)
+        let r = (start: count, count: b.count)
+        if count + b.count > capacity {
+            capacity = max(capacity * 2, count + b.count)
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            grown.copyMemory(from: storage, byteCount: count)
+            storage.deallocate()
+            storage = grown
+        }
+        b.withUnsafeBytes { if let p = $0.baseAddress { (storage + count).copyMemory(from: p, byteCount: $0.count) } }
+        count += b.count
         ranges[k] = r
         return r
     }
@@ -46,6 +61,7 @@ final class RenderedNames {
     /// Calls `body` with the bytes of `r` (a range this table gave).
     @inline(__always)
     func withBytes<R>(_ r: (start: Int, count: Int), _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[r.start..<(r.start + r.count)])) }
+        // A range this table gave lies inside the `count` bytes written: in bounds.
+        body(UnsafeRawBufferPointer(start: storage + r.start, count: r.count))
     }
 }

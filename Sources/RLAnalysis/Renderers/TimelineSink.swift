@@ -26,13 +26,23 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         public init() {}
     }
 
+    /// A line waiting to be printed: rendered when its iteration closed (into `buffers[buffer]`:
+    /// the line up to its flags, then from `lateStart` its LATE flags), so that what waits holds
+    /// no reference to the model's records (whose storage the model reuses) and moves through the
+    /// heap as plain bytes; only whether it is in a spin is decided later.
     struct Row: Comparable {
-        var record: IterationRecord
-        var loop: LoopInfo
-        var spin: Bool
+        var begin: Int64
+        var depth: Int
         var seq: Int
+        var spin = false
+        var loop: LoopKey
+        /// Its loop header, in `headers`.
+        var header: Int
+        /// Its rendering (-1: the selection leaves it out whatever its flags).
+        var buffer = -1, lateStart = 0
+        var hang = false, slow = false, late = false, clipped = false
         static func < (a: Row, b: Row) -> Bool {
-            (a.record.begin, a.record.depth, a.seq) < (b.record.begin, b.record.depth, b.seq)
+            (a.begin, a.depth, a.seq) < (b.begin, b.depth, b.seq)
         }
         static func == (a: Row, b: Row) -> Bool { a.seq == b.seq }
     }
@@ -48,7 +58,9 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     public var resolver: LoopModel?
     private let out: ByteSink
     private var heap = Heap<Row>()
-    private var spins: [LoopKey: SpinState] = [:]
+    /// Each loop's spin state, by its number in `spinLoops`.
+    private var spins: [SpinState] = []
+    private var spinLoops = LoopNumbering()
     private var seq = 0
     private var origin: Int64 = 0
     private var currentLoop: LoopKey?
@@ -73,11 +85,13 @@ public final class TimelineSink: LoopModelSink, NameResolving {
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         seq += 1
-        let row = Row(record: it, loop: loop, spin: false, seq: seq)
+        let n = spinLoops.number(loop.key)
+        if n == spins.count { spins.append(SpinState()); headerOf.append((-1, "", "", -1)) }
+        let row = render(it, loop, loopNumber: n)
         if it.depth == 0 {
-            // In place in the dictionary: a copy of the state would copy its pending rows (up to
+            // In place in the array: a copy of the state would copy its pending rows (up to
             // spinMinIterations of them) at every append.
-            admit(row, slept: it.slept || it.nestedSleeps > 0, into: &spins[loop.key, default: SpinState()])
+            admit(row, slept: it.slept || it.nestedSleeps > 0, into: &spins[n])
         } else {
             heap.insert(row)
         }
@@ -115,19 +129,21 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     private func watermark(now: Int64) -> Int64 {
         var m = resolver?.openWatermark ?? .max
         m = max(m, now &- TimelineSink.holdLimitNs)
-        for (_, st) in spins { if let f = st.pending.first, f.record.begin < m { m = f.record.begin } }
+        for st in spins { if let f = st.pending.first, f.begin < m { m = f.begin } }
         return m
     }
 
     private func release(upTo mark: Int64) {
-        while let top = heap.min, top.record.begin < mark {
+        while let top = heap.min, top.begin < mark {
             print(heap.removeMin())
         }
     }
 
     public func finish(end: Int64) {
-        for (_, st) in spins { for r in st.pending { heap.insert(r) } }
+        for st in spins { for r in st.pending { heap.insert(r) } }
         spins.removeAll()
+        spinLoops = LoopNumbering()
+        headerOf.removeAll()
         release(upTo: .max)
         while !heap.isEmpty { print(heap.removeMin()) }
         if shown == 0 { out.write("  (no iteration matches the filters)\n") }
@@ -185,43 +201,57 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         c.kind == .mainQueue ? "main-queue" : (resolver?.name(of: c, pid: pid) ?? "")
     }
 
-    private func print(_ r: Row) {
-        let it = r.record
-        let hang = it.busyNs >= options.hangThresholdNs, slow = !hang && it.busyNs >= options.slowThresholdNs
-        var late = false
-        // (A clipped callout's begin is the window's edge: its lateness is not known here.)
-        for cl in it.callouts where cl.kind == .timer && !cl.clipped && saturatingDifference(cl.begin, cl.detail) >= lateTimerNs { late = true }
-        guard accept(it, flagged: hang || slow || r.spin || late) else { return }
-        if currentLoop != it.key {
-            currentLoop = it.key
-            out.write("loop "); out.uint(it.key.loop); out.write(" (pid "); out.int(it.key.pid)
-            if !r.loop.procname.isEmpty { out.byte(0x20); out.write(r.loop.procname) }
-            out.write(" tid "); out.int(r.loop.tid)
-            if !r.loop.threadName.isEmpty { out.write(" \""); out.write(r.loop.threadName); out.byte(0x22) }
-            out.write(")\n")
+    /// Rendered lines: buffers in use by waiting rows, and those free for reuse (a steady stream
+    /// of iterations allocates nothing).
+    private var buffers: [[UInt8]] = []
+    private var freeBuffers: [Int] = []
+    /// Where a line is rendered before it is kept in a buffer.
+    private let staging = ByteSink()
+    /// Loop headers (`loop 3 (pid … tid …)`), and per loop number the last one rendered: a new one
+    /// only when what it shows changed.
+    private var headers: [[UInt8]] = []
+    private var headerOf: [(tid: Int64, procname: String, threadName: String, index: Int)] = []
+
+    /// The row of iteration `it` of `loop` (the `loopNumber`th loop seen), its line rendered unless
+    /// the selection leaves it out.
+    private func render(_ it: IterationRecord, _ loop: LoopInfo, loopNumber n: Int) -> Row {
+        let h = headerOf[n]
+        if h.index < 0 || h.tid != loop.tid || h.procname != loop.procname || h.threadName != loop.threadName {
+            renderHeader(loop, loopNumber: n)
         }
+        var r = Row(begin: it.begin, depth: it.depth, seq: seq, loop: it.key, header: headerOf[n].index)
+        r.hang = it.busyNs >= options.hangThresholdNs
+        r.slow = !r.hang && it.busyNs >= options.slowThresholdNs
+        // (A clipped callout's begin is the window's edge: its lateness is not known here.)
+        for cl in it.callouts where cl.kind == .timer && !cl.clipped && saturatingDifference(cl.begin, cl.detail) >= lateTimerNs { r.late = true }
+        r.clipped = it.clipped
+        // Whether it is in a spin only counts for the flagged-only selection: checked when printed.
+        guard accept(it, flagged: true) else { return r }
+        let out = staging
         // The columns, through a cursor: each into `scratch`, then padded (widths count characters:
         // `µ` is two bytes).
         let origin = self.origin, epochOffset = self.epochOffset
-        out.reserving(TimelineSink.columnsRoom + 4 * min(it.depth, 1000)) { c in
-            for _ in 0..<min(it.depth, 1000) { c.write("    ") }
-            aligned(&c, 11, right: true) { b in b.byte(0x23); b.uint(it.number) }
+        // The record's values as locals: a closure that reads the record copies it (its arrays
+        // retained and released).
+        let depth = min(it.depth, 1000), number = it.number, begin = it.begin, busy = it.busyNs, sleep = it.ownSleepNs
+        let wake: WakeReason? = it.sleeps.first?.reason, polls = it.polls
+        out.reserving(TimelineSink.columnsRoom + 4 * depth) { c in
+            for _ in 0..<depth { c.write("    ") }
+            aligned(&c, 11, right: true) { b in b.byte(0x23); b.uint(number) }
             c.write("  ")
-            let abs = it.begin &+ epochOffset
+            let abs = begin &+ epochOffset
             let secs = abs / 1_000_000_000, frac = abs % 1_000_000_000
             aligned(&c, 20, right: true) { b in
                 b.int(secs); b.byte(0x2E)
                 var d: Int64 = 100_000_000
                 while d > 0 { b.byte(0x30 &+ UInt8((frac / d) % 10)); d /= 10 }
             }
-            aligned(&c, 12, right: true) { b in b.byte(0x2B); b.duration(it.begin &- origin) }
-            aligned(&c, 12, right: true) { b in b.duration(it.busyNs) }
-            let sleep = it.ownSleepNs
+            aligned(&c, 12, right: true) { b in b.byte(0x2B); b.duration(begin &- origin) }
+            aligned(&c, 12, right: true) { b in b.duration(busy) }
             aligned(&c, 11, right: true) { b in if sleep > 0 { b.duration(sleep) } else { b.byte(0x2D) } }
             c.write("  ")
-            let wake = it.sleeps.first?.reason ?? .none
             aligned(&c, 12, right: false) { b in
-                if !it.sleeps.isEmpty { b.bytes(TimelineSink.wakeLabels[Int(wake.rawValue)]) } else if it.polls > 0 { b.write("poll") } else { b.byte(0x2D) }
+                if let wake { b.bytes(TimelineSink.wakeLabels[Int(wake.rawValue)]) } else if polls > 0 { b.write("poll") } else { b.byte(0x2D) }
             }
         }
         var first = true
@@ -241,20 +271,62 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             out.reserving(TimelineSink.calloutRoom) { c in c.write(") "); c.duration(cl.duration) }
         }
         if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
-        writeMode(it.mode)
-        if hang || slow || r.spin || late || it.clipped {
-            out.write("  ◀ ")
-            var sep = false
-            if it.clipped { out.write("CLIPPED"); sep = true }     // cut by --begin/--end
-            if sep && (hang || slow) { out.byte(0x20) }
-            if hang { out.write("HANG"); sep = true } else if slow { out.write("SLOW"); sep = true }
-            if r.spin { if sep { out.byte(0x20) }; out.write("SPIN"); sep = true }
-            for cl in it.callouts where cl.kind == .timer && !cl.clipped {
-                let d = saturatingDifference(cl.begin, cl.detail)
-                guard d >= lateTimerNs else { continue }
-                if sep { out.byte(0x20) }
-                out.write("LATE "); out.write(resolver?.name(of: .timer, item: cl.item, pid: it.key.pid) ?? ""); out.write(" +"); out.duration(d)
-                sep = true
+        writeMode(it.mode, to: out)
+        let b: Int
+        if let f = freeBuffers.popLast() { b = f } else { b = buffers.count; buffers.append([]) }
+        buffers[b].removeAll(keepingCapacity: true)
+        staging.moveWritten(appendingTo: &buffers[b])
+        r.buffer = b
+        r.lateStart = buffers[b].count
+        // The LATE flags, each after a space but the first (the line's other flags come before
+        // them, and whether one does is known when the line is printed).
+        var sep = false
+        for cl in it.callouts where cl.kind == .timer && !cl.clipped {
+            let d = saturatingDifference(cl.begin, cl.detail)
+            guard d >= lateTimerNs else { continue }
+            if sep { out.byte(0x20) }
+            out.write("LATE "); out.write(resolver?.name(of: .timer, item: cl.item, pid: it.key.pid) ?? ""); out.write(" +"); out.duration(d)
+            sep = true
+        }
+        staging.moveWritten(appendingTo: &buffers[b])
+        return r
+    }
+
+    /// Renders the header of loop `loop` (the `n`th loop seen) into `headers`.
+    @inline(never)
+    private func renderHeader(_ loop: LoopInfo, loopNumber n: Int) {
+        let out = staging
+        out.write("loop "); out.uint(loop.key.loop); out.write(" (pid "); out.int(loop.key.pid)
+        if !loop.procname.isEmpty { out.byte(0x20); out.write(loop.procname) }
+        out.write(" tid "); out.int(loop.tid)
+        if !loop.threadName.isEmpty { out.write(" \""); out.write(loop.threadName); out.byte(0x22) }
+        out.write(")\n")
+        var h: [UInt8] = []
+        out.moveWritten(appendingTo: &h)
+        headerOf[n] = (loop.tid, loop.procname, loop.threadName, headers.count)
+        headers.append(h)
+    }
+
+    /// Prints a row's line (unless the selection leaves it out), under its loop's header when the
+    /// loop changed.
+    private func print(_ r: Row) {
+        guard r.buffer >= 0 else { return }
+        defer { freeBuffers.append(r.buffer) }
+        if selection.flaggedOnly && !(r.hang || r.slow || r.spin || r.late) { return }
+        if currentLoop != r.loop {
+            currentLoop = r.loop
+            out.write(headers[r.header])
+        }
+        buffers[r.buffer].withUnsafeBytes { line in
+            out.bytes(UnsafeRawBufferPointer(rebasing: line[..<r.lateStart]))
+            if r.hang || r.slow || r.spin || r.late || r.clipped {
+                out.write("  ◀ ")
+                var sep = false
+                if r.clipped { out.write("CLIPPED"); sep = true }     // cut by --begin/--end
+                if sep && (r.hang || r.slow) { out.byte(0x20) }
+                if r.hang { out.write("HANG"); sep = true } else if r.slow { out.write("SLOW"); sep = true }
+                if r.spin { if sep { out.byte(0x20) }; out.write("SPIN"); sep = true }
+                if r.late { if sep { out.byte(0x20) }; out.bytes(UnsafeRawBufferPointer(rebasing: line[r.lateStart...])) }
             }
         }
         out.newline()
@@ -268,7 +340,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     private var lastMode: (id: Int32, label: [UInt8]?) = (-1, nil)
 
     @inline(__always)
-    private func writeMode(_ id: Int32) {
+    private func writeMode(_ id: Int32, to out: ByteSink) {
         if id != lastMode.id {
             let label: [UInt8]?
             if let known = modeLabels[id] { label = known } else {
