@@ -148,6 +148,33 @@ struct PipelinePartsTests {
         #expect(d.percentiles([0, 100]) == [3, 3], "a histogram made after the others starts empty")
     }
 
+    @Test("merging accumulators gives what recording every value into one gives", arguments: [(3, 5), (10, 22), (20, 20), (5, 300), (300, 5), (400, 900), (0, 40), (40, 0)])
+    func mergeEqualsRecording(sizes: (Int, Int)) {
+        var x: UInt64 = 0x9E37_79B9 &* UInt64(sizes.0 * 1000 + sizes.1 + 1)
+        func next() -> Int64 {
+            x = x &* 6364136223846793005 &+ 1442695040888963407
+            let v = Int64(x >> 40)
+            return x & 0xF == 0 ? -v : (x & 0x3F == 1 ? v << 12 : v)   // some negative, some far out
+        }
+        var a = DurationAccumulator(), b = DurationAccumulator(), all = DurationAccumulator()
+        for _ in 0..<sizes.0 { let v = next(); a.add(v); all.add(v) }
+        for _ in 0..<sizes.1 { let v = next(); b.add(v); all.add(v) }
+        var merged = DurationAccumulator()
+        merged.merge(a)
+        merged.merge(b)
+        #expect(merged.count == all.count && merged.total == all.total && merged.max == all.max && merged.min == all.min)
+        let ps: [Double] = [0, 1, 10, 50, 90, 99, 99.9, 100]
+        #expect(merged.percentiles(ps) == all.percentiles(ps))
+        #expect(ps.map { merged.percentile($0) } == ps.map { all.percentile($0) })
+        var m: [Int64: Int] = [:], r: [Int64: Int] = [:]
+        merged.forEachValue { m[$0, default: 0] += $1 }
+        all.forEachValue { r[$0, default: 0] += $1 }
+        #expect(m == r)
+        let enc = JSONEncoder()
+        enc.outputFormatting = .sortedKeys
+        #expect(try! enc.encode(merged.summary()) == (try! enc.encode(all.summary())))
+    }
+
     @Test("loop numbering gives keys 0, 1, 2… in order of first sight, through growth and collisions")
     func loopNumbering() {
         var n = LoopNumbering()

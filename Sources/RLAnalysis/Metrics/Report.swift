@@ -256,6 +256,33 @@ public struct DurationAccumulator: @unchecked Sendable {
         Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { _ = $0.h.record(v) }
     }
 
+    /// Adds every value of `other`: afterwards the count, total, maximum, exact values or histogram
+    /// and every percentile are what recording each of its values here would have given (exact
+    /// values while there are at most 32 in all, else the histogram, whose merge adds counts bucket
+    /// by bucket and keeps the raw minimum and maximum).
+    public mutating func merge(_ other: DurationAccumulator) {
+        guard other.count > 0 else { return }
+        let wasEmpty = count == 0
+        // The figures of the raw values (negative ones count in the total and the maximum).
+        let (c, t, m) = (count + other.count, total &+ other.total, wasEmpty || other.max > max ? other.max : max)
+        if let oh = other.hist {
+            if box == nil {
+                var h = DurationAccumulator.emptyHistogram
+                for x in small { _ = h.record(UInt64(x)) }
+                small = []
+                box = Box(h)
+            } else if !isKnownUniquelyReferenced(&box) {
+                box = Box(box!.h)
+            }
+            box!.h.add(oh)
+        } else {
+            // At most 32 values, each as `add` keeps it (clamped to 0): added one by one, so the
+            // switch to a histogram happens at the 33rd value, as it would have.
+            for v in other.small { add(v) }
+        }
+        count = c; total = t; max = m
+    }
+
     /// The percentile `p` (0…100), nearest rank.
     public func percentile(_ p: Double) -> Int64 {
         if count == 0 { return 0 }

@@ -38,7 +38,7 @@ public struct ByteCursor {
         // The number of digits from the bit length (log10 2 ≈ 1233 / 4096), corrected by one
         // compare with a power of ten: no loop.
         let t = ((64 &- v.leadingZeroBitCount) &* 1233) >> 12
-        let n = t &+ (v >= ByteCursor.powersOfTen[t] ? 1 : 0)
+        let n = t &+ (v >= ByteCursor.powerOfTen(t) ? 1 : 0)
         // Two digits per division by 100, each pair copied from a table of "00"…"99".
         let pairs = UnsafeRawPointer(ByteCursor.digitPairs.utf8Start)
         let out = UnsafeMutableRawPointer(p)
@@ -58,8 +58,34 @@ public struct ByteCursor {
         p += n
     }
 
-    /// 10⁰ … 10¹⁹.
-    private static let powersOfTen: [UInt64] = (0..<20).map { (0..<$0).reduce(UInt64(1)) { r, _ in r &* 10 } }
+    /// 10^`t` (0 ≤ `t` ≤ 19). A switch, which the compiler turns into a constant table: a `static let`
+    /// array is reached through a lazy-initialization check (`swift_once`) at every use.
+    @inline(__always)
+    private static func powerOfTen(_ t: Int) -> UInt64 {
+        switch t {
+        case 0: 1
+        case 1: 10
+        case 2: 100
+        case 3: 1_000
+        case 4: 10_000
+        case 5: 100_000
+        case 6: 1_000_000
+        case 7: 10_000_000
+        case 8: 100_000_000
+        case 9: 1_000_000_000
+        case 10: 10_000_000_000
+        case 11: 100_000_000_000
+        case 12: 1_000_000_000_000
+        case 13: 10_000_000_000_000
+        case 14: 100_000_000_000_000
+        case 15: 1_000_000_000_000_000
+        case 16: 10_000_000_000_000_000
+        case 17: 100_000_000_000_000_000
+        case 18: 1_000_000_000_000_000_000
+        case 19: 10_000_000_000_000_000_000
+        default: .max
+        }
+    }
     /// "00", "01", … "99".
     private static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 

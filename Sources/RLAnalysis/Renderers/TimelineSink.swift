@@ -155,6 +155,9 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     private static let columnsRoom = 256, calloutRoom = 96
     /// Each column is written here first, to be padded.
     private let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 128)
+    /// The labels below, held by the sink: a `static let` is reached through a lazy-initialization
+    /// check (`swift_once`) at every use.
+    private let kindLabelBytes = TimelineSink.kindLabels, wakeLabelBytes = TimelineSink.wakeLabels
     /// Labels by raw value, written once and then only read.
     nonisolated(unsafe) private static let kindLabels: [UnsafeRawBufferPointer] = CalloutKind.allCases.sorted { $0.rawValue < $1.rawValue }.map { staticBytes($0.label) }
     nonisolated(unsafe) private static let wakeLabels: [UnsafeRawBufferPointer] = {
@@ -251,7 +254,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             aligned(&c, 11, right: true) { b in if sleep > 0 { b.duration(sleep) } else { b.byte(0x2D) } }
             c.write("  ")
             aligned(&c, 12, right: false) { b in
-                if let wake { b.bytes(TimelineSink.wakeLabels[Int(wake.rawValue)]) } else if polls > 0 { b.write("poll") } else { b.byte(0x2D) }
+                if let wake { b.bytes(wakeLabelBytes[Int(wake.rawValue)]) } else if polls > 0 { b.write("poll") } else { b.byte(0x2D) }
             }
         }
         var first = true
@@ -264,7 +267,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
                 if !first { c.write(", ") }
                 first = false
                 for _ in 0..<depth { c.write("›") }
-                c.bytes(TimelineSink.kindLabels[Int(cl.kind.rawValue)]); c.byte(0x28)
+                c.bytes(kindLabelBytes[Int(cl.kind.rawValue)]); c.byte(0x28)
                 if name == nil { c.byte(0x23); c.uint(cl.item) }
             }
             if let name { names.withBytes(name) { out.bytes($0) } }
