@@ -22,6 +22,30 @@ struct PipelinePartsTests {
         #expect(sink.text == expected)
     }
 
+    @Test("durations written through the cursor read as formatDuration writes them, ties and unit edges included")
+    func durations() {
+        var values: [Int64] = [0, 1, 999, 1_000, 1_004, 1_005, 1_015, 1_025, 9_994, 9_995, 9_999, 10_000, 10_050, 99_949, 99_950,
+                               99_999, 100_000, 100_500, 999_499, 999_500, 999_999, 1_000_000, 1_005_000, 99_950_000,
+                               999_500_000, 999_999_999, 1_000_000_000, 1_234_567_890_123, .max, .min + 1]
+        var x: UInt64 = 12345
+        for _ in 0..<200_000 {
+            x = x &* 6364136223846793005 &+ 1442695040888963407
+            let v = Int64(x >> (22 + x % 38))
+            values.append(x & 1 == 0 ? v : -v)
+        }
+        let sink = ByteSink()
+        for v in values { sink.duration(v); sink.byte(0x20) }
+        #expect(sink.text == values.map(formatDuration).joined(separator: " ") + " ")
+    }
+
+    @Test("nine-digit fractions keep their leading zeros")
+    func nineDigits() {
+        let values: [UInt64] = [0, 5, 10, 99, 100_000, 12_345_678, 100_000_000, 123_456_789, 999_999_999]
+        let sink = ByteSink()
+        for v in values { sink.reserving(9) { $0.nineDigits(v) }; sink.byte(0x20) }
+        #expect(sink.text == values.map { v -> String in let s = String(v); return String(repeating: "0", count: 9 - s.count) + s + " " }.joined())
+    }
+
     @Test("a record written through a cursor lands between the writes before and after it")
     func cursor() {
         let sink = ByteSink()

@@ -342,6 +342,34 @@ func appendDuration(_ ns: Int64, to out: inout [UInt8]) {
 }
 
 extension ByteCursor {
+    /// `x.rounded()` (to nearest, halves away from zero) for 0 ≤ `x` < 2⁵³, without the libm call
+    /// `rounded()` makes on x86-64's baseline: `x + 0.5` truncated, less one when that sum rounded
+    /// up past `x + 0.5` (possible only just below a power of two, where the sum's spacing doubles;
+    /// `Double(k) − x` is exact there).
+    @inline(__always)
+    static func roundedHalfAway(_ x: Double) -> UInt64 {
+        var k = UInt64(x + 0.5)
+        if Double(k) - x > 0.5 { k &-= 1 }
+        return k
+    }
+
+    /// Writes `v` (< 10⁹) as exactly nine digits, zeros first.
+    @inline(__always)
+    public mutating func nineDigits(_ v: UInt64) {
+        let pairs = UnsafeRawPointer(ByteCursor.digitPairs.utf8Start)
+        let out = UnsafeMutableRawPointer(p)
+        var x = v
+        var i = 9
+        while i > 1 {
+            let r = Int(truncatingIfNeeded: x % 100)
+            x /= 100
+            i &-= 2
+            out.storeBytes(of: pairs.loadUnaligned(fromByteOffset: r &* 2, as: UInt16.self), toByteOffset: i, as: UInt16.self)
+        }
+        p[0] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
+        p += 9
+    }
+
     /// The most bytes ``duration(_:)`` writes.
     static let durationRoom = 32
 
@@ -355,10 +383,10 @@ extension ByteCursor {
         let v: Double
         if a < 1_000_000 { v = a / 1e3 } else if a < 1_000_000_000 { v = a / 1e6 } else { v = a / 1e9 }
         if v >= 100 {
-            uint(UInt64(v.rounded()))
+            uint(ByteCursor.roundedHalfAway(v))
         } else {
             let decimals = v >= 10 ? 1 : 2
-            let k = UInt64((v * (decimals == 1 ? 10 : 100)).rounded())
+            let k = ByteCursor.roundedHalfAway(v * (decimals == 1 ? 10 : 100))
             let scale: UInt64 = decimals == 1 ? 10 : 100
             uint(k / scale)
             var frac = k % scale

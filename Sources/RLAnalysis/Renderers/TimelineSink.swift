@@ -181,8 +181,15 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         var t = ByteCursor(scratch)
         body(&t)
         let n = t.p - scratch
-        var chars = 0
-        for i in 0..<n where scratch[i] & 0xC0 != 0x80 { chars &+= 1 }
+        // Characters: the bytes less the UTF-8 continuation bytes (10xxxxxx), counted eight at a time.
+        var continuation = 0, i = 0
+        while i &+ 8 <= n {
+            let w = UnsafeRawPointer(scratch + i).loadUnaligned(as: UInt64.self)
+            continuation &+= (w & ~(w << 1) & 0x8080_8080_8080_8080).nonzeroBitCount
+            i &+= 8
+        }
+        while i < n { if scratch[i] & 0xC0 == 0x80 { continuation &+= 1 }; i &+= 1 }
+        let chars = n &- continuation
         if !right { c.bytes(scratch, n) }
         if chars >= width { c.byte(0x20) } else { for _ in 0..<(width - chars) { c.byte(0x20) } }
         if right { c.bytes(scratch, n) }
@@ -246,8 +253,11 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             let secs = abs / 1_000_000_000, frac = abs % 1_000_000_000
             aligned(&c, 20, right: true) { b in
                 b.int(secs); b.byte(0x2E)
-                var d: Int64 = 100_000_000
-                while d > 0 { b.byte(0x30 &+ UInt8((frac / d) % 10)); d /= 10 }
+                if frac >= 0 { b.nineDigits(UInt64(frac)) } else {
+                    // (A time before the epoch: the digits of the negative remainder, as written before.)
+                    var d: Int64 = 100_000_000
+                    while d > 0 { b.byte(0x30 &+ UInt8(truncatingIfNeeded: (frac / d) % 10)); d /= 10 }
+                }
             }
             aligned(&c, 12, right: true) { b in b.byte(0x2B); b.duration(begin &- origin) }
             aligned(&c, 12, right: true) { b in b.duration(busy) }
