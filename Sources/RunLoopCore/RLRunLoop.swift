@@ -64,9 +64,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var sleeping = false
     @exclusivity(unchecked) var deallocating = false
     @exclusivity(unchecked) var nextStamp: UInt64 = 0
-    /// The next block id of the range reserved by ``makeBlockIDLocked()``, and its end.
-    @exclusivity(unchecked) var nextBlockID: UInt64 = 0
-    @exclusivity(unchecked) var blockIDLimit: UInt64 = 0
+    /// The ids of the blocks of ``blocks`` (taken with the lock held).
+    @exclusivity(unchecked) var blockIDs = RLIDRange()
     @exclusivity(unchecked) var source1ByID: [UInt64: RLSource1] = [:]
     /// Epoll sets the main queue's fd was taken out of while its drain was running (re-added after).
     @exclusivity(unchecked) var mainQueueSuspended: [ModeState] = []
@@ -129,9 +128,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// The mode the loop's thread last queued a block for (held unretained: `modes` owns every mode
     /// and never removes one).
     @exclusivity(unchecked) var ownBlockModeCache: Unmanaged<ModeState>?
-    /// The next block id of the range reserved for ``ownBlocks``, and its end.
-    @exclusivity(unchecked) var ownNextBlockID: UInt64 = 0
-    @exclusivity(unchecked) var ownBlockIDLimit: UInt64 = 0
+    /// The ids of the blocks of ``ownBlocks`` (taken on the loop's thread).
+    @exclusivity(unchecked) var ownBlockIDs = RLIDRange()
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.make()
@@ -397,27 +395,13 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// A process-unique id for a block of ``ownBlocks``, from a range the loop's thread reserves
     /// 256 at a time (as ``makeBlockIDLocked()`` does for `blocks`). Called on the loop's thread.
     @inline(__always)
-    func makeOwnBlockID() -> UInt64 {
-        if ownNextBlockID == ownBlockIDLimit {
-            ownNextBlockID = RLIDs.reserve(256)
-            ownBlockIDLimit = ownNextBlockID &+ 256
-        }
-        defer { ownNextBlockID &+= 1 }
-        return ownNextBlockID
-    }
+    func makeOwnBlockID() -> UInt64 { ownBlockIDs.take() }
 
     /// A process-unique id for a block (its trace `item`), from a range of ids the loop reserves
     /// 256 at a time: no atomic operation on the process-wide counter per block. Called with the
     /// lock held.
     @inline(__always)
-    func makeBlockIDLocked() -> UInt64 {
-        if nextBlockID == blockIDLimit {
-            nextBlockID = RLIDs.reserve(256)
-            blockIDLimit = nextBlockID &+ 256
-        }
-        defer { nextBlockID &+= 1 }
-        return nextBlockID
-    }
+    func makeBlockIDLocked() -> UInt64 { blockIDs.take() }
 
     /// Queues `block` for any of `modes` (CF's `CFRunLoopPerformBlock` with a set). Does not wake.
     public func performBlock(forModes modes: Set<RLMode>, name: String? = nil, _ block: @escaping () -> Void) {

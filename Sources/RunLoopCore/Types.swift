@@ -178,3 +178,21 @@ enum RLIDs {
     /// Reserves `n` consecutive ids; returns the first.
     static func reserve(_ n: UInt64) -> UInt64 { next.wrappingAdd(n, ordering: .relaxed).newValue &- n &+ 1 }
 }
+
+/// Process-unique ids handed out from ranges of 256 reserved at a time (``RLIDs/reserve(_:)``): no
+/// atomic operation on the process-wide counter per id. Used by one thread at a time (its owner's
+/// lock, or the owning thread).
+struct RLIDRange {
+    private var next: UInt64 = 0, limit: UInt64 = 0
+
+    /// The next id, reserving a new range when this one is used up.
+    @inline(__always)
+    mutating func take() -> UInt64 {
+        if next == limit {
+            next = RLIDs.reserve(256)
+            limit = next &+ 256
+        }
+        defer { next &+= 1 }
+        return next
+    }
+}

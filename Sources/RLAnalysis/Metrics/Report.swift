@@ -240,11 +240,20 @@ public struct DurationAccumulator: @unchecked Sendable {
         total &+= ns
         if count == 1 || ns > max { max = ns }
         let v = UInt64(Swift.max(0, ns))
+        if box == nil && small.count < DurationAccumulator.exactLimit { small.append(Int64(v)); return }
+        ownHistogram()
+        // The box is held by `self` (unique, checked above) for the whole call: used +0.
+        Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { _ = $0.h.record(v) }
+    }
+
+    /// Makes `box` a histogram of this accumulator's own: its exact values moved into a new one
+    /// (copied from ``emptyHistogram``, sized for an hour up front and auto-resizing beyond: growing a
+    /// histogram value by value appended its counts many times, a third of `report`'s instructions;
+    /// the bucket layout, and so every percentile, does not depend on the size), or a shared one
+    /// copied.
+    @inline(__always)
+    private mutating func ownHistogram() {
         if box == nil {
-            if small.count < DurationAccumulator.exactLimit { small.append(Int64(v)); return }
-            // Sized for an hour up front (auto-resizing beyond): growing a histogram value by value
-            // appends its counts many times, which was a third of `report`'s instructions. The
-            // bucket layout, and so every percentile, does not depend on the size.
             var h = DurationAccumulator.emptyHistogram
             for x in small { _ = h.record(UInt64(x)) }
             small = []
@@ -252,8 +261,6 @@ public struct DurationAccumulator: @unchecked Sendable {
         } else if !isKnownUniquelyReferenced(&box) {
             box = Box(box!.h)
         }
-        // The box is held by `self` (unique, checked above) for the whole call: used +0.
-        Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { _ = $0.h.record(v) }
     }
 
     /// Adds every value of `other`: afterwards the count, total, maximum, exact values or histogram
@@ -266,14 +273,7 @@ public struct DurationAccumulator: @unchecked Sendable {
         // The figures of the raw values (negative ones count in the total and the maximum).
         let (c, t, m) = (count + other.count, total &+ other.total, wasEmpty || other.max > max ? other.max : max)
         if let oh = other.hist {
-            if box == nil {
-                var h = DurationAccumulator.emptyHistogram
-                for x in small { _ = h.record(UInt64(x)) }
-                small = []
-                box = Box(h)
-            } else if !isKnownUniquelyReferenced(&box) {
-                box = Box(box!.h)
-            }
+            ownHistogram()
             box!.h.add(oh)
         } else {
             // At most 32 values, each as `add` keeps it (clamped to 0): added one by one, so the
