@@ -154,6 +154,29 @@ final class BlockQueue<Item> {
     }
 }
 
+/// The empty queues a drain takes the queued blocks into: one kept for the loop's life (its buffer
+/// reused pass after pass: no allocation for the blocks queued meanwhile) and, for a run nested in a
+/// block while that one is in use, a spare. Used on the loop's thread only.
+final class DrainQueues<Item> {
+    private let kept = BlockQueue<Item>()
+    @exclusivity(unchecked) private var keptBusy = false
+    /// The spare of nested runs (nil while one has it: a deeper one makes its own).
+    @exclusivity(unchecked) private var spare: BlockQueue<Item>?
+
+    /// Calls `body` with an empty queue no enclosing drain is using.
+    @inline(__always)
+    func withEmptyQueue<R>(_ body: (BlockQueue<Item>) -> R) -> R {
+        if keptBusy {
+            let q = spare.take() ?? BlockQueue()
+            defer { spare = q }
+            return body(q)
+        }
+        keptBusy = true
+        defer { keptBusy = false }
+        return body(kept)
+    }
+}
+
 extension BlockQueue where Item == BlockItem {
     /// Whether a queued block may run in `m` (reads each block in place: no copy, so no
     /// retain/release of its closure, unlike `contains(where:)`).

@@ -92,17 +92,10 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var observerScratch: [[RLObserver]] = []
     @exclusivity(unchecked) var source0Scratch: [[RLSource0]] = []
     @exclusivity(unchecked) var timerScratch: [[RLTimer]] = []
-    /// An empty block queue that keeps its buffer: ``doBlocks(_:)`` swaps it in for the queue it
-    /// takes, and drains it (a `let`: using it costs no retain).
-    let drainQueue = BlockQueue<BlockItem>()
-    /// Whether a drain is using `drainQueue` (a nested activation's drain then makes its own queue).
-    @exclusivity(unchecked) var drainQueueBusy = false
-    /// The drain queue of runs nested in a block (nil while one has it: a deeper one makes its own).
-    @exclusivity(unchecked) var nestedDrainQueue: BlockQueue<BlockItem>?
-    /// The same three for drains of ``ownBlocks`` alone.
-    let ownDrainQueue = BlockQueue<OwnBlockItem>()
-    @exclusivity(unchecked) var ownDrainQueueBusy = false
-    @exclusivity(unchecked) var nestedOwnDrainQueue: BlockQueue<OwnBlockItem>?
+    /// The empty queues ``doBlocks(_:)`` swaps in for the queue it takes, and drains (`let`s: using
+    /// them costs no retain): for `blocks`, and for ``ownBlocks`` drained alone.
+    let drainQueues = DrainQueues<BlockItem>()
+    let ownDrainQueues = DrainQueues<OwnBlockItem>()
     /// Unnamed perform-blocks the loop's own thread queued for one mode while ``blocks`` was empty:
     /// appended and drained by that thread alone, without the lock (a block queued by a block, a
     /// timer or a source of the loop is the usual case). Two rules keep CF's one FIFO across

@@ -349,26 +349,12 @@ extension RLRunLoop {
         // are for another mode.
         if !hasSharedBlocks.load(ordering: .acquiring) {
             guard !ownBlocks.isEmpty, ownBlocksMode.load(ordering: .relaxed) == UInt(bitPattern: ObjectIdentifier(m)) else { return false }
-            if ownDrainQueueBusy {
-                let q = nestedOwnDrainQueue.take() ?? BlockQueue()
-                defer { nestedOwnDrainQueue = q }
-                return drainOwnBlocks(into: q)
-            }
-            ownDrainQueueBusy = true
-            defer { ownDrainQueueBusy = false }
-            return drainOwnBlocks(into: ownDrainQueue)
+            return ownDrainQueues.withEmptyQueue { drainOwnBlocks(into: $0) }
         }
         // The queue is swapped for the loop's drain queue, an empty one that kept its buffer from an
         // earlier pass (no allocation for the blocks queued meanwhile), which is then drained: each
         // block is moved out. A run nested in a block, while the drain queue is in use, uses a spare.
-        if drainQueueBusy {
-            let q = nestedDrainQueue.take() ?? BlockQueue()
-            defer { nestedDrainQueue = q }
-            return drainBlocks(m, into: q)
-        }
-        drainQueueBusy = true
-        defer { drainQueueBusy = false }
-        return drainBlocks(m, into: drainQueue)
+        return drainQueues.withEmptyQueue { drainBlocks(m, into: $0) }
     }
 
     /// ``doBlocks(_:)`` when only ``ownBlocks`` holds blocks, all for the mode running: each runs.

@@ -172,7 +172,7 @@ struct EngineFastPathTests {
         box.lock.unlock()
     }
 
-    /// Blocks drained by a run nested in a block use the nested spare queue (`nestedDrainQueue`),
+    /// Blocks drained by a run nested in a block use the nested spare queue (`DrainQueues`' spare),
     /// several nesting levels deep, and keep CF's order: a nested drain runs the blocks queued
     /// meanwhile, the outer drain then finishes its own.
     @Test func blocksDrainedByNestedRunsKeepTheirOrder() {

@@ -160,7 +160,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
     }
 
     /// Where the reading thread decodes events: straight into the next free entry of a chunk. When
-    /// the chunk is full, `full` gets it and returns the chunk to fill next.
+    /// the chunk is full, `full` gets it and returns the chunk to fill next. (A class the loop's
+    /// closure reaches: holding the chunk in a captured local instead, strong or unmanaged, cost
+    /// 4–11 more instructions per event on the reading thread.)
     private final class Filling {
         var chunk: Chunk
         init(_ chunk: Chunk) { self.chunk = chunk }

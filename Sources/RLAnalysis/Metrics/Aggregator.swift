@@ -7,10 +7,16 @@ public final class Aggregator: LoopModelSink, NameResolving {
         var iterations = 0, topLevel = 0
         var busy: Int64 = 0, sleepNs: Int64 = 0, sleeps = 0, polls = 0
         var callouts = 0, unmatched = 0
-        /// Per callout kind, its items' durations merged (``Aggregator/kindFigures(_:)``, when the
-        /// report is made): recording each callout once, into its item's histogram, halves the
-        /// histogram traffic of the per-callout path (each add is a likely cache miss).
-        var kinds: [DurationAccumulator] { Aggregator.kindFigures(self) }
+        /// Per callout kind, the durations of the loop's callouts: its items' merged, in the order
+        /// the items were first seen — the same count, total, maximum and distribution as recording
+        /// each callout into its kind too (``DurationAccumulator/merge(_:)``). Made when the report
+        /// is: recording each callout once, into its item's histogram, halves the histogram traffic
+        /// of the per-callout path (each add is a likely cache miss).
+        func kindFigures() -> [DurationAccumulator] {
+            var kinds = [DurationAccumulator](repeating: DurationAccumulator(), count: CalloutKind.allCases.count)
+            for (k, a) in zip(itemKeys, itemAcc) { kinds[Int(k.kind.rawValue)].merge(a) }
+            return kinds
+        }
         var items: [ItemKey: Int] = [:]
         /// Per item, by the index `items` gives it: its key, durations, and its count and total in
         /// the current spin (an item can be indexed by a spin alone, with no callout counted: its
@@ -205,15 +211,6 @@ public final class Aggregator: LoopModelSink, NameResolving {
         if c.cpuNs >= 0 { l.itemCpu[i] = max(0, l.itemCpu[i]) &+ c.cpuNs }
     }
 
-    /// Per callout kind, the durations of loop `l`'s callouts: its items' merged, in the order the
-    /// items were first seen — the same count, total, maximum and distribution as recording each
-    /// callout into its kind too (``DurationAccumulator/merge(_:)``).
-    static func kindFigures(_ l: Loop) -> [DurationAccumulator] {
-        var kinds = [DurationAccumulator](repeating: DurationAccumulator(), count: CalloutKind.allCases.count)
-        for (k, a) in zip(l.itemKeys, l.itemAcc) { kinds[Int(k.kind.rawValue)].merge(a) }
-        return kinds
-    }
-
     /// The index of item `k` in loop `l`'s per-item figures (made on first sight).
     @inline(__always)
     private func itemIndex(_ k: ItemKey, in l: Loop) -> Int {
@@ -328,7 +325,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
             if l.wokeIdle { l.wokeIdle = false; l.spurious += 1 }      // nothing came after it
             let span = info.last >= info.first ? info.last - info.first : 0
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
-            let kinds = l.kinds
+            let kinds = l.kindFigures()
             let items = l.items.compactMap { k, i -> ItemReport? in
                 let a = l.itemAcc[i]
                 guard a.count > 0 else { return nil }     // indexed by a spin, no callout counted

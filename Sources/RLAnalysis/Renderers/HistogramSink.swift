@@ -187,11 +187,11 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     public func render(scale: Scale, buckets: Int) -> String {
         // Groups whose labels are equal (a loop's items of one name, say) are one group.
         var merged: [String: Group] = [:]
-        // In order of first value (groups merged into one label in a fixed order).
+        // (Merged exactly, as recording every value into one group: `DurationAccumulator.merge`.)
         for (k, g) in zip(groupKeys, groupList) {
             let l = label(k)
             if var m = merged[l] {
-                g.acc.forEachValue { v, n in for _ in 0..<n { m.acc.add(v) } }
+                m.acc.merge(g.acc)
                 for i in 0..<64 { m.log2[i] += g.log2[i] }
                 merged[l] = m
             } else {

@@ -232,11 +232,10 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         var r = Row(begin: it.begin, depth: it.depth, seq: seq, loop: it.key, header: headerOf[n].index)
         r.hang = it.busyNs >= options.hangThresholdNs
         r.slow = !r.hang && it.busyNs >= options.slowThresholdNs
-        // (A clipped callout's begin is the window's edge: its lateness is not known here.)
-        for cl in it.callouts where cl.kind == .timer && !cl.clipped && saturatingDifference(cl.begin, cl.detail) >= lateTimerNs { r.late = true }
         r.clipped = it.clipped
-        // Whether it is in a spin only counts for the flagged-only selection: checked when printed.
-        guard accept(it, flagged: true) else { return r }
+        // Whether it is flagged only counts for the flagged-only selection: checked when printed
+        // (whether it is in a spin is not known yet).
+        guard accept(it) else { return r }
         let out = staging
         // The columns, through a cursor: each into `scratch`, then padded (widths count characters:
         // `µ` is two bytes).
@@ -292,7 +291,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         r.buffer = b
         r.lateStart = buffers[b].count
         // The LATE flags, each after a space but the first (the line's other flags come before
-        // them, and whether one does is known when the line is printed).
+        // them, and whether one does is known when the line is printed). (A clipped callout's
+        // begin is the window's edge: its lateness is not known here.)
         var sep = false
         for cl in it.callouts where cl.kind == .timer && !cl.clipped {
             let d = saturatingDifference(cl.begin, cl.detail)
@@ -302,6 +302,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             sep = true
         }
         staging.moveWritten(appendingTo: &buffers[b])
+        r.late = buffers[b].count > r.lateStart
         return r
     }
 
@@ -366,8 +367,9 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         if let l = lastMode.label { out.write(l) }
     }
 
-    private func accept(_ it: IterationRecord, flagged: Bool) -> Bool {
-        if selection.flaggedOnly && !flagged { return false }
+    /// Whether the selection keeps iteration `it`, its flags aside (``print(_:)`` applies
+    /// `flaggedOnly`).
+    private func accept(_ it: IterationRecord) -> Bool {
         if it.busyNs < selection.minBusyNs { return false }
         if let m = selection.mode {
             let mode = resolver?.names[it.mode] ?? ""
