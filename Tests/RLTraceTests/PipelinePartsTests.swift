@@ -152,6 +152,37 @@ struct PipelinePartsTests {
         #expect(DurationAccumulator().percentiles([50, 99]) == [0, 0])
     }
 
+    @Test("percentiles stay within the histogram's precision of the exact ones beyond its initial size (10 ms), merged or not")
+    func percentilesBeyondTheInitialSize() {
+        // Values from 1 ns to an hour (the histogram starts sized for 10 ms and grows), recorded
+        // in order of size in one accumulator (it grows bucket by bucket) and at random in two
+        // merged into a third.
+        var x: UInt64 = 0x9E37_79B9
+        var values: [Int64] = []
+        for _ in 0..<50_000 {
+            x = x &* 6364136223846793005 &+ 1442695040888963407
+            values.append(Int64(1 + (x >> 20) % (1 << UInt64((x >> 8) % 42))))   // log-uniform up to 2^42 ns (~73 min)
+        }
+        var sortedAcc = DurationAccumulator(), a = DurationAccumulator(), b = DurationAccumulator()
+        let exact = values.sorted()
+        for v in exact { sortedAcc.add(v) }
+        for (i, v) in values.enumerated() { if i % 2 == 0 { a.add(v) } else { b.add(v) } }
+        var merged = DurationAccumulator()
+        merged.merge(a)
+        merged.merge(b)
+        let ps: [Double] = [1, 10, 50, 90, 99, 99.9]
+        for acc in [sortedAcc, merged] {
+            #expect(acc.count == values.count && acc.max == exact.last!)
+            for (p, got) in zip(ps, acc.percentiles(ps)) {
+                // The rank HdrHistogram takes (from one ulp below p, against rounding up past the rank).
+                let want = exact[max(1, Int((p.nextDown * Double(exact.count) / 100).rounded(.up))) - 1]
+                // The highest value equivalent to the exact one: at most 0.1 % above it (3 digits).
+                #expect(got >= want && got <= want + want / 1000 + 1, "p\(p): \(got) against \(want)")
+            }
+        }
+        #expect(sortedAcc.percentiles(ps) == merged.percentiles(ps))
+    }
+
     @Test("accumulators made from the shared empty histogram keep their own values")
     func histogramsAreTheirOwn() {
         // Each histogram starts as a copy of one empty histogram (copy on write): recording into
@@ -213,5 +244,27 @@ struct PipelinePartsTests {
         #expect(n.count == keys.count && n.keys == keys)
         for (i, k) in keys.enumerated().reversed() { #expect(n.existing(k) == i && n.number(k) == i) }
         #expect(n.existing(LoopKey(pid: 3, loop: 3)) == nil)
+    }
+
+    @Test("--item keeps exactly the items whose names match, with their unfiltered figures (the glob decided once per name)",
+          arguments: ["*", "c*", "?tats", "main-queue", "*-*", "*er", "", "no-such-item", "re?ly", "*t*t*"])
+    func itemGlobPerName(glob: String) throws {
+        // The reference: the shell's own glob (fnmatch, no brackets in these patterns) over every
+        // item of the unfiltered report.
+        struct Item: Hashable { var kind: String, name: String, item: Int }
+        func items(_ doc: [String: Any]) throws -> [Item: [String: Int]] {
+            let l = try #require(loop17(doc))
+            var out: [Item: [String: Int]] = [:]
+            for i in l["items"] as! [[String: Any]] {
+                out[Item(kind: i["kind"] as! String, name: i["name"] as! String, item: i["item"] as! Int)] =
+                    ["count": i["count"] as! Int, "totalNs": i["totalNs"] as! Int, "maxNs": i["maxNs"] as! Int, "p50Ns": i["p50Ns"] as! Int]
+            }
+            return out
+        }
+        let all = try items(try reportJSON([]))
+        let expected = all.filter { fnmatch(glob, $0.key.name, 0) == 0 }
+        #expect(glob == "no-such-item" || glob == "" ? expected.isEmpty : !expected.isEmpty)
+        let filtered = try items(try reportJSON(["--item", glob]))
+        #expect(filtered == expected, "--item \(glob): \(filtered.keys.map(\.name).sorted()) against \(expected.keys.map(\.name).sorted())")
     }
 }

@@ -64,7 +64,13 @@ public final class Aggregator: LoopModelSink, NameResolving {
     /// Thresholds.
     public let options: ReportOptions
     /// Narrows the callout figures (kinds, items, minimum duration).
-    public var calloutFilter = EventFilter()
+    public var calloutFilter = EventFilter() {
+        didSet {
+            narrowsCallouts = calloutFilter.narrowsCallouts
+            kindMask = calloutFilter.calloutKinds.isEmpty ? ~0 : calloutFilter.calloutKinds.reduce(0) { $0 | 1 << $1.rawValue }
+            itemMatcher = calloutFilter.itemGlob.map { ItemGlobMatcher($0) }
+        }
+    }
     /// Every loop's figures, by its number in `numbering`.
     private var loops: [Loop] = []
     private var numbering = LoopNumbering()
@@ -196,11 +202,19 @@ public final class Aggregator: LoopModelSink, NameResolving {
 
     public func callout(_ c: CalloutRecord, of key: LoopKey) {
         forward?.callout(c, of: key)
-        if calloutFilter.narrowsCallouts {
-            guard calloutFilter.acceptsCallout(kind: c.kind, name: model?.name(of: c, pid: key.pid) ?? "", durationNs: c.duration) else { return }
+        if narrowsCallouts {
+            // The filter's rules (``EventFilter/acceptsCallout(kind:name:durationNs:)``) in integers:
+            // the kinds as a mask, the item glob decided once per name.
+            guard kindMask & (1 << c.kind.rawValue) != 0, c.duration >= calloutFilter.minCalloutNs,
+                  itemMatcher?.matches(c, pid: key.pid, model: model) ?? true else { return }
         }
         withLoop(key) { l in count(c, in: l) }
     }
+
+    /// Whether ``calloutFilter`` narrows the callout figures, its kinds as a bit mask (bit `rawValue`)
+    /// and its item glob's matcher: set with it.
+    private var narrowsCallouts = false, kindMask: UInt32 = ~0
+    private var itemMatcher: ItemGlobMatcher?
 
     /// The per-kind and per-item figures of callout `c` of loop `l`.
     @inline(__always)

@@ -54,6 +54,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     public var lateTimerNs: Int64 { options.lateTimerNs }
     /// The selection.
     public let selection: Selection
+    /// The selection's item glob, decided once per name.
+    private let itemMatcher: ItemGlobMatcher?
     /// The model, for names and open iterations.
     public var resolver: LoopModel?
     private let out: ByteSink
@@ -74,6 +76,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         self.out = out
         self.options = options
         self.selection = selection
+        itemMatcher = selection.itemGlob.map { ItemGlobMatcher($0) }
         out.write("  iteration   start (epoch s)      +rel        busy      sleep  wake          callouts\n")
     }
 
@@ -376,7 +379,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             if mode != m && !(m == "default" && mode == "kCFRunLoopDefaultMode") { return false }
         }
         if !selection.kinds.isEmpty && !it.callouts.contains(where: { selection.kinds.contains($0.kind) }) { return false }
-        if let g = selection.itemGlob, !it.callouts.contains(where: { globMatch(g, name($0, it.key.pid)) }) { return false }
+        if let m = itemMatcher, !it.callouts.contains(where: { m.matches($0, pid: it.key.pid, model: resolver) }) { return false }
         return true
     }
 
