@@ -267,4 +267,29 @@ struct PipelinePartsTests {
         let filtered = try items(try reportJSON(["--item", glob]))
         #expect(filtered == expected, "--item \(glob): \(filtered.keys.map(\.name).sorted()) against \(expected.keys.map(\.name).sorted())")
     }
+
+    @Test("a loop-filtered Chrome export keeps exactly the selected loops' slices (the filter decided once per loop and its facts)",
+          arguments: [(["--tid", "5117"], [5117]), (["--tid", "5121"], [5121]), (["--procname", "rl-example"], [5117, 5121]),
+                      (["--loop", "17"], [5117]), (["--procname", "no-such-process"], [])])
+    func loopFilteredExport(filter: [String], tids: [Int]) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-loopfilter-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func slices(_ args: [String]) throws -> [String: Int] {
+            let out = dir.appendingPathComponent("x.json").path
+            let r = try run("rltrace", ["export", "--format", "chrome", "-o", out, demoTrace] + args)
+            #expect(r.status == 0, "\(r.err)")
+            let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as! [String: Any]
+            var c: [String: Int] = [:]
+            for e in doc["traceEvents"] as! [[String: Any]] where e["ph"] as? String == "X" && e["cat"] as? String != "flow" {
+                c["\(e["tid"]!) \(e["cat"]!)", default: 0] += 1
+            }
+            return c
+        }
+        let all = try slices([])
+        let expected = all.filter { k, _ in tids.contains(Int(k.split(separator: " ")[0])!) }
+        #expect(tids.isEmpty ? expected.isEmpty : expected.count >= 3, "the demo's loop threads are 5117 (loop 17) and 5121")
+        #expect(try slices(filter) == expected)
+    }
 }
+

@@ -38,6 +38,15 @@ final class ItemGlobMatcher {
         }
     }
 
+    /// Whether an item of `kind` whose name id is `id` (-1: never named) matches: the main queue
+    /// by its name `main-queue`.
+    @inline(__always)
+    func matches(kind: CalloutKind, nameID id: Int32, in names: NameTable?) -> Bool {
+        if kind == .mainQueue { return decide(&mainQueue, "main-queue") }
+        guard let names else { return decide(&unnamed, "") }
+        return matches(nameID: id, in: names)
+    }
+
     /// Whether the name `id` of `names` matches (-1: the empty name).
     @inline(__always)
     func matches(nameID id: Int32, in names: NameTable) -> Bool {

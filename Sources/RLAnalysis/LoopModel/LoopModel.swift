@@ -258,6 +258,16 @@ public final class LoopModel {
         return numbering.existing(key).map { states[$0].info }
     }
 
+    /// What a loop-level filter looks at in loop `key`'s ``LoopInfo`` besides its key, as known so
+    /// far — its thread and its process name's ``NameTable`` id (-1 while unknown) — without
+    /// copying the info (nil if no event of it was seen): while these stay the same, so does the
+    /// filter's decision.
+    @inline(__always)
+    public func filterFacts(of key: LoopKey) -> (tid: Int64, procname: Int32)? {
+        if key == lastKey, let s = lastState { return s._withUnsafeGuaranteedRef { ($0.info.tid, $0.procname) } }
+        return numbering.existing(key).map { (states[$0].info.tid, states[$0].procname) }
+    }
+
     /// The thread of the loop `key` as known so far (`LoopInfo.tid`; nil if no event of it was
     /// seen), without copying its ``LoopInfo``.
     @inline(__always)
