@@ -291,5 +291,18 @@ struct PipelinePartsTests {
         #expect(tids.isEmpty ? expected.isEmpty : expected.count >= 3, "the demo's loop threads are 5117 (loop 17) and 5121")
         #expect(try slices(filter) == expected)
     }
+
+    @Test("timeline --mode keeps the iterations of runs in that mode, `default` naming kCFRunLoopDefaultMode (decided once per mode)")
+    func timelineMode() throws {
+        let all = try run("rltrace", ["timeline", demoTrace])
+        #expect(all.status == 0)
+        // Every run of the demo is in the default mode: both spellings keep every row.
+        for mode in ["default", "kCFRunLoopDefaultMode"] {
+            let t = try run("rltrace", ["timeline", demoTrace, "--mode", mode])
+            #expect(t.out == all.out, "--mode \(mode)")
+        }
+        let none = try run("rltrace", ["timeline", demoTrace, "--mode", "no-such-mode"])
+        #expect(none.out.contains("no iteration matches the filters") && none.out.split(separator: "\n").count == 2)
+    }
 }
 

@@ -370,14 +370,24 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         if let l = lastMode.label { out.write(l) }
     }
 
+    /// Whether the mode of name id `id` is the selected mode `m` (`default` also names
+    /// `kCFRunLoopDefaultMode`): decided once per mode id (`modeDecisions`: 0 not yet, 1 yes, 2 no).
+    private func modeMatches(_ id: Int32, _ m: String) -> Bool {
+        let i = Int(max(0, id))
+        if i < modeDecisions.count, modeDecisions[i] != 0 { return modeDecisions[i] == 1 }
+        let mode = resolver?.names[id] ?? ""
+        let yes = mode == m || (m == "default" && mode == "kCFRunLoopDefaultMode")
+        if i >= modeDecisions.count { modeDecisions.append(contentsOf: repeatElement(0, count: i + 1 - modeDecisions.count)) }
+        modeDecisions[i] = yes ? 1 : 2
+        return yes
+    }
+    private var modeDecisions: [UInt8] = []
+
     /// Whether the selection keeps iteration `it`, its flags aside (``print(_:)`` applies
     /// `flaggedOnly`).
     private func accept(_ it: IterationRecord) -> Bool {
         if it.busyNs < selection.minBusyNs { return false }
-        if let m = selection.mode {
-            let mode = resolver?.names[it.mode] ?? ""
-            if mode != m && !(m == "default" && mode == "kCFRunLoopDefaultMode") { return false }
-        }
+        if let m = selection.mode, !modeMatches(it.mode, m) { return false }
         if !selection.kinds.isEmpty && !it.callouts.contains(where: { selection.kinds.contains($0.kind) }) { return false }
         if let m = itemMatcher, !it.callouts.contains(where: { m.matches($0, pid: it.key.pid, model: resolver) }) { return false }
         return true
