@@ -5,7 +5,7 @@
 //   reader-bench [EVENTS]        (default 2000000; the large trace has 10× EVENTS)
 //   reader-bench --decode DIR    (child mode: decode every event of DIR with CTFReader and print the count)
 //   reader-bench --decode-all DIR (child mode: same, also reading every integer field of every event)
-//   reader-bench --decode-concurrent DIR (child mode: --decode with each stream decoded on a thread of its
+//   reader-bench --decode-concurrent DIR (child mode: --decode with the streams decoded on threads of their
 //                                own and the merge on the main thread: CTFTraceSet.forEachInTimeOrder)
 //   reader-bench --record N DIR  (only record a trace of N events into DIR)
 import Foundation
@@ -150,19 +150,20 @@ for n in [baseEvents, baseEvents * 10] {
     let bytes = duSize(dir)
     sync() // let the freshly written trace reach the disk before timing anything
     _ = try measure([selfPath, "--decode", dir.path]) // warm the page cache for both contenders
-    // Best of two alternating runs each (the machine's cores are shared with other work).
-    let mine1 = try measure([selfPath, "--decode", dir.path])
-    let bt1 = try measure(["babeltrace2", "--component=sink.utils.counter", "--params=step=+0", dir.path])
-    let mine2 = try measure([selfPath, "--decode", dir.path])
-    let bt2 = try measure(["babeltrace2", "--component=sink.utils.counter", "--params=step=+0", dir.path])
-    let all1 = try measure([selfPath, "--decode-all", dir.path])
-    let all2 = try measure([selfPath, "--decode-all", dir.path])
-    let all = [all1, all2].min(by: { $0.seconds < $1.seconds })!
-    let par1 = try measure([selfPath, "--decode-concurrent", dir.path])
-    let par2 = try measure([selfPath, "--decode-concurrent", dir.path])
-    let par = [par1, par2].min(by: { $0.seconds < $1.seconds })!
-    let mine = [mine1, mine2].min(by: { $0.seconds < $1.seconds })!
-    let bt = [bt1, bt2].min(by: { $0.seconds < $1.seconds })!
+    // Best of alternating runs (the machine's cores are shared with other work): babeltrace2 twice,
+    // CTFReader's one-thread and concurrent decoding three times each, interleaved so that both
+    // see the same minutes of the machine.
+    var mines: [ChildResult] = [], bts: [ChildResult] = [], alls: [ChildResult] = [], pars: [ChildResult] = []
+    for round in 0..<3 {
+        mines.append(try measure([selfPath, "--decode", dir.path]))
+        pars.append(try measure([selfPath, "--decode-concurrent", dir.path]))
+        if round < 2 {
+            bts.append(try measure(["babeltrace2", "--component=sink.utils.counter", "--params=step=+0", dir.path]))
+            alls.append(try measure([selfPath, "--decode-all", dir.path]))
+        }
+    }
+    let best = { (runs: [ChildResult]) in runs.min(by: { $0.seconds < $1.seconds })! }
+    let mine = best(mines), bt = best(bts), all = best(alls), par = best(pars)
     let mineCount = Int(mine.stdout.split(separator: " ").first ?? "") ?? -1
     // The counter sink prints e.g. "       2000000 Event messages".
     let btCount = bt.stdout.split(separator: "\n").compactMap { line -> Int? in
@@ -184,6 +185,7 @@ for n in [baseEvents, baseEvents * 10] {
     let parRate = Double(parCount) / par.seconds, parCPURate = Double(parCount) / par.cpuSeconds
     print(String(format: "  CTFReader, streams on their own threads %9d events  wall %7.3f s = %7.2f M ev/s  cpu %7.3f s = %7.2f M ev/s  peak RSS %6.1f MB",
                  parCount, par.seconds, parRate / 1e6, par.cpuSeconds, parCPURate / 1e6, Double(par.maxRSSKiB) / 1024))
+    print(String(format: "  ratio (concurrent / one thread): %.2fx by wall time", mine.seconds / par.seconds))
     if par.stdout != mine.stdout { print("  WARNING: the concurrent decoding differs (count and order checksum: \(par.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) against \(mine.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))") }
     print(String(format: "  ratio (CTFReader / babeltrace2): %.1fx by wall time, %.1fx by CPU time (timestamps and names only)", mineRate / btRate, mineCPURate / btCPURate))
     print(String(format: "  ratio (CTFReader reading every integer field / babeltrace2): %.1fx by wall time, %.1fx by CPU time", allRate / btRate, allCPURate / btCPURate))

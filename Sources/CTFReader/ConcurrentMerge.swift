@@ -4,24 +4,52 @@ import Foundation
 //
 // LTTng writes one stream per CPU (or per thread), each already in time order: the streams can be
 // decoded side by side, and only the merge — comparing the next timestamps of the streams — needs
-// one thread. Each stream but the first gets a thread that decodes its events and keeps, per event,
-// the timestamp and what the caller's `extract` takes from it, in chunks; the caller's thread
-// decodes the first stream itself, a chunk when it needs one, and merges the chunks in the order of
-// ``CTFMergedIterator`` (timestamp, then stream index): with LTTng's one stream per CPU, as many
-// threads as cores. (With a thread per stream and the merge on a third, two streams on two cores
-// decoded no faster than one thread: 38 against 44 M events/s.) Memory stays bounded: each stream
-// has a ring of a few chunks, and its thread waits when they are all full.
+// one thread. A stream's thread decodes its events and keeps, per event, the timestamp and what
+// the caller's `extract` takes from it, in chunks; the caller's thread merges the chunks in the
+// order of ``CTFMergedIterator`` (timestamp, then stream index). With a core to spare for the
+// merge (more cores than streams) every stream has a thread; otherwise the caller's thread also
+// decodes one stream itself, a chunk when it needs one — the one with the fewest bytes left, as
+// it already does the merge. Memory stays bounded: each stream has a ring of a few chunks of at
+// most 64 KiB, and its thread waits when they are all full.
+//
+// Handing a chunk over costs a wake-up when the other side sleeps (microseconds, and a context
+// switch): a sleeping decoder is woken once half its ring is free, a sleeping merge once half of
+// it is full (or the stream ended), so that each wake-up moves several chunks.
 
 extension CTFTraceSet {
-    /// Events per chunk handed from a stream's thread to the merging one.
-    @usableFromInline static let concurrentChunk = 4096
     /// Chunks per stream (decoded ahead of the merge at most).
-    @usableFromInline static let concurrentRing = 4
+    @usableFromInline static let concurrentRing = 8
+    /// Bytes of a chunk's storage (timestamps and values): chunks of `T`s of any size stay small.
+    @usableFromInline static let concurrentChunkBytes = 64 << 10
+
+    /// Events per chunk for values of type `T`: 64 KiB of storage, between 256 and 4096 events.
+    @inlinable
+    static func concurrentChunk<T>(for: T.Type) -> Int {
+        min(4096, max(256, concurrentChunkBytes / (8 + MemoryLayout<T>.stride)))
+    }
+
+    /// Whether the calling thread decodes a stream itself: when there is no core to spare for the
+    /// merge (no more cores than streams).
+    @usableFromInline static func concurrentInline(streams: Int) -> Bool {
+        ProcessInfo.processInfo.activeProcessorCount <= streams
+    }
+
+    /// The stream the calling thread decodes itself: the one with the fewest bytes left (it also
+    /// merges every stream's events, so it takes the smallest share of the decoding).
+    @usableFromInline static func inlineStream(_ streams: [CTFStream]) -> Int {
+        var best = 0, bestLeft = Int.max
+        for (i, s) in streams.enumerated() {
+            let left = s.fileSize - min(s.fileSize, s.hot.pointee.pos >> 3)
+            if left < bestLeft { best = i; bestLeft = left }
+        }
+        return best
+    }
 
     /// Calls `body` with `extract`'s value of every event of every stream, in time order — the
     /// order of ``makeMergedIterator()`` — on the calling thread, while the streams are decoded on
-    /// threads of their own (one per stream but the first, which the calling thread decodes; with
-    /// one stream, or more than 64, everything runs on the calling thread). `extract` runs on a
+    /// threads of their own (one per stream; with no more cores than streams, one per stream but
+    /// one, which the calling thread decodes; with one stream, or more than 64, everything runs on
+    /// the calling thread). `extract` runs on a
     /// stream's thread with that stream positioned on the event: it must touch only the stream it
     /// is given.
     ///
@@ -30,15 +58,17 @@ extension CTFTraceSet {
     /// stops the decoding threads and is rethrown.
     ///
     /// Inlinable, so that the per-event work is specialized for the caller's `T`.
-    @inlinable
+    @inlinable @inline(__always)
     public func forEachInTimeOrder<T>(extract: @escaping @Sendable (CTFStream) throws -> T, _ body: (T) throws -> Void) throws {
-        try forEachInTimeOrder(chunk: CTFTraceSet.concurrentChunk, extract: extract, body)
+        try forEachInTimeOrder(chunk: CTFTraceSet.concurrentChunk(for: T.self), extract: extract, body)
     }
 
     /// ``forEachInTimeOrder(extract:_:)`` with chunks of `chunk` events (small ones in tests, to
-    /// cross many chunk boundaries).
-    @inlinable
-    func forEachInTimeOrder<T>(chunk: Int, extract: @escaping @Sendable (CTFStream) throws -> T, _ body: (T) throws -> Void) throws {
+    /// cross many chunk boundaries); `inline`: whether the calling thread decodes a stream itself
+    /// (nil: ``concurrentInline(streams:)`` decides).
+    @inlinable @inline(__always)
+    func forEachInTimeOrder<T>(chunk: Int, inline: Bool? = nil,
+                               extract: @escaping @Sendable (CTFStream) throws -> T, _ body: (T) throws -> Void) throws {
         let streams = self.streams
         if streams.count <= 1 || streams.count > 64 {
             var it = makeMergedIterator()
@@ -46,7 +76,8 @@ extension CTFTraceSet {
             return
         }
         let queues = streams.map { StreamQueue<T>(stream: $0, chunk: chunk, extract: extract) }
-        for (i, q) in queues.enumerated() { q.start(inline: i == 0) }
+        let inlined = inline ?? CTFTraceSet.concurrentInline(streams: streams.count) ? CTFTraceSet.inlineStream(streams) : -1
+        for (i, q) in queues.enumerated() { q.start(inline: i == inlined) }
         defer { for q in queues { q.cancel() } }
         // A head per stream: the chunk being merged (kept in `chunks`, touched only to change
         // chunks) and, in raw memory, its storage and the position in it, so that the per-event
@@ -58,6 +89,8 @@ extension CTFTraceSet {
         let heads = UnsafeMutablePointer<Head>.allocate(capacity: k)
         heads.initialize(repeating: Head(times: nil, values: nil, pos: 0, count: 0), count: k)
         defer { heads.deallocate() }
+        /// Streams with a head.
+        var live = 0
         /// Makes the stream's next chunk its head (no head at its end); throws its error once its
         /// events are all delivered.
         func advance(_ i: Int) throws {
@@ -65,6 +98,7 @@ extension CTFTraceSet {
                 let last = old.last, error = old.error
                 chunks[i] = nil
                 heads[i].times = nil
+                live -= 1
                 queues[i].giveBack(old)
                 if last { if let error { throw error }; return }
             }
@@ -76,14 +110,17 @@ extension CTFTraceSet {
                 return
             }
             chunks[i] = c
+            live += 1
             heads[i] = Head(times: c.timestamps, values: c.values, pos: 0, count: c.count)
         }
         for i in 0..<k { try advance(i) }
-        while true {
-            // The earliest head (ties: the lower stream index, as the merged iterator), and the
-            // earliest of the others: the run of the earliest's events before it goes at once.
-            var best = -1, bestTs = Int64.max
-            var limit = Int64.max, limitIndex = Int.max
+        // `best`: the earliest head (ties: the lower stream index, as the merged iterator);
+        // `limit`, `limitIndex`: the earliest of the others. With more than two streams, the run
+        // of `best`'s events that come before `limit` goes at once, then the heads are scanned.
+        var best = -1, bestTs = Int64.max
+        var limit = Int64.max, limitIndex = Int.max
+        @inline(__always) func scan() {
+            best = -1; bestTs = .max; limit = .max; limitIndex = .max
             for i in 0..<k {
                 guard let times = heads[i].times else { continue }
                 let t = times[heads[i].pos]
@@ -94,19 +131,59 @@ extension CTFTraceSet {
                     limit = t; limitIndex = i
                 }
             }
-            guard best >= 0 else { return }
+        }
+        scan()
+        while best >= 0 {
+            if live == 2 {
+                // Two streams: one comparison per event, which picks the value and advances one
+                // position. When their events interleave finely (runs of one or two events per
+                // stream, as LTTng's per-CPU streams of a busy process), finding each run's end and
+                // the next earliest head cost ~40 instructions per event; this loop ~20 (with the
+                // caller's body). `steps` events fit both chunks, so the loop checks no bounds; the
+                // chunk that ran out ends on its last step.
+                let a = min(best, limitIndex), b = max(best, limitIndex)
+                let ha = heads[a], hb = heads[b]
+                let ta = ha.times!, va = ha.values!, tb = hb.times!, vb = hb.values!
+                let na = ha.count, nb = hb.count
+                var i = ha.pos, j = hb.pos
+                while true {
+                    var steps = min(na &- i, nb &- j)
+                    if steps == 0 { break }
+                    while steps > 0 {
+                        // Ties go to `a`, the lower stream index. `i < na` and `j < nb` hold
+                        // (steps ≤ both remainders): both loads are inside the chunks.
+                        let takeA = ta[i] <= tb[j]
+                        let v = takeA ? va + i : vb + j
+                        i &+= takeA ? 1 : 0
+                        j &+= takeA ? 0 : 1
+                        steps &-= 1
+                        try body(v.pointee)
+                    }
+                }
+                heads[a].pos = i; heads[b].pos = j
+                if i == na { try advance(a) } else { try advance(b) }
+                scan()
+                continue
+            }
             let h = heads[best]
             let times = h.times!, values = h.values!
             var p = h.pos
             let n = h.count
-            while p < n {
-                let t = times[p]
-                if t > limit || (t == limit && limitIndex < best) { break }
-                try body(values[p])
-                p &+= 1
+            // A tie with `limit` goes to the lower stream index.
+            let stop = limitIndex < best ? limit : limit &+ 1
+            if stop == .min {
+                // (limit == Int64.max with limitIndex > best: every remaining event of `best` goes.)
+                while p < n { try body(values[p]); p &+= 1 }
+            } else {
+                while p < n {
+                    if times[p] >= stop { break }
+                    try body(values[p])
+                    p &+= 1
+                }
             }
             heads[best].pos = p
             if p == n { try advance(best) }
+            scan()
         }
     }
 }
@@ -149,6 +226,9 @@ final class StreamQueue<T>: @unchecked Sendable {
     @usableFromInline let size: Int
     @usableFromInline var cancelled = false
     @usableFromInline var finished = false
+    /// The merging thread waits in `take()`; the decoding thread waits for a free chunk in `run()`.
+    @usableFromInline var takerWaits = false
+    @usableFromInline var fillerWaits = false
 
     @inlinable
     init(stream: CTFStream, chunk: Int, extract: @escaping (CTFStream) throws -> T) {
@@ -183,7 +263,9 @@ final class StreamQueue<T>: @unchecked Sendable {
             return c
         }
         lock.lock(); defer { lock.unlock() }
-        while full.isEmpty && !finished { lock.wait() }
+        // (Woken by `run()` once half the ring is full or the stream ended; spurious wake-ups loop.)
+        while full.isEmpty && !finished { takerWaits = true; lock.wait() }
+        takerWaits = false
         if full.isEmpty { return nil }
         let c = full.removeFirst()
         if c.last { finished = true }
@@ -197,7 +279,9 @@ final class StreamQueue<T>: @unchecked Sendable {
         c.values.deinitialize(count: c.count)
         c.count = 0; c.last = false; c.error = nil
         free.append(c)
-        lock.broadcast()
+        // The decoding thread waits for a free chunk: woken once half the ring is free, not at
+        // every chunk (a wake-up costs microseconds; the ring holds the decoded events meanwhile).
+        if fillerWaits && free.count >= max(1, CTFTraceSet.concurrentRing / 2) { lock.broadcast() }
         lock.unlock()
     }
 
@@ -238,7 +322,8 @@ final class StreamQueue<T>: @unchecked Sendable {
         defer { lock.lock(); stopped = true; lock.broadcast(); lock.unlock() }
         while true {
             lock.lock()
-            while free.isEmpty && !cancelled { lock.wait() }
+            while free.isEmpty && !cancelled { fillerWaits = true; lock.wait() }
+            fillerWaits = false
             if cancelled { lock.unlock(); return }
             let c = free.removeLast()
             lock.unlock()
@@ -246,7 +331,7 @@ final class StreamQueue<T>: @unchecked Sendable {
             let ended = c.last
             lock.lock()
             full.append(c)
-            lock.broadcast()
+            if takerWaits && (ended || full.count >= max(1, CTFTraceSet.concurrentRing / 2)) { lock.broadcast() }
             lock.unlock()
             if ended { return }
         }

@@ -5,6 +5,12 @@ import Glibc
 
 nonisolated(unsafe) let debugPositions = getenv("CTFREADER_DEBUG") != nil
 
+extension CTFStream {
+    /// Streams opened while this is set decode every event with ``nextGeneral()`` (tests compare the
+    /// two paths; a stream opened meanwhile by another test only takes the slower, equivalent path).
+    nonisolated(unsafe) static var fastPathDisabled = false
+}
+
 /// A loss the tracer reported or that the packet sequence reveals.
 public struct CTFLoss: Sendable, CustomStringConvertible {
     /// What was lost.
@@ -66,13 +72,13 @@ public final class CTFStream: @unchecked Sendable {
     let opsBuf: UnsafeMutablePointer<Op>
     let clock: CTFClock?
     let clockIsNS: Bool
-    let clockOffsetNS: Int64
+    @usableFromInline let clockOffsetNS: Int64
     /// Clock values convert within ±2^62 ns iff `value &- minCycles <= cycleSpan` (one compare per event).
-    let minCycles: UInt64
-    let cycleSpan: UInt64
+    @usableFromInline let minCycles: UInt64
+    @usableFromInline let cycleSpan: UInt64
     /// 0: generic header program; 1: LTTng compact header (5-bit id, 27-bit timestamp); 2: LTTng large header.
     let headerKind: Int
-    let headerIDSlot: Int
+    @usableFromInline let headerIDSlot: Int
     let traceBigEndian: Bool
 
     // Decoding state.
@@ -80,14 +86,14 @@ public final class CTFStream: @unchecked Sendable {
     @usableFromInline
     struct HotState {
         @usableFromInline var pos = 0
-        var end = 0
+        @usableFromInline var end = 0
         var packetOffset = 0
         var nextPacketOffset = 0
         var packetTruncated = false
-        var clockValue: UInt64 = 0
-        var eventID: UInt64 = 0
-        var finished = false
-        var started = false
+        @usableFromInline var clockValue: UInt64 = 0
+        @usableFromInline var eventID: UInt64 = 0
+        var finished = false { didSet { noteFast() } }
+        var started = false { didSet { noteFast() } }
         @usableFromInline var currentClass = 0
         @usableFromInline var cycles: UInt64 = 0
         @usableFromInline var timestamp: Int64 = 0
@@ -95,7 +101,10 @@ public final class CTFStream: @unchecked Sendable {
         /// first access, or -1 when the slots hold the body.
         @usableFromInline var lazyBody = -1
         /// Set by a seek: the current event has not been handed out yet, so the next `next()` returns it.
-        var pending = false
+        var pending = false { didSet { noteFast() } }
+        /// `started && !finished && !pending`: ``CTFStream/next()`` may take its fast path (one load to check).
+        @usableFromInline var fastReady = false
+        @inline(__always) mutating func noteFast() { fastReady = started && !finished && !pending }
         @usableFromInline init() {}
     }
     @usableFromInline let hot: UnsafeMutablePointer<HotState>
@@ -122,7 +131,7 @@ public final class CTFStream: @unchecked Sendable {
     let rangeLo: UnsafeMutablePointer<Int64>
     let rangeHi: UnsafeMutablePointer<Int64>
     let rangeProg: UnsafeMutablePointer<Int>
-    let denseIDs: UnsafeMutablePointer<Int32>
+    @usableFromInline let denseIDs: UnsafeMutablePointer<Int32>
     let denseCount: Int
     let ctxProgs: UnsafeMutablePointer<Int>
     let combinedProgs: UnsafeMutablePointer<Int>
@@ -145,6 +154,16 @@ public final class CTFStream: @unchecked Sendable {
     let eventHeaderProgram: Int
     let streamEventContextProgram: Int
     let debug: Bool
+    /// Which form of ``next()``'s fast path applies: LTTng's compact (1) or large (2) event header, with an `id`
+    /// field, a clock in nanoseconds and no debug output; 0: every event takes the general path.
+    @usableFromInline let fastHeader: Int
+    /// Per event id below `fastIDCount`: the event's size in bits from its (byte-aligned) header to its end when
+    /// the id is a compact one (not 31, or 65535: the extended header) naming a class whose body is fixed-size
+    /// (`fixedBodyBits`; packed with the class index: `bits | classIndex << 32`, bits below 2^31); `-2 - classIndex`
+    /// for a class whose body is runs of fixed bytes around strings (`lazyStrings`: skipped by a `memchr` per
+    /// string, as ``nextGeneral()`` does); else -1.
+    @usableFromInline let fastEventBits: UnsafeMutablePointer<Int>
+    @usableFromInline let fastIDCount: Int
     let names: [String]
     let types: [CTFType]
     var lastDiscarded: UInt64?
@@ -283,6 +302,17 @@ public final class CTFStream: @unchecked Sendable {
         denseIDs = buf(c.denseIDs); denseCount = c.denseIDs.count
         ctxProgs = buf(c.eventContextPrograms); payloadProgs = buf(c.payloadPrograms)
         headerHasID = c.headerHasID
+        fastHeader = (headerKind == 1 || headerKind == 2) && c.headerHasID && clockIsNS && !debug && !CTFStream.fastPathDisabled ? headerKind : 0
+        let compactHeaderBits = headerKind == 1 ? 32 : 48, extendedID = headerKind == 1 ? 31 : 65535
+        fastIDCount = fastHeader == 0 ? 0 : min(c.denseIDs.count, extendedID)
+        fastEventBits = .allocate(capacity: max(1, fastIDCount))
+        for id in 0..<fastIDCount {
+            let ci = Int(c.denseIDs[id])
+            let bits = ci >= 0 && fixed[ci] >= 0 ? compactHeaderBits + fixed[ci] : -1
+            // A body of fixed runs and strings (LTTng's events with a string field): -2 - its class.
+            let strings = ci >= 0 && nStrings[ci] > 0 ? -2 - ci : -1
+            (fastEventBits + id).initialize(to: bits >= 0 && bits < 1 << 31 ? bits | ci << 32 : strings)
+        }
         names = c.names
         types = c.types
         eventHeaderProgram = c.eventHeaderProgram
@@ -302,6 +332,7 @@ public final class CTFStream: @unchecked Sendable {
         hot.deallocate()
         progStart.deallocate(); progCount.deallocate(); varTagSlot.deallocate(); varSigned.deallocate()
         varRangeStart.deallocate(); varRangeCount.deallocate(); rangeLo.deallocate(); rangeHi.deallocate(); rangeProg.deallocate()
+        fastEventBits.deallocate()
         denseIDs.deallocate(); ctxProgs.deallocate(); payloadProgs.deallocate(); combinedProgs.deallocate(); fixedBodyBits.deallocate()
         payloadFieldStart.deallocate(); payloadFieldCounts.deallocate(); payloadRefs.deallocate(); contextRefs.deallocate()
         lazyStrings.deallocate(); lazySegmentStart.deallocate(); segmentBytes.deallocate(); segmentBase.deallocate()
@@ -463,7 +494,141 @@ public final class CTFStream: @unchecked Sendable {
 
     /// Advances to the next event. Returns false at the end of the stream.
     /// - Throws: ``CTFReaderError/malformed(path:offset:field:message:)`` naming file, offset and field.
+    ///
+    /// Inlinable: the common event — LTTng's compact or large header, not extended, of a class whose body is
+    /// fixed-size or fixed runs around strings (`fastEventBits`), wholly inside the packet content, with a valid
+    /// clock value — is read here (its body skipped by a constant, or by a NUL scan per string, as
+    /// ``nextGeneral()`` does); anything else, and every error, goes to ``nextGeneral()`` with the state
+    /// untouched, which decodes (or reports) the event from scratch.
+    ///
+    /// What keeps the raw loads safe: `base` maps at least `end / 8` bytes (the packet content, checked against
+    /// the file size by `loadPacket`), and the header's 6 (or 4) bytes and the whole event are checked to end at
+    /// or before `end` before anything is read; a string's NUL scan reads 8-byte words only below
+    /// `wideLoadLimit` (the mapping's pages) and takes a NUL only before `end` (`StreamFastPathTests`).
+    @inlinable @inline(__always)
     public func next() throws -> Bool {
+        let h = hot
+        let kind = fastHeader
+        if kind != 0 && h.pointee.fastReady {
+            let p = (h.pointee.pos &+ 7) & ~7
+            let end = h.pointee.end
+            if kind == 2 {
+                // Large header: u16 id, u32 timestamp (its low 32 bits).
+                if p &+ 48 <= end {
+                    let b = p &>> 3
+                    let id = Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: b, as: UInt16.self)))
+                    if id < fastIDCount {
+                        let info = fastEventBits[id]
+                        let after = fastEventEnd(info, eventStart: p, bodyStart: p &+ 48, end: end)
+                        if after >= 0 {
+                            let v = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: b &+ 2, as: UInt32.self)))
+                            let mask: UInt64 = (1 << 32) - 1
+                            var c = h.pointee.clockValue
+                            if v < c & mask { c &+= 1 << 32 }
+                            c = (c & ~mask) | v
+                            if c &- minCycles <= cycleSpan {
+                                acceptFast(h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ 48, end: after)
+                                return true
+                            }
+                        }
+                    }
+                }
+            } else if p &+ 32 <= end {
+                // Compact header: 5-bit id, 27-bit timestamp (its low 27 bits).
+                let w = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: p &>> 3, as: UInt32.self))
+                let id = Int(w & 31)
+                if id < fastIDCount {
+                    let info = fastEventBits[id]
+                    let after = fastEventEnd(info, eventStart: p, bodyStart: p &+ 32, end: end)
+                    if after >= 0 {
+                        let v = UInt64(w &>> 5)
+                        let mask: UInt64 = (1 << 27) - 1
+                        var c = h.pointee.clockValue
+                        if v < c & mask { c &+= 1 << 27 }
+                        c = (c & ~mask) | v
+                        if c &- minCycles <= cycleSpan {
+                            acceptFast(h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ 32, end: after)
+                            return true
+                        }
+                    }
+                }
+            }
+        }
+        return try nextGeneral()
+    }
+
+    /// Where (bits) the event at `eventStart` whose id's `fastEventBits` entry is `info` ends, its body starting at
+    /// `bodyStart`: by its constant size, or past its strings (``fastSkipStrings(_:from:end:)``); -1 when the id
+    /// is not for the fast path or the event does not end within the packet content (`end`).
+    @inlinable @inline(__always)
+    func fastEventEnd(_ info: Int, eventStart p: Int, bodyStart: Int, end: Int) -> Int {
+        if info >= 0 {
+            let after = p &+ (info & 0x7fff_ffff)
+            return after <= end ? after : -1
+        }
+        return info == -1 ? -1 : fastSkipStrings(-2 &- info, from: bodyStart, end: end)
+    }
+
+    /// ``skipBody(_:)`` for a body at `bodyStart` (byte-aligned) of class `ci` (with strings): its end (bits),
+    /// or -1 when a string or the last fixed run does not end within `end` (the general path then reports it).
+    /// Records where each fixed run starts in `segmentBase`, which the general path rewrites for any event.
+    @usableFromInline
+    func fastSkipStrings(_ ci: Int, from bodyStart: Int, end e: Int) -> Int {
+        let limit = e >> 3                  // strings end before this byte, as in skipBody
+        let seg = segmentBytes + lazySegmentStart[ci]
+        let n = lazyStrings[ci]
+        let sb = segmentBase
+        var p = bodyStart >> 3
+        for j in 0..<n {
+            p += seg[j]
+            let nul = findNul(from: p, before: limit)
+            guard nul >= 0 else { return -1 }
+            p = nul + 1
+            sb[j + 1] = p
+        }
+        p += seg[n]
+        guard p << 3 <= e else { return -1 }
+        return p << 3
+    }
+
+    /// The offset of the first NUL byte at or after byte `from` and before byte `limit`, or -1. Eight bytes
+    /// at a time (names are short: a `memchr` call cost more than the scan) while the 8-byte load stays inside
+    /// the mapping (`wideLoadLimit`: the file's pages; bytes past `limit` are read but a NUL there is not
+    /// taken), then `memchr` for the rest.
+    @inline(__always)
+    func findNul(from: Int, before limit: Int) -> Int {
+        var q = from
+        while q < limit && q &+ 8 <= wideLoadLimit {
+            let x = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: q, as: UInt64.self))
+            // A byte's high bit in `t` for each zero byte, exact up to the first one (the lowest).
+            let t = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+            if t != 0 {
+                let i = q &+ t.trailingZeroBitCount &>> 3
+                return i < limit ? i : -1
+            }
+            q &+= 8
+        }
+        guard q < limit, let len = memchrRaw(base + q, limit - q) else { return -1 }
+        return q + len
+    }
+
+    /// The state ``nextGeneral()`` leaves after an event whose body was skipped (read lazily).
+    @inlinable @inline(__always)
+    func acceptFast(_ h: UnsafeMutablePointer<HotState>, id: Int, cls: Int, clock c: UInt64, bodyStart: Int, end: Int) {
+        h.pointee.clockValue = c
+        h.pointee.eventID = UInt64(truncatingIfNeeded: id)
+        slots[headerIDSlot] = UInt64(truncatingIfNeeded: id)
+        h.pointee.currentClass = cls
+        h.pointee.lazyBody = bodyStart
+        segmentBase[0] = bodyStart &>> 3
+        h.pointee.pos = end
+        h.pointee.cycles = c
+        h.pointee.timestamp = clockOffsetNS &+ Int64(bitPattern: c)
+    }
+
+    /// ``next()`` for every event: any header, class and body; errors; packet boundaries.
+    @usableFromInline @inline(never)
+    func nextGeneral() throws -> Bool {
         if hot.pointee.pending { hot.pointee.pending = false; return true }
         if finished { return false }
         if !started {

@@ -37,16 +37,18 @@ public final class CTFTraceSet: @unchecked Sendable {
 @usableFromInline
 final class MergeStorage {
     @usableFromInline let heap: UnsafeMutablePointer<Int>
-    /// [0] = heap count, [1] = last (index of the stream holding the current event), [2] = started flag.
+    /// [0] = heap count, [1] = last (index of the stream holding the current event), [2] = started flag,
+    /// [3] = the earliest of the other streams in the heap (-1: none), [4] = its timestamp (see `noteOther()`).
     @usableFromInline let scalars: UnsafeMutablePointer<Int>
     @usableFromInline let states: UnsafeMutablePointer<UnsafeMutablePointer<CTFStream.HotState>>
     @usableFromInline let fast: UnsafeMutablePointer<Unmanaged<CTFStream>>
     init(_ streams: [CTFStream]) {
         let n = max(1, streams.count)
         heap = .allocate(capacity: n)
-        scalars = .allocate(capacity: 3)
-        scalars.initialize(repeating: 0, count: 3)
+        scalars = .allocate(capacity: 5)
+        scalars.initialize(repeating: 0, count: 5)
         scalars[1] = -1
+        scalars[3] = -1
         states = .allocate(capacity: n)
         fast = .allocate(capacity: n)
         for (i, s) in streams.enumerated() {
@@ -103,6 +105,23 @@ public struct CTFMergedIterator {
         }
     }
 
+    /// Records the earliest stream in the heap after its top (the smaller child of the root) and its
+    /// timestamp: while the top stream's next event comes before it, ``next()`` leaves the heap alone.
+    /// Valid until the heap changes: every path that changes it, or that returns with the top changed,
+    /// calls this.
+    @inlinable @inline(__always)
+    func noteOther() {
+        let sc = st.scalars, heap = st.heap
+        let n = sc[0]
+        var o = -1
+        if n > 1 {
+            o = heap[1]
+            if n > 2 && less(heap[2], o) { o = heap[2] }
+        }
+        sc[3] = o
+        sc[4] = o >= 0 ? Int(truncatingIfNeeded: st.states[o].pointee.timestamp) : 0
+    }
+
     /// The stream at the top of the heap has ended: off the heap.
     @inlinable @inline(__always)
     func dropTop() {
@@ -112,7 +131,7 @@ public struct CTFMergedIterator {
         if sc[0] > 1 { siftDown(0) }
     }
 
-    private func siftUp(_ start: Int) {
+    @usableFromInline func siftUp(_ start: Int) {
         let heap = st.heap
         var i = start
         while i > 0 {
@@ -136,6 +155,8 @@ public struct CTFMergedIterator {
     @inlinable @inline(__always)
     public mutating func forEachEvent(_ body: (Int, CTFStream) throws -> Bool) throws {
         let st = self.st
+        // The loop below moves the heap without `next()`'s note of the earliest other stream.
+        defer { noteOther() }
         try withExtendedLifetime((st, streams)) {
             guard try next() else { return }
             let sc = st.scalars, heap = st.heap, states = st.states, fast = st.fast
@@ -170,6 +191,11 @@ public struct CTFMergedIterator {
     }
 
     /// Advances to the next event in time order. Returns false when every stream is exhausted.
+    ///
+    /// The stream that gave the previous event is advanced; while its next event still comes before
+    /// the earliest of the others (noted in `scalars[3...4]` when the top changed), the heap is not
+    /// touched: runs of one stream's events cost one comparison each.
+    @inlinable @inline(__always)
     public mutating func next() throws -> Bool {
         let sc = st.scalars
         let heap = st.heap
@@ -180,16 +206,29 @@ public struct CTFMergedIterator {
                 sc[0] += 1
                 siftUp(sc[0] - 1)
             }
-        } else if sc[1] >= 0 {
+        } else {
+            let i = sc[1]
+            guard i >= 0 else { return false }
             // The previous event's stream is at the top of the heap: advance it and restore the heap.
-            if try st.fast[sc[1]]._withUnsafeGuaranteedRef({ try $0.next() }) {
-                if sc[0] > 1 { siftDown(0) }
+            if try st.fast[i]._withUnsafeGuaranteedRef({ try $0.next() }) {
+                let other = sc[3]
+                if other < 0 { return true }
+                let t = st.states[i].pointee.timestamp, ot = Int64(truncatingIfNeeded: sc[4])
+                if t < ot || (t == ot && i < other) { return true }
+                if sc[0] == 2 {
+                    // Two streams: they swap places, the other's event is next.
+                    heap[0] = other; heap[1] = i
+                    sc[1] = other; sc[3] = i; sc[4] = Int(truncatingIfNeeded: t)
+                    return true
+                }
+                siftDown(0)
             } else {
                 dropTop()
             }
         }
         guard sc[0] > 0 else { sc[1] = -1; return false }
         sc[1] = heap[0]
+        noteOther()
         return true
     }
 }
