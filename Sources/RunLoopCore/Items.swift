@@ -41,7 +41,51 @@ struct WeakLoop {
     }
 }
 
-/// The state of an item that belongs to one loop (source1, observer, timer).
+/// The loop a timer is bound to (CF's `_runLoop` of a timer), held **unretained**: binding a timer
+/// to a loop costs no reference-count operation (a retained handle was one of the atomic
+/// operations of every timer add, issue 16 part 2).
+///
+/// The bits: 0 = unbound (free for any loop); 1 = bound to a loop that is gone (not free for
+/// another loop, as a ``WeakLoop`` whose loop died); otherwise the address of the loop's
+/// ``LoopHandle``.
+///
+/// Safety (why the unretained handle is never dangling): the bits are read and written only under
+/// the timer's state lock (``RLTimer/withState(_:)``), and a loop changes every binding to it
+/// before its handle can be released — when a timer leaves its last mode (`removeTimerLocked`,
+/// `removeEverywhere`, `invalidateFiredOneShot`), when the loop's thread exits (`threadExited`)
+/// and, for timers still in its modes then, in the loop's `deinit`, whose body runs before the
+/// loop's stored properties (the handle among them) are destroyed. So a timer lock holder that
+/// finds the handle's address here finds a live handle; the handle refers to its loop weakly, so
+/// ``loop`` is nil once the loop's deinitialisation began
+/// (`EngineFastPathTests.loopDestroyedWhileItsTimersAreReferencedElsewhere`).
+struct TimerBinding {
+    private var bits: UInt = 0
+    /// An unbound binding.
+    init() {}
+    /// Whether it was bound to a loop (alive or gone): such a timer is not free for another loop.
+    var bound: Bool { bits != 0 }
+    /// The loop, if bound and still alive (a weak load: off the hot paths).
+    var loop: RLRunLoop? {
+        guard bits > 1, let p = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        return Unmanaged<LoopHandle>.fromOpaque(p)._withUnsafeGuaranteedRef { $0.loop }
+    }
+    /// Whether it is bound to `l` (one comparison).
+    @inline(__always) func isBound(to l: RLRunLoop) -> Bool { bits == l.handleBits }
+    /// Binds an unbound timer to `l`; returns whether it is (now) bound to `l`.
+    @inline(__always) mutating func claim(_ l: RLRunLoop) -> Bool {
+        if bits == 0 {
+            bits = l.handleBits
+            return true
+        }
+        return bits == l.handleBits
+    }
+    /// Unbinds it: free for any loop again.
+    mutating func unbind() { bits = 0 }
+    /// Records that its loop is gone (the loop's `deinit`): bound, but to no loop.
+    mutating func loopGone() { bits = 1 }
+}
+
+/// The state of an item that belongs to one loop (source1, observer).
 protocol LoopBoundState {
     var valid: Bool { get set }
     var loop: WeakLoop { get }
@@ -329,6 +373,13 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
 /// one loop and may be in several of its modes; once removed from all of them it belongs to none
 /// and may join another loop (CF). Timers never count as "handled sources".
 public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
+    // The state and its lock first: with the reference count they share the object's first cache
+    // line, and what adding or firing a timer touches ends in the second (the other fields after).
+    /// The state's lock (0 free, 1 held): see ``withState(_:)``.
+    let stateWord = Atomic<UInt32>(0)
+    /// Guarded by `stateWord`, reached through ``withState(_:)`` only (`@exclusivity(unchecked)`:
+    /// the lock serialises every access).
+    @exclusivity(unchecked) var stateStorage: State
     /// Process-unique id.
     public let id: UInt64
     /// Kept for CF parity; it does not order anything (timers fire in fire-date order).
@@ -340,7 +391,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// CF's TIMER_INTERVAL_LIMIT: longer intervals are clamped to it (about 16 years).
     static let intervalLimitNs: UInt64 = 504_911_232 * 1_000_000_000
 
-    struct State: LoopBoundState {
+    struct State {
         /// When it is due: the date it was given, or the time it was given if that date was past
         /// (CF's `_fireTSR`). The key the loop orders and fires timers by.
         var fireNs: UInt64
@@ -353,10 +404,9 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         var firing = false
         /// The loop it is bound to: set when it joins a first mode, released when it leaves its
         /// last one (CF's `_runLoop`), so it may then join another loop.
-        var loop = WeakLoop()
+        var loop = TimerBinding()
         var memberships = TimerMemberships()
     }
-    let state: Mutex<State>
 
     /// Creates a timer.
     /// - Parameters:
@@ -375,8 +425,8 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
         self.name = name
         self.callout = callout
         let iv = RLTimer.clampInterval(RLInstant.nanoseconds(of: interval))
-        state = Mutex(State(fireNs: max(fireAt.nanoseconds, rl_monotonic_ns()), dateNs: fireAt.nanoseconds, intervalNs: iv,
-                            toleranceNs: RLTimer.clampTolerance(RLInstant.nanoseconds(of: tolerance), interval: iv)))
+        stateStorage = State(fireNs: max(fireAt.nanoseconds, rl_monotonic_ns()), dateNs: fireAt.nanoseconds, intervalNs: iv,
+                             toleranceNs: RLTimer.clampTolerance(RLInstant.nanoseconds(of: tolerance), interval: iv))
     }
 
     /// Creates a timer with CF-style seconds. `interval` ≤ 0 is one-shot; NaN is a programming error
@@ -398,21 +448,21 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Whether the timer is still valid.
-    public var isValid: Bool { state.withLock { $0.valid } }
+    public var isValid: Bool { withState { $0.valid } }
     /// Whether it repeats.
-    public var repeats: Bool { state.withLock { $0.intervalNs > 0 } }
+    public var repeats: Bool { withState { $0.intervalNs > 0 } }
     /// The interval (zero for a one-shot timer).
-    public var interval: Duration { .nanoseconds(Int64(state.withLock { $0.intervalNs })) }
+    public var interval: Duration { .nanoseconds(Int64(withState { $0.intervalNs })) }
     /// The next fire date (CF's `CFRunLoopTimerGetNextFireDate`): the date given to the initialiser
     /// or to ``setNextFireDate(_:)`` — as given, even if it was in the past (the timer is then due
     /// from the time it was given) — or, after a repeating fire, the computed next one. Inside the
     /// timer's callout, the date being fired. An invalidated timer's is `RLInstant(nanoseconds: 0)`
     /// (CF returns 0).
-    public var nextFireDate: RLInstant { RLInstant(nanoseconds: state.withLock { $0.valid ? $0.dateNs : 0 }) }
+    public var nextFireDate: RLInstant { RLInstant(nanoseconds: withState { $0.valid ? $0.dateNs : 0 }) }
 
     /// The tolerance. Setting a negative value sets 0; a repeating timer's is capped at its interval.
     public var tolerance: Duration {
-        get { .nanoseconds(Int64(state.withLock { $0.toleranceNs })) }
+        get { .nanoseconds(Int64(withState { $0.toleranceNs })) }
         set {
             update { s in
                 s.toleranceNs = RLTimer.clampTolerance(RLInstant.nanoseconds(of: newValue), interval: s.intervalNs)
@@ -442,7 +492,7 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     func update(_ change: (inout State) -> Void) -> RLRunLoop? {
         while true {
-            let loop: RLRunLoop? = state.withLock { s in
+            let loop: RLRunLoop? = withState { s in
                 if let l = s.loop.loop { return l }
                 change(&s)   // not bound (or its loop is gone): nothing to reposition
                 return nil
@@ -454,7 +504,12 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
 
     /// Removes the timer from its loop's modes; it never fires again.
     public func invalidate() {
-        state.invalidate()?.removeEverywhere(self)
+        let loop: RLRunLoop? = withState { s in
+            guard s.valid else { return nil }
+            s.valid = false
+            return s.loop.loop
+        }
+        loop?.removeEverywhere(self)
     }
 
     /// For a queue entry of mode `mode` stamped `stamp`: whether it is live (the timer's membership
@@ -462,12 +517,46 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// section of its lock.
     @inline(__always)
     func queueState(mode: ObjectIdentifier, stamp: UInt64) -> (live: Bool, firing: Bool) {
-        state.withLock { ($0.memberships.stamp(in: mode) == stamp, $0.firing) }
+        withState { ($0.memberships.stamp(in: mode) == stamp, $0.firing) }
     }
 
     /// `RLTimer #id "name" fire=… interval=… tolerance=…` (`fire` is when it is due).
     public var description: String {
-        let s = state.withLock { $0 }
+        let s = withState { $0 }
         return "RLTimer #\(id)\(name.map { " \"\($0)\"" } ?? "") fire=\(RLInstant(nanoseconds: s.fireNs)) interval=\(Double(s.intervalNs) / 1e9)s tolerance=\(Double(s.toleranceNs) / 1e9)s valid=\(s.valid)"
+    }
+}
+
+/// A timer's state lock: a word taken with one compare-and-swap and released with a plain release
+/// store, the state kept inline in the timer (``RLTimer/withState(_:)``). `Synchronization.Mutex`
+/// (a priority-inheritance futex on Linux) cost a compare-and-swap for each of lock and unlock
+/// plus a thread-id lookup; a timer's sections are a few loads and stores that never call out,
+/// block or take another lock, so a waiter spins (yielding the processor after a few tries: the
+/// holder may have been preempted). Lock order: a loop's lock, then a timer's; never the reverse.
+///
+/// ThreadSanitizer sees the acquire/release pair on the word, so it needs no stand-in for it
+/// (`scripts/sanitizers.sh` replaces only `Mutex`).
+extension RLTimer {
+    /// Runs `body` on the timer's state, under its lock.
+    @inline(__always)
+    func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        if !stateWord.weakCompareExchange(expected: 0, desired: 1, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
+            lockStateSlow()
+        }
+        defer { stateWord.store(0, ordering: .releasing) }
+        return try body(&stateStorage)
+    }
+
+    @inline(never)
+    private func lockStateSlow() {
+        var tries = 0
+        while true {
+            if stateWord.load(ordering: .relaxed) == 0
+                && stateWord.weakCompareExchange(expected: 0, desired: 1, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
+                return
+            }
+            tries += 1
+            if tries >= 32 { sched_yield() }
+        }
     }
 }

@@ -96,7 +96,9 @@ final class RLLock: @unchecked Sendable {
 
     /// Releases the lock; the calling thread must hold it.
     @inline(__always) func unlock() {
-        let w = word.subtract(1, ordering: .releasing).newValue
+        // (Wrapping: bit 0 is set, so it cannot underflow, and without the overflow check the
+        // subtraction is one `lock xadd` instead of a compare-and-swap loop.)
+        let w = word.wrappingSubtract(1, ordering: .releasing).newValue
         if w >= 4 && w & 2 == 0 { wakeOne(w) }
     }
 

@@ -27,8 +27,11 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     let mainQueueFD: Int32
     /// The loop's lock (see ``RLLock``: an atomic word, waiters parked on a semaphore; why not `Mutex`).
     let lock = RLLock()
-    /// What items bound to this loop hold (see ``LoopHandle``).
-    let handle = LoopHandle()
+    /// What items bound to this loop hold (see ``LoopHandle``; timers hold it unretained, see
+    /// ``TimerBinding``).
+    let handle: LoopHandle
+    /// The handle's address: a timer bound to this loop holds exactly these bits.
+    let handleBits: UInt
     /// CF's per-run `ignoreWakeUps` of the innermost activation (true while the loop is not running,
     /// and from a wake to the next pass). Written only on the loop's thread; read by ``wakeUp()`` on
     /// any thread without taking the lock.
@@ -128,6 +131,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         self.id = RLIDs.make()
         self.threadID = threadID
         self.isMainLoop = isMain
+        let h = LoopHandle()
+        self.handle = h
+        self.handleBits = UInt(bitPattern: Unmanaged.passUnretained(h).toOpaque())
         self.waiter = try Waiter()
         self.mainQueueFD = isMain ? _dispatch_get_main_queue_handle_4CF() : -1
         // The base per-run data ignores wake-ups: a loop that is not running drops them (CF).
@@ -219,7 +225,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll()
                 m.hasSources0.store(false, ordering: .sequentiallyConsistent)
                 m.observerMask.store(0, ordering: .sequentiallyConsistent)
-                for t in m.timers.liveTimers() { t.state.withLock { s in s.memberships.removeAll(); s.loop = WeakLoop() } }
+                for t in m.timers.liveTimers() { t.withState { s in s.memberships.removeAll(); s.loop.unbind() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
             for (s, _) in cancels { s.state.withLock { $0.loops.removeAll { $0.loop === self || $0.loop == nil } } }
@@ -236,6 +242,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     deinit {
+        // Timers still in a mode (added after the thread exited, or a loop that never had one) are
+        // bound to a loop that is gone from here on, before `handle` is released: a timer's binding
+        // holds the handle unretained (see ``TimerBinding``).
+        for m in modes.values {
+            for t in m.timers.liveTimers() {
+                t.withState { s in
+                    if s.loop.isBound(to: self) { s.memberships.removeAll(); s.loop.loopGone() }
+                }
+            }
+        }
         if !deallocating { RLTrace.loopDestroyed(loop: id, iteration: iteration, tid: threadID) }
     }
 

@@ -269,51 +269,78 @@ extension RLRunLoop {
 
     /// Adds a timer to `mode` (or every common mode). A timer belongs to one loop while it is in any
     /// of its modes: adding it to another, or adding an invalidated one, does nothing (CF). O(log n).
+    ///
+    /// One section of the loop's lock, and inside it one of the timer's (``addTimerLocked(_:_:)``):
+    /// no reference-count operation but the queue entry's retain of the timer (the binding holds
+    /// the loop's handle unretained, the mode is lent unretained).
     public func add(_ timer: RLTimer, forMode mode: RLMode) {
-        var joined = ModeNames()
-        locked {
-            // The usual case, a mode the loop has: the timer is claimed for this loop and joins the
-            // mode in one section of its lock (`addTimerLocked`).
-            let added = withModeLocked(mode, create: false) { m in
-                if addTimerLocked(timer, m) { joined.append(m) }
-            }
-            if added != nil {
-                rearmIfSleepingLocked()
-                return
-            }
-            // Otherwise check it first: an invalidated timer, or another loop's, creates no mode
-            // (`addTimerLocked` binds it when it joins a mode).
-            guard timer.state.withLock({ $0.valid && (!$0.loop.bound || $0.loop.isBound(to: self)) }) else { return }
-            if let m = modeLocked(mode, create: true) {
-                if addTimerLocked(timer, m) { joined.append(m) }
-            } else {
-                // The common pseudo-mode (the one name `modeLocked` never creates): every common mode.
-                if commonTimers[ObjectIdentifier(timer)] != nil { return }
-                commonTimers[ObjectIdentifier(timer)] = timer
-                for m in targetModesLocked(.commonModes) where addTimerLocked(timer, m) { joined.append(m) }
-            }
+        lock.lock()
+        // The usual case: the mode looked up last (recognised without hashing, lent unretained;
+        // never the common pseudo-mode, which is no mode of the loop).
+        if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == mode }) {
+            let added = u._withUnsafeGuaranteedRef { addTimerLocked(timer, $0) }
             rearmIfSleepingLocked()
+            lock.unlock()
+            if added && RLTrace.isEnabled(.itemAdded) {
+                var joined = ModeNames()
+                u._withUnsafeGuaranteedRef { joined.append($0) }
+                traceTimerAdded(timer, joined)
+            }
+            return
         }
+        let joined = addTimerSlowLocked(timer, mode)
+        rearmIfSleepingLocked()
+        lock.unlock()
         // (Checked first: iterating `joined` copies it, which costs even when nobody records.)
-        if RLTrace.isEnabled(.itemAdded) {
-            for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+        if RLTrace.isEnabled(.itemAdded) { traceTimerAdded(timer, joined) }
+    }
+
+    @inline(never)
+    private func traceTimerAdded(_ timer: RLTimer, _ joined: ModeNames) {
+        for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
+    }
+
+    /// ``add(_:forMode:)`` for another mode than the one looked up last, with the lock held.
+    @inline(never)
+    private func addTimerSlowLocked(_ timer: RLTimer, _ mode: RLMode) -> ModeNames {
+        var joined = ModeNames()
+        if let m = modeLocked(mode, create: false) {
+            if addTimerLocked(timer, m) { joined.append(m) }
+            return joined
         }
+        // Otherwise check it first: an invalidated timer, or another loop's, creates no mode
+        // (`addTimerLocked` binds it when it joins a mode).
+        guard timer.withState({ $0.valid && (!$0.loop.bound || $0.loop.isBound(to: self)) }) else { return joined }
+        if let m = modeLocked(mode, create: true) {
+            if addTimerLocked(timer, m) { joined.append(m) }
+        } else {
+            // The common pseudo-mode (the one name `modeLocked` never creates): every common mode.
+            if commonTimers[ObjectIdentifier(timer)] != nil { return joined }
+            commonTimers[ObjectIdentifier(timer)] = timer
+            for m in targetModesLocked(.commonModes) where addTimerLocked(timer, m) { joined.append(m) }
+        }
+        return joined
     }
 
     /// Adds a timer to one mode: claims it for this loop (a timer belongs to one loop; invalidated
     /// ones are refused) and records the membership in one section of its lock, then queues it.
+    /// The claim cannot race with another loop's: both are made under the timer's lock, the first
+    /// one wins and the other sees the binding (`EngineFastPathTests.timerAddedToTwoLoopsAtOnceJoinsOne`).
     @discardableResult
+    @inline(__always)
     func addTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
         nextStamp &+= 1
         let stamp = nextStamp
         let mid = ObjectIdentifier(m)
-        let joined: (UInt64, UInt64)? = t.state.withLock { s in
-            guard s.valid, s.loop.claim(self) else { return nil }
-            if s.memberships.stamp(in: mid) != nil { return nil }
+        var fire: UInt64 = 0, tol: UInt64 = 0
+        let joined: Bool = t.withState { s in
+            guard s.valid, s.loop.claim(self), s.memberships.stamp(in: mid) == nil else { return false }
             s.memberships.append(TimerMemberships.Membership(mode: m, stamp: stamp))
-            return (s.fireNs, s.toleranceNs)
+            fire = s.fireNs
+            tol = s.toleranceNs
+            return true
         }
-        guard let (fire, tol) = joined else { return false }
+        guard joined else { return false }
         m.timers.insert(t, fireNs: fire, toleranceNs: tol, stamp: stamp, isNew: true)
         return true
     }
@@ -321,9 +348,9 @@ extension RLRunLoop {
     /// Removes a timer from one mode; out of its last mode it is no longer bound to this loop (CF's
     /// `CFRunLoopRemoveTimer`): a due timer removed so by an earlier callout of the pass does not fire.
     func removeTimerLocked(_ t: RLTimer, _ m: ModeState) -> Bool {
-        let removed = t.state.withLock { s -> Bool in
+        let removed = t.withState { s -> Bool in
             guard s.memberships.remove(m) else { return false }
-            if s.memberships.isEmpty { s.loop = WeakLoop() }
+            if s.memberships.isEmpty { s.loop.unbind() }
             return true
         }
         guard removed else { return false }
@@ -356,7 +383,7 @@ extension RLRunLoop {
     /// `CFRunLoopContainsTimer`).
     public func contains(_ timer: RLTimer, inMode mode: RLMode) -> Bool {
         locked {
-            guard timer.state.withLock({ $0.loop.isBound(to: self) }) else { return false }
+            guard timer.withState({ $0.loop.isBound(to: self) }) else { return false }
             if mode.isCommonModes { return commonTimers[ObjectIdentifier(timer)] != nil }
             return modes[mode]?.timers.contains(timer) ?? false
         }
@@ -367,10 +394,10 @@ extension RLRunLoop {
         var left = TimerMemberships()
         locked {
             commonTimers.removeValue(forKey: ObjectIdentifier(timer))
-            left = timer.state.withLock { s in
+            left = timer.withState { s in
                 let ms = s.memberships
                 s.memberships.removeAll()
-                if s.loop.isBound(to: self) { s.loop = WeakLoop() }
+                if s.loop.isBound(to: self) { s.loop.unbind() }
                 return ms
             }
             left.forEach { $0.mode.timers.removed() }
@@ -389,7 +416,7 @@ extension RLRunLoop {
         let bound: Bool = locked {
             var tol: UInt64 = 0
             var bound = true
-            let ms: TimerMemberships = t.state.withLock { s in
+            let ms: TimerMemberships = t.withState { s in
                 guard s.loop.isBound(to: self) else { bound = false; return TimerMemberships() }
                 change(&s)
                 fire = s.fireNs
@@ -430,7 +457,7 @@ extension RLRunLoop {
     public func nextTimerFireDate(forMode mode: RLMode) -> RLInstant? {
         let first: RLTimer? = locked { modes[mode].flatMap { m in m.timers.first() } }
         guard let first else { return nil }
-        let date = first.state.withLock { $0.valid ? $0.dateNs : 0 }
+        let date = first.withState { $0.valid ? $0.dateNs : 0 }
         return RLInstant(nanoseconds: date)
     }
 
@@ -455,8 +482,14 @@ extension RLRunLoop {
     }
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
+    @inline(__always)
     func rearmIfSleepingLocked() {
-        guard sleeping, let m = currentModeState?.takeUnretainedValue() else { return }
+        if sleeping { rearmSleepingLocked() }
+    }
+
+    @inline(never)
+    private func rearmSleepingLocked() {
+        guard let m = currentModeState?.takeUnretainedValue() else { return }
         waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
     }
 }

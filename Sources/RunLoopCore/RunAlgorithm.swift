@@ -490,7 +490,7 @@ extension RLRunLoop {
     private func doTimer(_ m: ModeState, _ t: RLTimer, collectedAt: UInt64) -> Bool {
         // Fired only if still valid, due, not firing (a nested run inside its own callout), and still
         // bound to this loop (not removed from all its modes by an earlier callout of this pass).
-        let go: (old: UInt64, oneShot: Bool)? = t.state.withLock { s in
+        let go: (old: UInt64, oneShot: Bool)? = t.withState { s in
             guard s.valid, s.fireNs <= collectedAt || s.fireNs <= rl_monotonic_ns(), !s.firing, s.loop.isBound(to: self) else { return nil }
             s.firing = true
             return (s.fireNs, s.intervalNs == 0)
@@ -505,7 +505,7 @@ extension RLRunLoop {
         var elsewhere: RLRunLoop?
         locked {
             var tol: UInt64 = 0
-            let ms: TimerMemberships = t.state.withLock { s in
+            let ms: TimerMemberships = t.withState { s in
                 s.firing = false
                 guard s.valid, s.intervalNs > 0 else { return TimerMemberships() }
                 // A date set during the callout later than the one fired is kept (it was placed by
@@ -558,14 +558,14 @@ extension RLRunLoop {
     private func invalidateFiredOneShot(_ t: RLTimer) {
         var left = TimerMemberships()
         let done: Bool = locked {
-            let r: TimerMemberships?? = t.state.withLock { s in
+            let r: TimerMemberships?? = t.withState { s in
                 // Moved to another loop, or out of all of this one's modes, by its callout: below.
                 guard s.loop.isBound(to: self) else { return nil }
                 s.firing = false
                 guard s.valid else { return .some(nil) }   // its callout invalidated it
                 s.valid = false
                 let ms = s.memberships.takeAll()
-                s.loop = WeakLoop()
+                s.loop.unbind()
                 return .some(ms)
             }
             guard let r else { return false }
@@ -579,7 +579,7 @@ extension RLRunLoop {
         }
         guard done else {
             t.invalidate()
-            locked { t.state.withLock { $0.firing = false } }
+            locked { t.withState { $0.firing = false } }
             return
         }
         if RLTrace.isEnabled(.itemRemoved) {

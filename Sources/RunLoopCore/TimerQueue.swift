@@ -28,7 +28,8 @@ struct TimerQueue: ~Copyable {
         /// Strong: a stale entry keeps its timer alive until it is discarded (no dangling pointer,
         /// no address reuse); compaction bounds stale entries to about twice the live ones.
         var timer: RLTimer
-        var tolerant: Bool
+        // (No flag for the heap it belongs to: 24 bytes instead of 32. A live entry's heap follows
+        // from its timer's tolerance — see `restoreTakenSlow`.)
         static func < (a: Entry, b: Entry) -> Bool { a.key != b.key ? a.key < b.key : a.stamp < b.stamp }
         static func == (a: Entry, b: Entry) -> Bool { a.key == b.key && a.stamp == b.stamp }
     }
@@ -58,11 +59,11 @@ struct TimerQueue: ~Copyable {
     mutating func insert(_ timer: RLTimer, fireNs: UInt64, toleranceNs: UInt64, stamp: UInt64, isNew: Bool) {
         if isNew { count += 1 }
         if toleranceNs == 0 {
-            zero.insert(Entry(key: fireNs, stamp: stamp, timer: timer, tolerant: false))
+            zero.insert(Entry(key: fireNs, stamp: stamp, timer: timer))
         } else {
-            tolFire.insert(Entry(key: fireNs, stamp: stamp, timer: timer, tolerant: true))
+            tolFire.insert(Entry(key: fireNs, stamp: stamp, timer: timer))
             let (hard, o) = fireNs.addingReportingOverflow(toleranceNs)
-            tolHard.insert(Entry(key: o ? .max : hard, stamp: stamp, timer: timer, tolerant: true))
+            tolHard.insert(Entry(key: o ? .max : hard, stamp: stamp, timer: timer))
         }
         compactIfNeeded()
     }
@@ -70,11 +71,11 @@ struct TimerQueue: ~Copyable {
     /// Notes that a timer left the mode (its membership was already removed; entries go stale).
     mutating func removed() { count -= 1 }
 
-    func contains(_ timer: RLTimer) -> Bool { timer.state.withLock { $0.memberships.stamp(in: mode) != nil } }
+    func contains(_ timer: RLTimer) -> Bool { timer.withState { $0.memberships.stamp(in: mode) != nil } }
 
     private static func isLive(_ e: borrowing Entry, mode: ObjectIdentifier) -> Bool {
         let stamp = e.stamp
-        return e.timer.state.withLock { $0.memberships.stamp(in: mode) == stamp }
+        return e.timer.withState { $0.memberships.stamp(in: mode) == stamp }
     }
 
     /// The top live entry of `h` (stale ones are dropped on the way), skipping those of timers whose
@@ -85,7 +86,7 @@ struct TimerQueue: ~Copyable {
         var held: [Entry] = []
         defer { for e in held { h.insert(e) } }
         while let top = h.min {
-            let (live, firing) = top.timer.state.withLock { ($0.memberships.stamp(in: mode) == top.stamp, $0.firing) }
+            let (live, firing) = top.timer.withState { ($0.memberships.stamp(in: mode) == top.stamp, $0.firing) }
             if !live { _ = h.removeMin(); continue }
             if firing { held.append(h.removeMin()); continue }
             return top
@@ -96,7 +97,7 @@ struct TimerQueue: ~Copyable {
     /// The top live entry of `h`, firing timers included (stale ones are dropped on the way).
     private static func liveTopIncludingFiring(_ h: inout EntryHeap, mode: ObjectIdentifier) -> Entry? {
         while let top = h.min {
-            if top.timer.state.withLock({ $0.memberships.stamp(in: mode) == top.stamp }) { return top }
+            if top.timer.withState({ $0.memberships.stamp(in: mode) == top.stamp }) { return top }
             _ = h.removeMin()
         }
         return nil
@@ -179,8 +180,16 @@ struct TimerQueue: ~Copyable {
     @inline(never)
     private mutating func restoreTakenSlow() {
         let mode = self.mode
-        for e in taken where TimerQueue.isLive(e, mode: mode) {
-            if e.tolerant { tolFire.insert(e) } else { zero.insert(e) }
+        for e in taken {
+            // An entry is live while its stamp is the timer's in this mode, and every change of a
+            // valid timer's tolerance restamps it (`update` → `reschedule`), so a live entry's heap
+            // is the one its timer's tolerance names (zero: `zero`, else `tolFire`). (An
+            // invalidated timer not yet removed keeps its stamps; placed by a tolerance changed
+            // meanwhile, its entry goes stale when `removeEverywhere` follows, as any of its entries.)
+            let stamp = e.stamp
+            let (live, tolerant) = e.timer.withState { ($0.memberships.stamp(in: mode) == stamp, $0.toleranceNs != 0) }
+            guard live else { continue }
+            if tolerant { tolFire.insert(e) } else { zero.insert(e) }
         }
         taken.removeAll(keepingCapacity: true)
         round &+= 1
@@ -294,17 +303,19 @@ struct EntryHeap: ~Copyable {
 
     mutating func insert(_ e: consuming Entry) {
         if count == capacity { grow() }
+        let b = buffer!   // (once: the loop below neither grows nor frees it)
         let key = e.key, stamp = e.stamp
         // Sift the hole at the end up, then place `e` in it.
         var i = count
         while i > 0 {
             let parent = (i - 1) / 2
-            guard less(key, stamp, than: parent) else { break }
-            move(parent, to: i)
+            let pk = b[parent].key
+            guard key != pk ? key < pk : stamp < b[parent].stamp else { break }
+            (b + i).initialize(to: (b + parent).move())
             i = parent
         }
-        (buffer! + i).initialize(to: e)
-        count += 1
+        (b + i).initialize(to: e)
+        count &+= 1
     }
 
     /// Removes and returns the smallest entry. The heap must not be empty.
@@ -445,7 +456,10 @@ struct TimerMemberships {
 
     @inline(__always)
     func stamp(in mode: ObjectIdentifier) -> UInt64? {
-        if let f = first, ObjectIdentifier(f.mode) == mode { return f.stamp }
+        // (`rest` is empty while `first` is nil — `append` fills `first` first, `remove` refills it
+        // from `rest` — so a timer in no mode is answered without loading `rest`.)
+        guard let f = first else { return nil }
+        if ObjectIdentifier(f.mode) == mode { return f.stamp }
         return rest.isEmpty ? nil : stampInRest(mode)
     }
 

@@ -294,4 +294,116 @@ struct EngineFastPathTests {
         #expect(ownOrder == Array(0..<20_000))
         #expect(otherOrder == Array(0..<20_000))
     }
+
+    // MARK: - Adding timers (fifth round)
+
+    /// Runs `bodies` on threads of their own, released together, and waits for all of them.
+    private func together(_ bodies: [@Sendable () -> Void]) {
+        let ready = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        for body in bodies {
+            Thread.detachNewThread {
+                ready.add(1, ordering: .acquiringAndReleasing)
+                while ready.load(ordering: .acquiring) < bodies.count {}
+                body()
+                done.signal()
+            }
+        }
+        for _ in bodies { done.wait() }
+    }
+
+    /// How many live timers `mode` of `loop` counts (its queue's count, read under the loop's lock).
+    private func timerCount(_ loop: RLRunLoop, _ mode: RLMode) -> Int {
+        loop.locked { loop.modes[mode]?.timers.count ?? 0 }
+    }
+
+    /// `addTimerLocked` claims a timer for a loop inside the timer's own lock section
+    /// (`TimerBinding`): two threads adding the same timers, in the same order and at the same
+    /// time, to two loops — every timer ends in exactly one of them, each queue counts exactly its
+    /// own, and once removed from the winner a timer may join the other loop.
+    @Test func timerAddedToTwoLoopsAtOnceJoinsOne() {
+        let wa = RLWorkerThread(name: "rl-claim-a"), wb = RLWorkerThread(name: "rl-claim-b")
+        defer { wa.cancel(); wb.cancel(); wa.join(); wb.join() }
+        let a = wa.runLoop, b = wb.runLoop
+        let n = 20_000
+        let timers = (0..<n).map { _ in RLTimer(fireAfter: 3600) { _ in } }
+        together([
+            { for t in timers { a.add(t, forMode: .default) } },
+            { for t in timers { b.add(t, forMode: .default) } },
+        ])
+        let inA = timers.map { a.contains($0, inMode: .default) }
+        let inB = timers.map { b.contains($0, inMode: .default) }
+        #expect(zip(inA, inB).allSatisfy { $0 != $1 })
+        #expect(timerCount(a, .default) == inA.filter { $0 }.count)
+        #expect(timerCount(b, .default) == inB.filter { $0 }.count)
+        // Released by the loop that won, each may join the other one.
+        for (t, x) in zip(timers, inA) {
+            let (winner, other) = x ? (a, b) : (b, a)
+            winner.remove(t, forMode: .default)
+            other.add(t, forMode: .default)
+        }
+        #expect(zip(timers, inA).allSatisfy { t, x in (x ? b : a).contains(t, inMode: .default) && !(x ? a : b).contains(t, inMode: .default) })
+        #expect(timerCount(a, .default) + timerCount(b, .default) == n)
+    }
+
+    /// A timer invalidated on one thread while another adds it to a loop: either the add came first
+    /// and the invalidation takes it out again, or the invalidation came first and the add is
+    /// refused — never a timer left queued (or counted) in the mode, or left valid.
+    @Test func timerInvalidatedWhileAnotherThreadAddsIt() {
+        let w = RLWorkerThread(name: "rl-claim-inv")
+        defer { w.cancel(); w.join() }
+        let loop = w.runLoop
+        let n = 20_000
+        let timers = (0..<n).map { _ in RLTimer(fireAfter: 3600) { _ in } }
+        // The invalidating thread stays on the timer the adding thread is adding (or just added).
+        let progress = Atomic<Int>(0)
+        together([
+            { for (i, t) in timers.enumerated() { loop.add(t, forMode: .default); progress.store(i + 1, ordering: .releasing) } },
+            { for (i, t) in timers.enumerated() { while progress.load(ordering: .acquiring) < i {}; t.invalidate() } },
+        ])
+        #expect(timers.allSatisfy { !$0.isValid && !loop.contains($0, inMode: .default) })
+        #expect(timerCount(loop, .default) == 0)
+        #expect(loop.nextTimerFireDate(forMode: .default) == nil)
+    }
+
+    /// A timer's binding holds its loop's handle unretained (`TimerBinding`): a loop that goes
+    /// away while timers are still in its modes (added after its thread exited) first marks them
+    /// bound to a loop that is gone, while another thread keeps reading and moving them. They stay
+    /// usable, and — as before the binding was unretained — are not free for another loop.
+    @Test func loopDestroyedWhileItsTimersAreReferencedElsewhere() {
+        var loop: RLRunLoop? = onFreshThread { RLRunLoop.current }
+        // Wait for the thread's exit (`threadExited` lets go of what its modes held).
+        while !loop!.locked({ loop!.deallocating }) { usleep(1000) }
+        let timers = (0..<2000).map { _ in RLTimer(fireAfter: 3600) { _ in } }
+        for t in timers { loop!.add(t, forMode: .default) }
+        #expect(timers.allSatisfy { loop!.contains($0, inMode: .default) })
+        let stop = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            while !stop.load(ordering: .acquiring) {
+                for t in timers {
+                    _ = t.nextFireDate
+                    t.setNextFireDate(.now + .seconds(3600))
+                    t.tolerance = .milliseconds(1)
+                }
+            }
+            done.signal()
+        }
+        usleep(5_000)
+        weak let gone = loop
+        loop = nil
+        usleep(5_000)
+        stop.store(true, ordering: .releasing)
+        done.wait()
+        #expect(gone == nil)
+        let joined = onFreshThread { () -> Bool in
+            let other = RLRunLoop.current
+            other.add(timers[0], forMode: .default)
+            return other.contains(timers[0], inMode: .default)
+        }
+        #expect(!joined)
+        timers[1].invalidate()
+        #expect(!timers[1].isValid && timers[2].isValid)
+        #expect(timers[2].nextFireDate > .now)
+    }
 }
