@@ -517,44 +517,42 @@ public final class CTFStream: @unchecked Sendable {
                 if p &+ 48 <= end {
                     let b = p &>> 3
                     let id = Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: b, as: UInt16.self)))
-                    if id < fastIDCount {
-                        let info = fastEventBits[id]
-                        let after = fastEventEnd(info, eventStart: p, bodyStart: p &+ 48, end: end)
-                        if after >= 0 {
-                            let v = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: b &+ 2, as: UInt32.self)))
-                            let mask: UInt64 = (1 << 32) - 1
-                            var c = h.pointee.clockValue
-                            if v < c & mask { c &+= 1 << 32 }
-                            c = (c & ~mask) | v
-                            if c &- minCycles <= cycleSpan {
-                                acceptFast(h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ 48, end: after)
-                                return true
-                            }
-                        }
-                    }
+                    let v = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: b &+ 2, as: UInt32.self)))
+                    if takeFast(h, id: id, eventStart: p, headerBits: 48, end: end, clockLow: v, clockBits: 32) { return true }
                 }
             } else if p &+ 32 <= end {
                 // Compact header: 5-bit id, 27-bit timestamp (its low 27 bits).
                 let w = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: p &>> 3, as: UInt32.self))
-                let id = Int(w & 31)
-                if id < fastIDCount {
-                    let info = fastEventBits[id]
-                    let after = fastEventEnd(info, eventStart: p, bodyStart: p &+ 32, end: end)
-                    if after >= 0 {
-                        let v = UInt64(w &>> 5)
-                        let mask: UInt64 = (1 << 27) - 1
-                        var c = h.pointee.clockValue
-                        if v < c & mask { c &+= 1 << 27 }
-                        c = (c & ~mask) | v
-                        if c &- minCycles <= cycleSpan {
-                            acceptFast(h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ 32, end: after)
-                            return true
-                        }
-                    }
-                }
+                if takeFast(h, id: Int(w & 31), eventStart: p, headerBits: 32, end: end, clockLow: UInt64(w &>> 5), clockBits: 27) { return true }
             }
         }
         return try nextGeneral()
+    }
+
+    /// The fast path after either header: the event of compact id `id` at `eventStart`, whose header of
+    /// `headerBits` held the low `clockBits` bits of its clock value, taken if its id is for the fast path, it ends
+    /// within the packet content (`end`, its header already checked) and its clock value is valid; false (the
+    /// state untouched but `segmentBase`, which the general path rewrites) otherwise.
+    @inlinable @inline(__always)
+    func takeFast(_ h: UnsafeMutablePointer<HotState>, id: Int, eventStart p: Int, headerBits: Int, end: Int,
+                  clockLow v: UInt64, clockBits: UInt64) -> Bool {
+        guard id < fastIDCount else { return false }
+        let info = fastEventBits[id]
+        let after = fastEventEnd(info, eventStart: p, bodyStart: p &+ headerBits, end: end)
+        guard after >= 0 else { return false }
+        let c = CTFStream.extendClock(h.pointee.clockValue, low: v, bits: clockBits)
+        guard c &- minCycles <= cycleSpan else { return false }
+        acceptFast(h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ headerBits, end: after)
+        return true
+    }
+
+    /// The clock value whose low `bits` bits are `v`, the first at or after `c` (a field of fewer than 64 bits
+    /// mapped to a clock: CTF 1.8, 8.1).
+    @inlinable @inline(__always)
+    static func extendClock(_ c: UInt64, low v: UInt64, bits: UInt64) -> UInt64 {
+        let mask: UInt64 = (1 << bits) &- 1
+        let wrapped = v < c & mask ? c &+ (1 << bits) : c
+        return (wrapped & ~mask) | v
     }
 
     /// Where (bits) the event at `eventStart` whose id's `fastEventBits` entry is `info` ends, its body starting at
@@ -655,11 +653,7 @@ public final class CTFStream: @unchecked Sendable {
                     let w = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: p >> 3, as: UInt32.self))
                     let id = w & 31
                     if id != 31 {
-                        let v = UInt64(w >> 5)
-                        var c = clockValue
-                        let mask: UInt64 = (1 << 27) - 1
-                        if v < c & mask { c &+= 1 << 27 }
-                        clockValue = (c & ~mask) | v
+                        clockValue = CTFStream.extendClock(clockValue, low: UInt64(w >> 5), bits: 27)
                         eventID = UInt64(id)
                         p += 32
                     } else {
@@ -677,10 +671,7 @@ public final class CTFStream: @unchecked Sendable {
                     let id = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: p >> 3, as: UInt16.self))
                     if id != 65535 {
                         let v = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: (p >> 3) + 2, as: UInt32.self)))
-                        var c = clockValue
-                        let mask: UInt64 = (1 << 32) - 1
-                        if v < c & mask { c &+= 1 << 32 }
-                        clockValue = (c & ~mask) | v
+                        clockValue = CTFStream.extendClock(clockValue, low: v, bits: 32)
                         eventID = UInt64(id)
                         p += 48
                     } else {

@@ -66,9 +66,7 @@ extension CTFStream {
                     if size >= 64 {
                         clockValue = v
                     } else {
-                        let mask = (UInt64(1) << UInt64(size)) - 1
-                        if v < clockValue & mask { clockValue &+= UInt64(1) << UInt64(size) }
-                        clockValue = (clockValue & ~mask) | v
+                        clockValue = CTFStream.extendClock(clockValue, low: v, bits: UInt64(size))
                     }
                 }
                 if op.flags & 8 != 0 { eventID = v }

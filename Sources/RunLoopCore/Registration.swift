@@ -275,17 +275,12 @@ extension RLRunLoop {
     /// the loop's handle unretained, the mode is lent unretained).
     public func add(_ timer: RLTimer, forMode mode: RLMode) {
         lock.lock()
-        // The usual case: the mode looked up last (recognised without hashing, lent unretained;
-        // never the common pseudo-mode, which is no mode of the loop).
-        if let u = lastMode, u._withUnsafeGuaranteedRef({ $0.name == mode }) {
-            let added = u._withUnsafeGuaranteedRef { addTimerLocked(timer, $0) }
+        // The usual case, a mode the loop has (the one looked up last is recognised without
+        // hashing and lent unretained: `withModeLocked`).
+        if let added = withModeLocked(mode, create: false, { addTimerLocked(timer, $0) }) {
             rearmIfSleepingLocked()
             lock.unlock()
-            if added && RLTrace.isEnabled(.itemAdded) {
-                var joined = ModeNames()
-                u._withUnsafeGuaranteedRef { joined.append($0) }
-                traceTimerAdded(timer, joined)
-            }
+            if added && RLTrace.isEnabled(.itemAdded) { traceTimerAdded(timer, CollectionOfOne(mode)) }
             return
         }
         let joined = addTimerSlowLocked(timer, mode)
@@ -296,19 +291,16 @@ extension RLRunLoop {
     }
 
     @inline(never)
-    private func traceTimerAdded(_ timer: RLTimer, _ joined: ModeNames) {
+    private func traceTimerAdded<S: Sequence>(_ timer: RLTimer, _ joined: S) where S.Element == RLMode {
         for m in joined { RLTrace.itemAdded(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
     }
 
-    /// ``add(_:forMode:)`` for another mode than the one looked up last, with the lock held.
+    /// ``add(_:forMode:)`` for a mode the loop does not have yet, or the common pseudo-mode, with
+    /// the lock held.
     @inline(never)
     private func addTimerSlowLocked(_ timer: RLTimer, _ mode: RLMode) -> ModeNames {
         var joined = ModeNames()
-        if let m = modeLocked(mode, create: false) {
-            if addTimerLocked(timer, m) { joined.append(m) }
-            return joined
-        }
-        // Otherwise check it first: an invalidated timer, or another loop's, creates no mode
+        // Checked first: an invalidated timer, or another loop's, creates no mode
         // (`addTimerLocked` binds it when it joins a mode).
         guard timer.withState({ $0.valid && (!$0.loop.bound || $0.loop.isBound(to: self)) }) else { return joined }
         if let m = modeLocked(mode, create: true) {

@@ -11,53 +11,38 @@ import Testing
 struct StreamFastPathTests {
     enum Header { case compact, large }
 
+    /// The shared hand-built layout (`HandBuiltTrace`) with LTTng's event headers, a `vtid` context
+    /// and three classes: a fixed-size body, a string then a byte, and one byte.
     static func metadata(_ header: Header) -> String {
-        """
-        /* CTF 1.8 */
-        typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
-        typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
-        typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
-        typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
-        typealias integer { size = 32; align = 8; signed = true; } := int32_t;
-        typealias integer { size = 5; align = 1; signed = false; } := uint5_t;
-        trace {
-            major = 1; minor = 8; byte_order = le;
-            packet.header := struct { uint32_t magic; uint32_t stream_id; };
-        };
-        env { hostname = "fast"; };
-        clock { name = "c"; freq = 1000000000; offset_s = 1000; };
-        typealias integer { size = 27; align = 1; signed = false; map = clock.c.value; } := uint27_clock_t;
-        typealias integer { size = 32; align = 8; signed = false; map = clock.c.value; } := uint32_clock_t;
-        typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := uint64_clock_t;
-        struct event_header_compact {
-            enum : uint5_t { compact = 0 ... 30, extended = 31 } id;
-            variant <id> {
-                struct { uint27_clock_t timestamp; } compact;
-                struct { uint32_t id; uint64_clock_t timestamp; } extended;
-            } v;
-        } align(8);
-        struct event_header_large {
-            enum : uint16_t { compact = 0 ... 65534, extended = 65535 } id;
-            variant <id> {
-                struct { uint32_clock_t timestamp; } compact;
-                struct { uint32_t id; uint64_clock_t timestamp; } extended;
-            } v;
-        } align(8);
-        stream {
-            id = 0;
-            packet.context := struct {
-                uint64_clock_t timestamp_begin; uint64_clock_t timestamp_end;
-                uint64_t content_size; uint64_t packet_size;
-                uint64_t packet_seq_num; uint64_t events_discarded;
-            };
-            event.header := struct \(header == .compact ? "event_header_compact" : "event_header_large");
-            event.context := struct { int32_t _vtid; };
-        };
-        event { name = "f:fixed"; id = 0; stream_id = 0; fields := struct { uint64_t _a; int32_t _b; }; };
-        event { name = "f:str"; id = 1; stream_id = 0; fields := struct { string _s; uint8_t _c; }; };
-        event { name = "f:byte"; id = 2; stream_id = 0; fields := struct { uint8_t _x; }; };
+        HandBuiltTrace.metadata(hostname: "fast", typealiases: """
+            typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
+            typealias integer { size = 32; align = 8; signed = true; } := int32_t;
+            typealias integer { size = 5; align = 1; signed = false; } := uint5_t;
 
-        """
+            """, afterClock: """
+            typealias integer { size = 27; align = 1; signed = false; map = clock.c.value; } := uint27_clock_t;
+            typealias integer { size = 32; align = 8; signed = false; map = clock.c.value; } := uint32_clock_t;
+            struct event_header_compact {
+                enum : uint5_t { compact = 0 ... 30, extended = 31 } id;
+                variant <id> {
+                    struct { uint27_clock_t timestamp; } compact;
+                    struct { uint32_t id; ts_t timestamp; } extended;
+                } v;
+            } align(8);
+            struct event_header_large {
+                enum : uint16_t { compact = 0 ... 65534, extended = 65535 } id;
+                variant <id> {
+                    struct { uint32_clock_t timestamp; } compact;
+                    struct { uint32_t id; ts_t timestamp; } extended;
+                } v;
+            } align(8);
+
+            """, eventHeader: header == .compact ? "struct event_header_compact" : "struct event_header_large",
+            eventContext: "struct { int32_t _vtid; }", events: """
+            event { name = "f:fixed"; id = 0; stream_id = 0; fields := struct { uint64_t _a; int32_t _b; }; };
+            event { name = "f:str"; id = 1; stream_id = 0; fields := struct { string _s; uint8_t _c; }; };
+            event { name = "f:byte"; id = 2; stream_id = 0; fields := struct { uint8_t _x; }; };
+            """)
     }
 
     /// What an event was written with (and what the reader gives back).

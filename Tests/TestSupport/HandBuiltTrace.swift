@@ -5,9 +5,13 @@ import Foundation
 /// context (timestamps begin/end, content and packet sizes in bits, sequence number, discarded
 /// events), a 1 GHz clock `c` 1000 s after the epoch, and an event header `{ uint8 id; ts_t ts; }`.
 public enum HandBuiltTrace {
-    /// The metadata text: the shared declarations, then `typealiases`, the stream (with
-    /// `eventContext` as its event context when given), then `events` (TSDL `event { … };` blocks).
-    public static func metadata(hostname: String, typealiases: String = "", eventContext: String? = nil, events: String) -> String {
+    /// The metadata text: the shared declarations, then `typealiases`, the trace and its clock, then
+    /// `afterClock` (declarations that map to the clock), the stream (with `eventHeader` as its event
+    /// header — the shared `{ uint8 id; ts_t ts; }` unless given — and `eventContext` as its event
+    /// context when given), then `events` (TSDL `event { … };` blocks).
+    public static func metadata(hostname: String, typealiases: String = "", afterClock: String = "",
+                                eventHeader: String = "struct { uint8_t id; ts_t timestamp; }",
+                                eventContext: String? = nil, events: String) -> String {
         var m = """
         /* CTF 1.8 */
         typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
@@ -24,6 +28,10 @@ public enum HandBuiltTrace {
         env { hostname = "\(hostname)"; };
         clock { name = "c"; freq = 1000000000; offset_s = 1000; };
         typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
+
+        """
+        m += afterClock
+        m += """
         stream {
             id = 0;
             packet.context := struct {
@@ -31,7 +39,7 @@ public enum HandBuiltTrace {
                 uint64_t content_size; uint64_t packet_size;
                 uint64_t packet_seq_num; uint64_t events_discarded;
             };
-            event.header := struct { uint8_t id; ts_t timestamp; };
+            event.header := \(eventHeader);
 
         """
         if let eventContext { m += "    event.context := \(eventContext);\n" }

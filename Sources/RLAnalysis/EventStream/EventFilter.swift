@@ -63,6 +63,10 @@ public struct EventFilter: Sendable {
         }
     }
 
+    /// ``calloutKinds`` as bits (bit `rawValue`; every bit when empty, which selects every kind):
+    /// a kind check per callout is one test.
+    public var calloutKindMask: UInt64 { calloutKinds.selectionMask }
+
     /// Whether the callout figures are narrowed at all (kinds, item glob or minimum duration).
     public var narrowsCallouts: Bool { !calloutKinds.isEmpty || itemGlob != nil || minCalloutNs > 0 }
 
@@ -201,4 +205,10 @@ final class EventGate {
         if checkLoops && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { return false }
         return true
     }
+}
+
+extension Set where Element == CalloutKind {
+    /// The kinds as bits (bit `rawValue`), every bit when the set is empty (an empty selection of
+    /// kinds selects every kind).
+    public var selectionMask: UInt64 { isEmpty ? ~0 : reduce(0) { $0 | 1 << UInt64($1.rawValue) } }
 }

@@ -1,6 +1,6 @@
 /// Whether callouts' item names match an `--item` glob, decided once per name instead of once per
-/// callout: the answer is kept per ``NameTable`` id (a name id always means the same string), and
-/// an item's name id is found through a direct-mapped cache in front of the model's name table.
+/// callout: the answer is kept per ``NameTable`` id (a name id always means the same string); an
+/// item's name id comes from the model (``LoopModel/nameID(of:item:pid:)``).
 /// (Building each callout's name as a `String` and matching it made `report --item` twice as
 /// slow as `report`.)
 final class ItemGlobMatcher {
@@ -10,15 +10,8 @@ final class ItemGlobMatcher {
     private var byName: [UInt8] = []
     /// The same for the empty name (an item never named) and for the main queue's `main-queue`.
     private var unnamed: UInt8 = 0, mainQueue: UInt8 = 0
-    /// Named items' name ids, by `(pid, item, kind)`: an item keeps its name once it has one
-    /// (an item not named yet is looked up again, so its name counts once it is known).
-    private var cache: [(pid: Int64, item: UInt64, kind: CalloutKind, name: Int32)]
-
     /// A matcher for `glob`.
-    init(_ glob: String) {
-        self.glob = glob
-        cache = Array(repeating: (.min, 0, .observer, -1), count: 256)
-    }
+    init(_ glob: String) { self.glob = glob }
 
     /// Whether callout `c` of a loop of process `pid` is of an item whose name matches (the name
     /// ``LoopModel/name(of:pid:)`` gives it: `""` for an item never named).
@@ -28,13 +21,7 @@ final class ItemGlobMatcher {
         switch c.kind {
         case .mainQueue: return decide(&mainQueue, "main-queue")
         case .block: return matches(nameID: c.blockName, in: model.names)
-        default:
-            let slot = Int(truncatingIfNeeded: (c.item &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(c.kind.rawValue)
-            let e = cache[slot]
-            if e.item == c.item && e.pid == pid && e.kind == c.kind { return matches(nameID: e.name, in: model.names) }
-            let id = model.nameID(of: c.kind, item: c.item, pid: pid)
-            if id >= 0 { cache[slot] = (pid, c.item, c.kind, id) }
-            return matches(nameID: id, in: model.names)
+        default: return matches(nameID: model.nameID(of: c.kind, item: c.item, pid: pid), in: model.names)
         }
     }
 

@@ -281,9 +281,32 @@ public final class LoopModel {
         kind == .mainQueue ? "main-queue" : names[nameID(of: kind, item: item, pid: pid)]
     }
 
-    /// The name id of an item (-1 if never seen).
+    /// The name id of an item (-1 if never seen): through a direct-mapped cache of named items in front
+    /// of `itemNames` (sinks ask once per callout; a trace has few items, each seen many times).
+    @inline(__always)
     public func nameID(of kind: CalloutKind, item: UInt64, pid: Int64) -> Int32 {
-        itemNames[NameKey(pid: pid, item: item, kind: kind)] ?? -1
+        let k = NameKey(pid: pid, item: item, kind: kind)
+        let slot = nameSlot(k)
+        if nameCache[slot].key == k { return nameCache[slot].id }
+        let id = itemNames[k] ?? -1
+        // A name not known yet may come later: only known ones are kept (and `setName` writes through).
+        if id >= 0 { nameCache[slot] = (k, id) }
+        return id
+    }
+
+    private var nameCache = [(key: NameKey, id: Int32)](repeating: (NameKey(pid: .min, item: 0, kind: .observer), -1), count: 256)
+    @inline(__always) private func nameSlot(_ k: NameKey) -> Int {
+        Int(truncatingIfNeeded: ((k.item ^ UInt64(bitPattern: k.pid) << 20) &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(k.kind.rawValue)
+    }
+
+    /// Names an item (the cache written through, so it never holds an older name). Out of line: an
+    /// item is named once, and inlined at its three call sites it grew the per-event closure.
+    @inline(never)
+    private func setName(_ id: Int32, pid: Int64, item: UInt64, kind: CalloutKind) {
+        let k = NameKey(pid: pid, item: item, kind: kind)
+        itemNames[k] = id
+        let slot = nameSlot(k)
+        if nameCache[slot].key == k { nameCache[slot].id = id }
     }
 
     /// The name of a callout's item (a block's own name for blocks).
@@ -432,7 +455,7 @@ public final class LoopModel {
         }
         let now = inWindow(e.ts)
         if e.kind == .source0Signalled {
-            if e.name >= 0 { itemNames[NameKey(pid: e.pid, item: e.item, kind: .source0)] = e.name }
+            if e.name >= 0 { setName(e.name, pid: e.pid, item: e.item, kind: .source0) }
             // A source in several loops is signalled once per loop, the events sharing signal_seq
             // (0 in traces that predate it: one event per signal there).
             let key = SignalKey(pid: e.pid, item: e.item)
@@ -494,7 +517,7 @@ public final class LoopModel {
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
             rec.cpuNs = e.cpu
             if e.calloutKind == .block { rec.blockName = max(0, e.name) } else if e.name >= 0 {
-                itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
+                setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind)
             }
             s.callouts.append((rec, s.open - 1))
             // A timer never fires before its date: a negative difference is a damaged clock (or a
@@ -559,7 +582,7 @@ public final class LoopModel {
             break
         case .source0Signalled, .timerArmed, .itemAdded, .itemRemoved:
             if e.kind == .itemAdded || e.kind == .itemRemoved, e.name > 0 {
-                itemNames[NameKey(pid: e.pid, item: e.item, kind: e.calloutKind)] = e.name
+                setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind)
             }
         }
     }

@@ -67,7 +67,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
     public var calloutFilter = EventFilter() {
         didSet {
             narrowsCallouts = calloutFilter.narrowsCallouts
-            kindMask = calloutFilter.calloutKinds.isEmpty ? ~0 : calloutFilter.calloutKinds.reduce(0) { $0 | 1 << $1.rawValue }
+            kindMask = calloutFilter.calloutKindMask
             itemMatcher = calloutFilter.itemGlob.map { ItemGlobMatcher($0) }
         }
     }
@@ -205,7 +205,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         if narrowsCallouts {
             // The filter's rules (``EventFilter/acceptsCallout(kind:name:durationNs:)``) in integers:
             // the kinds as a mask, the item glob decided once per name.
-            guard kindMask & (1 << c.kind.rawValue) != 0, c.duration >= calloutFilter.minCalloutNs,
+            guard kindMask & (1 << UInt64(c.kind.rawValue)) != 0, c.duration >= calloutFilter.minCalloutNs,
                   itemMatcher?.matches(c, pid: key.pid, model: model) ?? true else { return }
         }
         withLoop(key) { l in count(c, in: l) }
@@ -213,7 +213,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
 
     /// Whether ``calloutFilter`` narrows the callout figures, its kinds as a bit mask (bit `rawValue`)
     /// and its item glob's matcher: set with it.
-    private var narrowsCallouts = false, kindMask: UInt32 = ~0
+    private var narrowsCallouts = false, kindMask: UInt64 = ~0
     private var itemMatcher: ItemGlobMatcher?
 
     /// The per-kind and per-item figures of callout `c` of loop `l`.

@@ -58,8 +58,6 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     /// values, so a value usually finds its group with one compare instead of hashing its key
     /// (≈ 500 instructions per callout for `--of callout`, two lookups each).
     private var groupCache = [(key: Key, index: Int)](repeating: (Key(pid: .min, a: 0, b: .min), -1), count: 64)
-    /// The same in front of the model's item names (`--by item`): only names already known.
-    private var nameCache = [(kind: CalloutKind, item: UInt64, pid: Int64, id: Int32)](repeating: (.observer, 0, .min, -1), count: 64)
     /// The item glob, decided once per name (hashing each callout's key into a dictionary of
     /// answers cost about 170 instructions a callout).
     private let itemMatcher: ItemGlobMatcher?
@@ -69,7 +67,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     public init(of: Quantity, by: Grouping, lo: Int64, hi: Int64, kinds: Set<CalloutKind>, itemGlob: String?) {
         self.of = of; self.by = by; self.lo = lo; self.hi = hi
         itemMatcher = itemGlob.map { ItemGlobMatcher($0) }
-        kindMask = kinds.isEmpty ? ~0 : kinds.reduce(0) { $0 | (1 << UInt64($1.rawValue)) }
+        kindMask = kinds.selectionMask
     }
 
     @inline(__always)
@@ -96,23 +94,11 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         return i
     }
 
-    /// The model's name id of an item (-1 while it has none), through `nameCache`.
-    @inline(__always)
-    private func nameID(_ kind: CalloutKind, _ item: UInt64, pid: Int64) -> Int32 {
-        let slot = Int(truncatingIfNeeded: ((item ^ UInt64(bitPattern: pid) << 20) &* 0x9E37_79B9_7F4A_7C15) >> 58) ^ Int(kind.rawValue)
-        let e = nameCache[slot]
-        if e.item == item && e.pid == pid && e.kind == kind { return e.id }
-        let id = resolver?.nameID(of: kind, item: item, pid: pid) ?? -1
-        // A name the model does not know yet may come later: only known ones are kept.
-        if id >= 0 { nameCache[slot] = (kind, item, pid, id) }
-        return id
-    }
-
     private func loopKey(_ key: LoopKey) -> Key { Key(pid: key.pid, a: key.loop, b: -2) }
 
     /// The key of an item grouped by name (items with one name share a group, as their labels do).
     private func itemKey(_ kind: CalloutKind, _ item: UInt64, pid: Int64, blockName: Int32 = -1) -> Key {
-        let id = kind == .block ? max(0, blockName) : (kind == .mainQueue ? -3 : nameID(kind, item, pid: pid))
+        let id = kind == .block ? max(0, blockName) : (kind == .mainQueue ? -3 : (resolver?.nameID(of: kind, item: item, pid: pid) ?? -1))
         return Key(pid: 0, a: UInt64(kind.rawValue), b: id)
     }
 

@@ -54,8 +54,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     public var lateTimerNs: Int64 { options.lateTimerNs }
     /// The selection.
     public let selection: Selection
-    /// The selection's item glob, decided once per name.
-    private let itemMatcher: ItemGlobMatcher?
+    /// The selection's item glob, decided once per name, and its kinds as bits.
+    private let itemMatcher: ItemGlobMatcher?, kindMask: UInt64
     /// The model, for names and open iterations.
     public var resolver: LoopModel?
     private let out: ByteSink
@@ -77,6 +77,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         self.options = options
         self.selection = selection
         itemMatcher = selection.itemGlob.map { ItemGlobMatcher($0) }
+        kindMask = selection.kinds.selectionMask
         out.write("  iteration   start (epoch s)      +rel        busy      sleep  wake          callouts\n")
     }
 
@@ -388,7 +389,7 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     private func accept(_ it: IterationRecord) -> Bool {
         if it.busyNs < selection.minBusyNs { return false }
         if let m = selection.mode, !modeMatches(it.mode, m) { return false }
-        if !selection.kinds.isEmpty && !it.callouts.contains(where: { selection.kinds.contains($0.kind) }) { return false }
+        if kindMask != ~0 && !it.callouts.contains(where: { kindMask & (1 << UInt64($0.kind.rawValue)) != 0 }) { return false }
         if let m = itemMatcher, !it.callouts.contains(where: { m.matches($0, pid: it.key.pid, model: resolver) }) { return false }
         return true
     }
