@@ -111,7 +111,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "hang-workload", "TestSupport",
-                                                     "LTTngLive", "LTTngControl"],
+                                                     "LTTngLive", "LTTngControl",
+                                                     // the oracle of RLAnalysis's own HdrHistogram layout (DurationHistogramTests)
+                                                     .product(name: "Histogram", package: "hdrhistogram-swift")],
                     exclude: ["Fixtures"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------

@@ -1,5 +1,3 @@
-import Histogram
-
 /// The `rltrace-report/2` document (see `docs/report-json.md`).
 public struct Report: Codable, Sendable {
     /// The schema name.
@@ -204,8 +202,8 @@ public struct LoopReport: Codable, Sendable {
 public func log2Bucket(_ d: Int64) -> Int { d <= 1 ? 0 : 63 - d.leadingZeroBitCount }
 
 /// Accumulates durations: exact count/total/max, and percentiles — exact (nearest rank) while
-/// there are at most 32 values, from an HdrHistogram (3 significant digits) beyond. The histogram,
-/// a few hundred KB, is only made when needed: a trace has many items seen once (each perform-block
+/// there are at most 32 values, from an HdrHistogram (3 significant digits, ``DurationHistogram``)
+/// beyond. The histogram, 16 KB to a few hundred, is only made when needed: a trace has many items seen once (each perform-block
 /// is its own item), and one histogram each would make memory grow with the trace.
 public struct DurationAccumulator: @unchecked Sendable {
     /// Count.
@@ -213,26 +211,11 @@ public struct DurationAccumulator: @unchecked Sendable {
     /// Exact sum and maximum.
     public private(set) var total: Int64 = 0, max: Int64 = 0
     private var small: [Int64] = []
-    /// The histogram lives in a box so recording mutates it in place (an optional large struct
-    /// was copied in and out per value); copies of the accumulator share it until one records
-    /// (copy on write).
-    private final class Box { var h: Histogram<UInt64>; init(_ h: Histogram<UInt64>) { self.h = h } }
-    private var box: Box?
-    private var hist: Histogram<UInt64>? { box?.h }
+    /// The histogram, a class: recording mutates it in place; copies of the accumulator share it
+    /// until one records (copy on write).
+    private var box: DurationHistogram?
+    private var hist: DurationHistogram? { box }
     static let exactLimit = 32
-    /// An empty histogram, copied for each accumulator that needs one: a new histogram's counts
-    /// are filled by the library's unspecialized generic code, one value-witness call per count,
-    /// while a copy of this one shares its storage until its first record, which copies the counts
-    /// in one move. Sized for 10 ms (15 360 counts, 120 KiB: below glibc's mmap threshold, so a
-    /// new one comes from the heap), auto-resizing beyond: callouts and iterations are mostly far
-    /// shorter, and one sized for an hour (33 792 counts) cost 66 page faults on its first record,
-    /// about a third of `report`'s page faults. The bucket layout, so every percentile, does not
-    /// depend on the size.
-    private static let emptyHistogram: Histogram<UInt64> = {
-        var h = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three)
-        h.autoResize = true
-        return h
-    }()
 
     /// Creates an empty accumulator.
     public init() {}
@@ -246,24 +229,23 @@ public struct DurationAccumulator: @unchecked Sendable {
         let v = UInt64(Swift.max(0, ns))
         if box == nil && small.count < DurationAccumulator.exactLimit { small.append(Int64(v)); return }
         ownHistogram()
-        // The box is held by `self` (unique, checked above) for the whole call: used +0.
-        Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { _ = $0.h.record(v) }
+        // The histogram is held by `self` (unique, checked above) for the whole call: used +0.
+        Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.record(v) }
     }
 
     /// Makes `box` a histogram of this accumulator's own: its exact values moved into a new one
-    /// (copied from ``emptyHistogram``, sized for 10 ms up front and auto-resizing beyond: growing a
-    /// histogram value by value appended its counts many times, a third of `report`'s instructions;
-    /// the bucket layout, and so every percentile, does not depend on the size), or a shared one
-    /// copied.
+    /// (sized for twice the largest of them, and growing beyond; the bucket layout, and so every
+    /// percentile, does not depend on the size), or a shared one copied.
     @inline(__always)
     private mutating func ownHistogram() {
         if box == nil {
-            var h = DurationAccumulator.emptyHistogram
-            for x in small { _ = h.record(UInt64(x)) }
+            let top = UInt64(Swift.max(0, small.max() ?? 0))
+            let h = DurationHistogram(highest: top > UInt64.max / 2 ? top : top &* 2 | 2047)
+            for x in small { h.record(UInt64(x)) }
             small = []
-            box = Box(h)
+            box = h
         } else if !isKnownUniquelyReferenced(&box) {
-            box = Box(box!.h)
+            box = DurationHistogram(copying: box!)
         }
     }
 
@@ -278,7 +260,7 @@ public struct DurationAccumulator: @unchecked Sendable {
         let (c, t, m) = (count + other.count, total &+ other.total, wasEmpty || other.max > max ? other.max : max)
         if let oh = other.hist {
             ownHistogram()
-            box!.h.add(oh)
+            box!.add(oh)
         } else {
             // At most 32 values, each as `add` keeps it (clamped to 0): added one by one, so the
             // switch to a histogram happens at the 33rd value, as it would have.
@@ -290,7 +272,7 @@ public struct DurationAccumulator: @unchecked Sendable {
     /// The percentile `p` (0…100), nearest rank.
     public func percentile(_ p: Double) -> Int64 {
         if count == 0 { return 0 }
-        if let hist { return Int64(clamping: hist.valueAtPercentile(p)) }
+        if let hist { return Int64(clamping: hist.values(atPercentiles: [p])[0]) }
         let sorted = small.sorted()
         let rank = Swift.max(1, Int((p / 100 * Double(sorted.count)).rounded(.up)))
         return sorted[Swift.min(sorted.count, rank) - 1]
@@ -307,9 +289,7 @@ public struct DurationAccumulator: @unchecked Sendable {
     /// each HdrHistogram bucket's median with its count (values within 0.1 % of the true ones).
     public func forEachValue(_ body: (Int64, Int) -> Void) {
         if let hist {
-            for v in hist.recordedValues() where v.count > 0 {
-                body(Int64(clamping: hist.medianEquivalentForValue(v.value)), Int(v.count))
-            }
+            hist.forEachBucket { body(Int64(clamping: $0), Int(truncatingIfNeeded: $1)) }
         } else {
             for v in small { body(v, 1) }
         }
@@ -319,29 +299,7 @@ public struct DurationAccumulator: @unchecked Sendable {
     /// in one pass over the histogram instead of one each.
     public func percentiles(_ ps: [Double]) -> [Int64] {
         guard count > 0, let hist else { return ps.map { percentile($0) } }
-        var out = [Int64](repeating: 0, count: ps.count)
-        // The histogram's own rule (HdrHistogram's valueAtPercentile): the count at a percentile is
-        // rounded up from one ulp below it; the value is the first bucket reaching it, as its
-        // highest equivalent value, clamped to [min, max recorded].
-        var thresholds: [(index: Int, count: UInt64)] = []
-        for (i, p) in ps.enumerated() {
-            if p == 0 { out[i] = Int64(clamping: hist.min); continue }
-            if p >= 100 { out[i] = Int64(clamping: hist.maxRecorded); continue }
-            let requested = Swift.min(Swift.max(p.nextDown, 0), 100)
-            thresholds.append((i, Swift.max(1, UInt64((requested * Double(hist.totalCount) / 100).rounded(.up)))))
-        }
-        thresholds.sort { $0.count < $1.count }
-        var next = 0, cumulative: UInt64 = 0
-        let lo = hist.min, hi = hist.maxRecorded
-        for v in hist.recordedValues() {
-            if next == thresholds.count { break }
-            cumulative &+= UInt64(v.count)
-            while next < thresholds.count && cumulative >= thresholds[next].count {
-                out[thresholds[next].index] = Int64(clamping: Swift.max(Swift.min(v.value, hi), lo))
-                next += 1
-            }
-        }
-        return out
+        return hist.values(atPercentiles: ps).map { Int64(clamping: $0) }
     }
 
     /// The summary for JSON.
