@@ -184,12 +184,15 @@ struct AccessorTests {
             }
             #expect(s.hot.pointee.lazyBody >= 0)
             #expect((s.hot.pointee.pos >> 3) + 8 <= s.wideLoadLimit, "event \(i) is read with 8-byte loads")
-            var wide = [Int64](repeating: 0, count: refs.count), narrow = wide
+            #expect(refs.allSatisfy { $0.readsInPlace })
+            var wide = [Int64](repeating: 0, count: refs.count), narrow = wide, inPlace = wide
             refs.withUnsafeBufferPointer { r in
                 wide.withUnsafeMutableBufferPointer { s.readIntegers(r.baseAddress!, count: r.count, into: $0.baseAddress!) }
                 narrow.withUnsafeMutableBufferPointer { s.readIntegersNarrow(r.baseAddress!, count: r.count, into: UnsafeMutableRawPointer($0.baseAddress!)) }
+                inPlace.withUnsafeMutableBufferPointer { s.readIntegers(r.baseAddress!, count: r.count, allInPlace: true, into: UnsafeMutableRawPointer($0.baseAddress!)) }
             }
             #expect(wide == narrow, "event \(i)")
+            #expect(inPlace == wide, "event \(i), every field known to read in place")
             let v = Self.values(i)
             #expect(wide[0] == Int64(v.vpid) && wide[1] == Int64(v.vtid))
             if i % 3 != 2 { #expect(wide[3] == Int64(v.i8) && wide[4] == Int64(v.i16) && wide[5] == Int64(v.u32) && wide[6] == Int64(v.last)) }
@@ -241,6 +244,11 @@ struct AccessorTests {
             var out = [Int64](repeating: 0, count: 3)
             refs.withUnsafeBufferPointer { r in out.withUnsafeMutableBufferPointer { s.readIntegers(r.baseAddress!, count: 3, into: $0.baseAddress!) } }
             #expect(out == [Int64(bitPattern: last.loop), -5, Int64(last.vtid)])
+            // Known to read in place, it still takes each field's own width at the end of the mapping.
+            #expect(refs.allSatisfy { $0.readsInPlace })
+            var known = [Int64](repeating: 0, count: 3)
+            refs.withUnsafeBufferPointer { r in known.withUnsafeMutableBufferPointer { s.readIntegers(r.baseAddress!, count: 3, allInPlace: true, into: UnsafeMutableRawPointer($0.baseAddress!)) } }
+            #expect(known == out)
         }
         #expect(count == n)
     }

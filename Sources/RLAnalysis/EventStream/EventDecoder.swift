@@ -38,7 +38,7 @@ final class RunLoopFieldDecoder {
     @inline(__always)
     func fill(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: UnsafeMutablePointer<RunLoopEvent>) {
         // An absent field keeps its default: pid 0, vtid and CPU clock -1, the rest 0.
-        s.readIntegers(sp.reads(ci), count: sp.readCounts[ci], into: UnsafeMutableRawPointer(e))
+        s.readIntegers(sp.reads(ci), count: sp.readCounts[ci], allInPlace: sp.readsInPlace[ci], into: UnsafeMutableRawPointer(e))
         if sp.vtid >= 0 {
             // The procname context, interned once per run of events of one thread in this stream.
             if sp.procname >= 0 {
@@ -124,18 +124,22 @@ extension RunLoopFieldDecoder {
     func decode(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
         let ci = s.eventClassIndex
         let kind = sp.kinds[ci]
-        guard kind < EventPlan.aux else {
-            if kind == EventPlan.aux {
-                evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
-            }
-            return false
-        }
-        if sp.incomplete[ci] != 0 {
-            throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
-        }
+        guard kind < EventPlan.aux && sp.incomplete[ci] == 0 else { return try decodeOther(s, sp, ts: ts, classIndex: ci) }
         // `kind` is a plan's kind below `aux`: a `RunLoopEvent.Kind` raw value (EventPlan.init).
         e.pointee = RunLoopEvent(kind: unsafeBitCast(kind, to: RunLoopEvent.Kind.self), ts: ts)
         fill(s, sp, classIndex: ci, into: e)
         return true
+    }
+
+    /// ``decode(_:_:ts:into:)`` for an event of a class that is not a complete `runloop` event
+    /// (out of line: the per-event path neither throws nor calls anything else).
+    @inline(never)
+    private func decodeOther(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, classIndex ci: Int) throws -> Bool {
+        let kind = sp.kinds[ci]
+        if kind == EventPlan.aux {
+            evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
+        }
+        guard kind < EventPlan.aux else { return false }
+        throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")
     }
 }

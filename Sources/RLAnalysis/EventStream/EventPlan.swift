@@ -162,6 +162,8 @@ final class StreamPlan {
     static let readCount = Read.allCases.count
     /// Per event class, how many of its ``reads`` there are (the fields it has).
     let readCounts: UnsafeMutablePointer<Int>
+    /// Per event class, whether every one of its ``reads`` is read in place (``CTFIntegerRef/readsInPlace``).
+    let readsInPlace: UnsafeMutablePointer<Bool>
     /// Per event class, the `kind` field of `item_added` / `item_removed` (absent for the others).
     let kindReads: UnsafeMutablePointer<CTFIntegerRef>
     /// The procname of the last thread seen in this stream (a thread's events come in runs).
@@ -192,6 +194,7 @@ final class StreamPlan {
         let n = StreamPlan.readCount
         reads = .allocate(capacity: max(1, plans.count * n))
         readCounts = .allocate(capacity: max(1, plans.count))
+        readsInPlace = .allocate(capacity: max(1, plans.count))
         kindReads = .allocate(capacity: max(1, plans.count))
         let destinations = Read.allCases.map(\.destination)
         for (ci, p) in plans.enumerated() {
@@ -207,22 +210,25 @@ final class StreamPlan {
                 (.c, s.integerRef(payloadField: p.c, ofClass: ci)),
             ]
             var k = 0
+            var inPlace = true
             for (what, ref) in all where ref.isPresent {
+                inPlace = inPlace && ref.readsInPlace
                 var r = ref
                 r.destination = destinations[what.rawValue]
                 reads[ci * n + k] = r
                 k += 1
             }
             readCounts[ci] = k
+            readsInPlace[ci] = inPlace
             (kindReads + ci).initialize(to: s.integerRef(payloadField: p.kindField, ofClass: ci))
         }
     }
 
-    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate(); reads.deallocate(); readCounts.deallocate(); kindReads.deallocate() }
+    deinit { plans.deallocate(); kinds.deallocate(); incomplete.deallocate(); reads.deallocate(); readCounts.deallocate(); readsInPlace.deallocate(); kindReads.deallocate() }
 
     /// The integer references of event class `index` (`readCounts[index]` of them).
     @inline(__always)
-    func reads(_ index: Int) -> UnsafePointer<CTFIntegerRef> { UnsafePointer(reads + index * StreamPlan.readCount) }
+    func reads(_ index: Int) -> UnsafePointer<CTFIntegerRef> { UnsafePointer(reads + index &* StreamPlan.readCount) }
 
     /// The plan of event class `index`.
     @inline(__always)
