@@ -42,7 +42,7 @@ if [ -n "$only" ]; then
 fi
 pipeline=()
 if [ "$want_p" = 1 ]; then
-    if swift build -c release --scratch-path .build-bench --product rltrace >&2 \
+    if swift build -c release --scratch-path .build-bench --static-swift-stdlib --product rltrace >&2 \
        && swift build -c release --scratch-path .build-bench --product rl-example >&2 \
        && swift build -c release --scratch-path .build-bench --product trace-workload >&2 \
        && swift build -c release --scratch-path .build-bench --product pipeline-bench >&2; then

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-swift build -c release --product rltrace >&2
+# rltrace with the Swift runtime and Foundation linked in: one binary that runs on a host without
+# the toolchain, and starts without binding thousands of symbols (docs/benchmarks.md).
+swift build -c release --static-swift-stdlib --product rltrace >&2
 swift build -c release --product rl-example >&2
 bin=$(swift build -c release --show-bin-path)
 out=${1:-$(mktemp -d /tmp/rltrace-demo.XXXXXX)}

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-nonisolated(unsafe) let debugPositions = getenv("CTFREADER_DEBUG") != nil
+let debugPositions = getenv("CTFREADER_DEBUG") != nil
 
 extension CTFStream {
     /// Streams opened while this is set decode every event with ``nextGeneral()`` (tests compare the

@@ -357,7 +357,7 @@ extension RLRunLoop {
         var left = ModeNames()
         locked {
             // A mode the loop has (no array, no name comparison), or else the common pseudo-mode.
-            let found = withModeLocked(mode, create: false) { m in
+            let found: Void? = withModeLocked(mode, create: false) { m in
                 if removeTimerLocked(timer, m) { left.append(m) }
             }
             if found == nil && mode.isCommonModes {
