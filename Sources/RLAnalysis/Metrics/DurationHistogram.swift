@@ -105,8 +105,10 @@ final class DurationHistogram {
     /// Adds every value of `other` (HdrHistogram's `add`).
     func add(_ other: DurationHistogram) {
         if other.totalCount == 0 { return }
-        if other.capacity > capacity { grow(covering: DurationHistogram.value(at: other.capacity - 1)) }
-        for i in 0..<other.capacity { counts[i] &+= other.counts[i] }
+        // Every count of `other` lies at or below its maximum's bucket.
+        let top = DurationHistogram.index(of: other.maxValue)
+        if top >= capacity { grow(covering: other.maxValue) }
+        for i in 0...top { counts[i] &+= other.counts[i] }
         totalCount &+= other.totalCount
         if other.maxValue > maxValue { maxValue = other.maxValue }
         if other.minNonZeroValue < minNonZeroValue { minNonZeroValue = other.minNonZeroValue }
@@ -130,8 +132,9 @@ final class DurationHistogram {
             thresholds.append((i, Swift.max(1, UInt64((requested * Double(totalCount) / 100).rounded(.up)))))
         }
         thresholds.sort { $0.count < $1.count }
-        var next = 0, cumulative: UInt64 = 0, i = 0
         let lo = min, hi = maxValue
+        // No count lies between bucket 0 (the value 0) and the smallest value's bucket.
+        var next = 0, cumulative: UInt64 = 0, i = lo == 0 ? 0 : DurationHistogram.index(of: lo)
         while next < thresholds.count && i < capacity {
             cumulative &+= counts[i]
             while next < thresholds.count && cumulative >= thresholds[next].count {
@@ -147,7 +150,7 @@ final class DurationHistogram {
     /// `medianEquivalentForValue`) and count, in increasing order.
     func forEachBucket(_ body: (UInt64, UInt64) -> Void) {
         var seen: UInt64 = 0
-        var i = 0
+        var i = min == 0 ? 0 : DurationHistogram.index(of: min)
         while seen < totalCount && i < capacity {
             let c = counts[i]
             if c > 0 {
