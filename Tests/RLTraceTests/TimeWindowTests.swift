@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import RLAnalysis
 
 // Time windows and the clock (issue 17), on the committed demo trace: its main loop (loop 17)
 // holds a 300 ms hang in timer "hang-timer" from +301 ms (iteration 446); the source0
@@ -131,6 +132,38 @@ struct TimeWindowTests {
             #expect(slices.filter { kinds.contains($0["cat"] as? String ?? "") }.count == l["callouts"] as? Int, "loop \(loop) \(window): callout slices")
             let spinning = (l["spins"] as! [[String: Any]]).map { $0["iterations"] as! Int }.reduce(0, +)
             #expect(spinRows[loop, default: 0] == spinning, "loop \(loop) \(window): SPIN rows")
+        }
+    }
+
+    @Test("after the first event past the window's end, events are counted, not decoded: the same trace figures, one thread or two")
+    func eventsPastTheWindowAreOnlyCounted() throws {
+        let whole = try RunLoopEventSource(paths: [demoTrace])
+        var all: [(ts: Int64, kind: UInt8, loop: UInt64, item: UInt64)] = []
+        try whole.forEachBatch(threads: 1) { for e in $0 { all.append((e.ts, e.kind.rawValue, e.loop, e.item)) } }
+        #expect(whole.eventsCountedOnly == 0)
+        for threads in [1, 2] {
+            let source = try RunLoopEventSource(paths: [demoTrace])
+            var filter = EventFilter()
+            filter.begin = .relative(400_000_000)
+            filter.end = .relative(1_000_000_000)
+            var delivered: [RunLoopEvent] = []
+            try source.forEachBatch(threads: threads, filter: filter) { delivered += $0 }
+            // What the report's trace section says is the whole trace's.
+            #expect(source.totalEvents == whole.totalEvents && source.runLoopEvents == whole.runLoopEvents, "\(threads) thread(s)")
+            #expect(source.firstTs == whole.firstTs && source.lastTs == whole.lastTs && source.backwardsEvents == whole.backwardsEvents)
+            // Every event up to the window's end and the first one past it were delivered (the model
+            // closes what is open on it); the rest of the trace (about 3 s of it) only counted.
+            let hi = try #require(source.window).hi
+            #expect(delivered.last.map { $0.ts > hi } == true)
+            #expect(delivered.dropLast().allSatisfy { $0.ts <= hi })
+            // The same events as the whole run's first ones (no pid or loop filter: the gate passes all).
+            #expect(delivered.count < all.count && zip(delivered, all).allSatisfy { d, w in
+                d.ts == w.ts && d.kind.rawValue == w.kind && d.loop == w.loop && d.item == w.item })
+            // Every event after that one (the whole run's later `runloop` events, and any other
+            // provider's) was only counted: more than 5 000 on this trace (its last 2 s).
+            let later = all.count - delivered.count
+            #expect(later > 5_000 && source.eventsCountedOnly >= later && source.eventsCountedOnly <= later + (whole.totalEvents - whole.runLoopEvents),
+                    "\(threads) thread(s): \(delivered.count) delivered, \(source.eventsCountedOnly) counted of \(source.totalEvents)")
         }
     }
 

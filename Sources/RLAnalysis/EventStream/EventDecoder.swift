@@ -134,7 +134,7 @@ extension RunLoopFieldDecoder {
     /// ``decode(_:_:ts:into:)`` for an event of a class that is not a complete `runloop` event
     /// (out of line: the per-event path neither throws nor calls anything else).
     @inline(never)
-    private func decodeOther(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, classIndex ci: Int) throws -> Bool {
+    func decodeOther(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, classIndex ci: Int) throws -> Bool {
         let kind = sp.kinds[ci]
         if kind == EventPlan.aux {
             evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)

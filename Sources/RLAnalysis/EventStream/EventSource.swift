@@ -61,6 +61,10 @@ public final class RunLoopEventSource: @unchecked Sendable {
     public var totalEvents: Int { clock.totalEvents }
     /// `runloop` events read.
     public private(set) var runLoopEvents = 0
+    /// Events after the first one past the time window's end: read and counted (totals, `runloop`
+    /// events, the last timestamp, the binaries mapped), not decoded — the loop model has closed
+    /// everything at the window's end and takes nothing after it.
+    public private(set) var eventsCountedOnly = 0
     /// First and last event timestamps (CLOCK_MONOTONIC ns), over all events.
     public var firstTs: Int64 { clock.firstTs }
     /// Last event timestamp.
@@ -185,6 +189,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
         var next = chunk.events + chunk.count
         var end = chunk.events + Chunk.capacity
         defer { chunk.count = next - chunk.events }
+        // Set once an event after the window's end is delivered (the model closes everything at
+        // the window's end on it and takes nothing more): the rest is only counted.
+        var pastEnd = false
         // The entry at `next` is delivered: a full chunk is handed on.
         @inline(__always) func advance() throws {
             next += 1
@@ -207,12 +214,19 @@ public final class RunLoopEventSource: @unchecked Sendable {
                         gap = v == .gap
                     }
                     let ts = clock.time(of: s)
+                    if pastEnd {
+                        try refs[index]._withUnsafeGuaranteedRef { try countOnly(s, $0, ts: ts) }
+                        return true
+                    }
                     if gap, window != nil {
                         // Where two overlapping snapshots do not meet: a gap event before this one.
                         next.pointee = RunLoopEvent(kind: .gap, ts: ts)
                         try advance()
                     }
-                    if try refs[index]._withUnsafeGuaranteedRef({ try step(s, $0, ts: ts, gate, into: next) }) { try advance() }
+                    if try refs[index]._withUnsafeGuaranteedRef({ try step(s, $0, ts: ts, gate, into: next) }) {
+                        if ts > gate.hi { pastEnd = true }
+                        try advance()
+                    }
                     return true
                 }
             }
@@ -232,6 +246,16 @@ public final class RunLoopEventSource: @unchecked Sendable {
         guard gate.accepts(e.pointee, epochOffset: clockOffset) else { return false }
         if window == nil { window = (gate.lo, gate.hi) }
         return true
+    }
+
+    /// The event `s` is on, after the window: counted as ``step(_:_:ts:_:into:)`` counts it, and
+    /// the binaries mapped still recorded (a statedump regenerated late — a flight-recorder
+    /// snapshot — names the modules of stacks sampled earlier), nothing decoded.
+    @inline(never)
+    private func countOnly(_ s: CTFStream, _ sp: StreamPlan, ts: Int64) throws {
+        eventsCountedOnly &+= 1
+        let ci = s.eventClassIndex
+        if sp.kinds[ci] < EventPlan.aux && sp.incomplete[ci] == 0 { runLoopEvents &+= 1 } else { _ = try fields.decodeOther(s, sp, ts: ts, classIndex: ci) }
     }
 
     // MARK: two threads
