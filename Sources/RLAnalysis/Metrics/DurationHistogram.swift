@@ -136,6 +136,8 @@ final class DurationHistogram {
         // No count lies between bucket 0 (the value 0) and the smallest value's bucket.
         var next = 0, cumulative: UInt64 = 0, i = lo == 0 ? 0 : DurationHistogram.index(of: lo)
         while next < thresholds.count && i < capacity {
+            // Runs of empty buckets (most of a long tail's) four at a time.
+            if i &+ 4 <= capacity && (counts[i] | counts[i &+ 1] | counts[i &+ 2] | counts[i &+ 3]) == 0 { i &+= 4; continue }
             cumulative &+= counts[i]
             while next < thresholds.count && cumulative >= thresholds[next].count {
                 out[thresholds[next].index] = Swift.max(Swift.min(DurationHistogram.highest(at: i), hi), lo)
@@ -152,6 +154,7 @@ final class DurationHistogram {
         var seen: UInt64 = 0
         var i = min == 0 ? 0 : DurationHistogram.index(of: min)
         while seen < totalCount && i < capacity {
+            if i &+ 4 <= capacity && (counts[i] | counts[i &+ 1] | counts[i &+ 2] | counts[i &+ 3]) == 0 { i &+= 4; continue }
             let c = counts[i]
             if c > 0 {
                 body(DurationHistogram.value(at: i) &+ DurationHistogram.width(at: i) >> 1, c)
