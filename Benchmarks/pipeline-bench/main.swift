@@ -30,7 +30,7 @@ struct Options {
     var large = true
     /// Runs per command on the base trace (best wall time kept); the large trace gets one of
     /// babeltrace2 text and `largeReps` of each rltrace command.
-    var reps = 2
+    var reps = 5
     var largeReps = 3
     var rltrace: String?
     var rlExample: String?
@@ -56,7 +56,7 @@ usage: pipeline-bench [--json] [--quick] [--events N] [--scale K] [--no-large] [
                       [--bt2-analysis base|all|none] [--rss-cap MB] [--timeout S] [--only report,timeline,…]
   --events N       the base trace has at least N events (default 3000000; --quick: 300000)
   --scale K        the large trace has about K × as many (default 10); --no-large: base trace only
-  --reps N         runs per command on the base trace, best kept (default 2; --quick: 1)
+  --reps N         runs per command on the base trace, best kept (default 5; --quick: 1)
   --large-reps N   runs of each rltrace command on the large trace, best kept (default 3; --quick: 1)
   --rltrace PATH   the rltrace under test (default: next to pipeline-bench); it also records
   --trace DIR, --large-trace DIR   measure these traces instead of recording (never deleted)
