@@ -78,6 +78,8 @@ extension CTFStream {
     public func readIntegers(_ refs: UnsafePointer<CTFIntegerRef>, count: Int, allInPlace: Bool, into out: UnsafeMutableRawPointer) {
         let h = hot
         let lazy = h.pointee.lazyBody >= 0
+        // (Its own loop: written as one loop with `allInPlace || r.ref.width != 0`, the compiler
+        // kept the test per field: about 16 M more instructions for `report` on a 592k-event trace.)
         if allInPlace && lazy && (h.pointee.pos >> 3) &+ 8 <= wideLoadLimit {
             let b = base, seg = segmentBase
             var i = 0

@@ -123,16 +123,16 @@ extension RunLoopFieldDecoder {
     @inline(__always)
     func decode(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
         let ci = s.eventClassIndex
-        let kind = sp.kinds[ci]
-        guard kind < EventPlan.aux && sp.incomplete[ci] == 0 else { return try decodeOther(s, sp, ts: ts, classIndex: ci) }
-        // `kind` is a plan's kind below `aux`: a `RunLoopEvent.Kind` raw value (EventPlan.init).
-        e.pointee = RunLoopEvent(kind: unsafeBitCast(kind, to: RunLoopEvent.Kind.self), ts: ts)
+        guard sp.takes(ci) else { return try decodeOther(s, sp, ts: ts, classIndex: ci) }
+        // A plan's kind below `aux`: a `RunLoopEvent.Kind` raw value (EventPlan.init).
+        e.pointee = RunLoopEvent(kind: unsafeBitCast(sp.kinds[ci], to: RunLoopEvent.Kind.self), ts: ts)
         fill(s, sp, classIndex: ci, into: e)
         return true
     }
 
-    /// ``decode(_:_:ts:into:)`` for an event of a class that is not a complete `runloop` event
-    /// (out of line: the per-event path neither throws nor calls anything else).
+    /// An event of a class that is not a complete `runloop` event: a module event recorded, a
+    /// `runloop` event lacking a field an error; false (out of line: the per-event path neither
+    /// throws nor calls anything else).
     @inline(never)
     func decodeOther(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, classIndex ci: Int) throws -> Bool {
         let kind = sp.kinds[ci]

@@ -230,6 +230,10 @@ final class StreamPlan {
     @inline(__always)
     func reads(_ index: Int) -> UnsafePointer<CTFIntegerRef> { UnsafePointer(reads + index &* StreamPlan.readCount) }
 
+    /// Whether events of class `index` are ones the loop model takes: complete `runloop` events.
+    @inline(__always)
+    func takes(_ index: Int) -> Bool { kinds[index] < EventPlan.aux && incomplete[index] == 0 }
+
     /// The plan of event class `index`.
     @inline(__always)
     func plan(_ index: Int) -> UnsafePointer<EventPlan> { UnsafePointer(plans + index) }

@@ -255,7 +255,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
     private func countOnly(_ s: CTFStream, _ sp: StreamPlan, ts: Int64) throws {
         eventsCountedOnly &+= 1
         let ci = s.eventClassIndex
-        if sp.kinds[ci] < EventPlan.aux && sp.incomplete[ci] == 0 { runLoopEvents &+= 1 } else { _ = try fields.decodeOther(s, sp, ts: ts, classIndex: ci) }
+        if sp.takes(ci) { runLoopEvents &+= 1 } else { _ = try fields.decodeOther(s, sp, ts: ts, classIndex: ci) }
     }
 
     // MARK: two threads

@@ -14,10 +14,10 @@
 final class DurationHistogram {
     /// 2 048 sub-buckets per bucket (`2 × 10³` rounded up to a power of two), half of them new in
     /// each bucket past the first; a value `v` is in bucket `53 − lzcnt(v | 2047)`.
-    @usableFromInline static let subBucketHalfCountMagnitude = 10
-    @usableFromInline static let subBucketHalfCount = 1 << subBucketHalfCountMagnitude
-    @usableFromInline static let subBucketMask: UInt64 = 2047
-    @usableFromInline static let leadingZeroCountBase = 53
+    static let subBucketHalfCountMagnitude = 10
+    static let subBucketHalfCount = 1 << subBucketHalfCountMagnitude
+    static let subBucketMask: UInt64 = 2047
+    static let leadingZeroCountBase = 53
 
     /// Counts by bucket index, `capacity` of them (zero beyond what was recorded).
     private(set) var counts: UnsafeMutablePointer<UInt64>
@@ -133,17 +133,14 @@ final class DurationHistogram {
         }
         thresholds.sort { $0.count < $1.count }
         let lo = min, hi = maxValue
-        // No count lies between bucket 0 (the value 0) and the smallest value's bucket.
-        var next = 0, cumulative: UInt64 = 0, i = lo == 0 ? 0 : DurationHistogram.index(of: lo)
-        while next < thresholds.count && i < capacity {
-            // Runs of empty buckets (most of a long tail's) four at a time.
-            if i &+ 4 <= capacity && (counts[i] | counts[i &+ 1] | counts[i &+ 2] | counts[i &+ 3]) == 0 { i &+= 4; continue }
-            cumulative &+= counts[i]
+        var next = 0, cumulative: UInt64 = 0
+        forEachNonEmpty { i, c in
+            cumulative &+= c
             while next < thresholds.count && cumulative >= thresholds[next].count {
                 out[thresholds[next].index] = Swift.max(Swift.min(DurationHistogram.highest(at: i), hi), lo)
                 next += 1
             }
-            i += 1
+            return next < thresholds.count
         }
         return out
     }
@@ -151,16 +148,27 @@ final class DurationHistogram {
     /// Calls `body` with each non-empty bucket's median value (HdrHistogram's
     /// `medianEquivalentForValue`) and count, in increasing order.
     func forEachBucket(_ body: (UInt64, UInt64) -> Void) {
+        forEachNonEmpty { i, c in
+            body(DurationHistogram.value(at: i) &+ DurationHistogram.width(at: i) >> 1, c)
+            return true
+        }
+    }
+
+    /// Calls `body` with the index and count of each non-empty bucket, in increasing order, while it
+    /// returns true: from the smallest value's bucket (none lies between it and bucket 0, the value
+    /// 0), runs of empty buckets (most of a long tail's) skipped four at a time, up to the last count.
+    @inline(__always)
+    private func forEachNonEmpty(_ body: (Int, UInt64) -> Bool) {
         var seen: UInt64 = 0
         var i = min == 0 ? 0 : DurationHistogram.index(of: min)
         while seen < totalCount && i < capacity {
             if i &+ 4 <= capacity && (counts[i] | counts[i &+ 1] | counts[i &+ 2] | counts[i &+ 3]) == 0 { i &+= 4; continue }
             let c = counts[i]
             if c > 0 {
-                body(DurationHistogram.value(at: i) &+ DurationHistogram.width(at: i) >> 1, c)
                 seen &+= c
+                if !body(i, c) { return }
             }
-            i += 1
+            i &+= 1
         }
     }
 }

@@ -203,8 +203,9 @@ public func log2Bucket(_ d: Int64) -> Int { d <= 1 ? 0 : 63 - d.leadingZeroBitCo
 
 /// Accumulates durations: exact count/total/max, and percentiles — exact (nearest rank) while
 /// there are at most 32 values, from an HdrHistogram (3 significant digits, ``DurationHistogram``)
-/// beyond. The histogram, 16 KB to a few hundred, is only made when needed: a trace has many items seen once (each perform-block
-/// is its own item), and one histogram each would make memory grow with the trace.
+/// beyond. The histogram, 16 KB to a few hundred, is only made when needed: a trace has many items
+/// seen once (each perform-block is its own item), and one histogram each would make memory grow
+/// with the trace.
 public struct DurationAccumulator: @unchecked Sendable {
     /// Count.
     public private(set) var count = 0
@@ -213,8 +214,7 @@ public struct DurationAccumulator: @unchecked Sendable {
     private var small: [Int64] = []
     /// The histogram, a class: recording mutates it in place; copies of the accumulator share it
     /// until one records (copy on write).
-    private var box: DurationHistogram?
-    private var hist: DurationHistogram? { box }
+    private var hist: DurationHistogram?
     static let exactLimit = 32
 
     /// Creates an empty accumulator.
@@ -227,25 +227,25 @@ public struct DurationAccumulator: @unchecked Sendable {
         total &+= ns
         if count == 1 || ns > max { max = ns }
         let v = UInt64(Swift.max(0, ns))
-        if box == nil && small.count < DurationAccumulator.exactLimit { small.append(Int64(v)); return }
+        if hist == nil && small.count < DurationAccumulator.exactLimit { small.append(Int64(v)); return }
         ownHistogram()
         // The histogram is held by `self` (unique, checked above) for the whole call: used +0.
-        Unmanaged.passUnretained(box.unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.record(v) }
+        Unmanaged.passUnretained(hist.unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.record(v) }
     }
 
-    /// Makes `box` a histogram of this accumulator's own: its exact values moved into a new one
+    /// Makes `hist` a histogram of this accumulator's own: its exact values moved into a new one
     /// (sized for twice the largest of them, and growing beyond; the bucket layout, and so every
     /// percentile, does not depend on the size), or a shared one copied.
     @inline(__always)
     private mutating func ownHistogram() {
-        if box == nil {
+        if hist == nil {
             let top = UInt64(Swift.max(0, small.max() ?? 0))
             let h = DurationHistogram(highest: top > UInt64.max / 2 ? top : top &* 2 | 2047)
             for x in small { h.record(UInt64(x)) }
             small = []
-            box = h
-        } else if !isKnownUniquelyReferenced(&box) {
-            box = DurationHistogram(copying: box!)
+            hist = h
+        } else if !isKnownUniquelyReferenced(&hist) {
+            hist = DurationHistogram(copying: hist!)
         }
     }
 
@@ -260,7 +260,7 @@ public struct DurationAccumulator: @unchecked Sendable {
         let (c, t, m) = (count + other.count, total &+ other.total, wasEmpty || other.max > max ? other.max : max)
         if let oh = other.hist {
             ownHistogram()
-            box!.add(oh)
+            hist!.add(oh)
         } else {
             // At most 32 values, each as `add` keeps it (clamped to 0): added one by one, so the
             // switch to a histogram happens at the 33rd value, as it would have.
