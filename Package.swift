@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Examples/rl-example"),
         // What every test target shares: the product locator, one process runner, hand-built CTF traces.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v5)]),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "RunLoopScenarios", "rlc-scenarios", "rl-example", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "CRunLoopShims", "RunLoopScenarios", "rlc-scenarios", "rl-example", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
         .target(

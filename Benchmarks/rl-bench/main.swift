@@ -208,20 +208,25 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     if opt.wants("5") {
         log("5. cross-thread wake latency (\(sz.wakeRounds) rounds)")
         let a5 = allocsPerItem(all, items: 500) { e in _ = wakeLatency(e, rounds: 500, pauseUs: sz.wakePauseUs) }
-        let s5 = interleaved(all, reps: sz.reps) { e -> (Double, Double) in
-            let xs = wakeLatency(e, rounds: sz.wakeRounds, pauseUs: sz.wakePauseUs)
-            return (percentile(xs, 0.5), percentile(xs, 0.99))
-        }
-        for (k, label, q) in [(0, "p50", 0.5), (1, "p99", 0.99)] {
-            _ = q
-            let pick: ([(Double, Double)]?) -> Double? = { v in v.map { median($0.map { k == 0 ? $0.0 : $0.1 }) } }
-            let o = pick(s5[.ours]), c = pick(s5[.cf]), f = pick(s5[.floor])
+        // The rounds of each engine come in short slices, the engines' slices interleaved (ours,
+        // CF, floor, ours, …), and each engine's percentiles are taken over all its rounds pooled: a
+        // burst of the shared machine's noise (hundreds of milliseconds of a stolen vCPU) then lands
+        // in every engine's pool alike. With one long run per engine the p99 — the 50th-worst of
+        // 5 000 wake-ups — was decided by which engine was running during the burst, by more than
+        // the 10 % the target allows, for either build (docs/benchmarks.md, "Wake latency").
+        let slices = sz.reps * 5
+        let perSlice = max(1, sz.wakeRounds * sz.reps / slices)
+        let s5 = interleaved(all, reps: slices) { e in wakeLatency(e, rounds: perSlice, pauseUs: sz.wakePauseUs) }
+        let pooled = s5.mapValues { Array($0.joined()) }
+        for (label, q) in [("p50", 0.5), ("p99", 0.99)] {
+            let pick: ([Double]?) -> Double? = { v in v.map { percentile($0, q) } }
+            let o = pick(pooled[.ours]), c = pick(pooled[.cf]), f = pick(pooled[.floor])
             let ratio = (o != nil && f != nil) ? o! / f! : nil
             rows.append(Row(id: "wake_latency_\(label)", workload: "5. cross-thread wake latency \(label)", unit: "µs",
                             ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "ours/floor",
                             // Issue 16 part 2: p50 stays ≤ 1.1× the floor, p99 comes to ≤ 1.1× (first round: p50 ≤ 1.5×).
                             target: "≤1.1× floor", pass: ratio.map { $0 <= 1.1 },
-                            note: "median of \(sz.reps) runs of \(sz.wakeRounds) rounds, \(sz.wakePauseUs) µs pause"))
+                            note: "\(slices) interleaved slices of \(perSlice) rounds per engine, pooled (\(slices * perSlice) wake-ups), \(sz.wakePauseUs) µs pause"))
         }
         rows.append(allocRow("wake_latency", "wake", per: "wake cycle", a5))
     }

@@ -7,10 +7,8 @@ import CRunLoopShims
 import Synchronization
 import RunLoopTracing
 
-/// What the block trampoline (``RLRunLoop/calloutToBlock(_:)``) reads of a queued block.
+/// What the block trampoline (``RLRunLoop/calloutToBlock(_:id:)``) reads of a queued block.
 protocol QueuedBlock {
-    /// The block's process-unique id (the trace's `item`).
-    var id: UInt64 { get }
     /// The name given to ``RLRunLoop/performBlock(forMode:name:_:)``, if any.
     var name: String? { get }
     /// The block.
@@ -44,10 +42,11 @@ struct BlockItem: QueuedBlock {
 }
 
 /// A perform-block the loop's own thread queued in ``RLRunLoop/ownBlocks``: unnamed, and for that
-/// queue's one mode, so it needs neither a name nor a target (24 bytes instead of 56: a burst of
-/// blocks touches less than half the memory).
+/// queue's one mode, so it needs neither a name nor a target, and its id (the trace's `item`) is
+/// taken when it runs or moves to ``RLRunLoop/blocks`` — nothing sees a block's id before then.
+/// 16 bytes, the closure alone, instead of 56: a burst of blocks touches less than a third of the
+/// memory (200k queued blocks: 3.2 MB of fresh pages instead of 11).
 struct OwnBlockItem: QueuedBlock {
-    let id: UInt64
     let body: () -> Void
     var name: String? { nil }
 }
@@ -87,18 +86,21 @@ final class BlockQueue<Item> {
 
     var isEmpty: Bool { count == 0 }
 
+    // (Index arithmetic wraps instead of trapping: `head` and `count` never exceed `capacity`, a
+    // power of two far below `Int.max`, so no sum here can overflow.)
     @inline(__always)
     func append(_ item: consuming Item) {
         if count == capacity { grow() }
-        (buffer + ((head + count) & (capacity - 1))).initialize(to: item)
-        count += 1
+        (buffer + ((head &+ count) & (capacity &- 1))).initialize(to: item)
+        count &+= 1
     }
 
+    @inline(__always)
     func popFirst() -> Item? {
         guard count > 0 else { return nil }
         let item = (buffer + head).move()
-        head = (head + 1) & (capacity - 1)
-        count -= 1
+        head = (head &+ 1) & (capacity &- 1)
+        count &-= 1
         return item
     }
 

@@ -108,7 +108,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// that order are the one queue CF has (`EngineFastPathTests.ownThreadBlocksKeepOneFIFOWithOtherThreads`,
     /// `ownAndOtherThreadBlocksRaceWithoutLoss`).
     ///
-    /// Safety (no lock): only the thread whose `pthread_self()` is ``ownerThread`` appends to,
+    /// Safety (no lock): only the thread whose `pthread_self()` (`rl_thread_self()`) is ``ownerThread`` appends to,
     /// drains or empties this queue, and `ownerThread` names only the loop's thread (set where the
     /// loop is bound to it as its thread's loop, cleared when that thread exits).
     let ownBlocks = BlockQueue<OwnBlockItem>()
@@ -119,7 +119,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     /// The same mode, as a reference (held unretained: `modes` owns it). Loop's thread only.
     @exclusivity(unchecked) var ownBlocksTarget: Unmanaged<ModeState>?
     /// The loop's thread (its `pthread_t`), once the loop is bound to it; 0 before, and after it
-    /// exited. Lets a perform-block tell its own thread's loop with one load and `pthread_self()`.
+    /// exited. Lets a perform-block tell its own thread's loop with one load and `rl_thread_self()`.
     let ownerThread = Atomic<UInt>(0)
     /// The mode the loop's thread last queued a block for (held unretained: `modes` owns every mode
     /// and never removes one).
@@ -179,7 +179,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         let mainLoop = try mainLoop()
         let loop = rl_is_main_thread() != 0 ? mainLoop : try RLRunLoop(threadID: rl_gettid(), isMain: false)
         pthread_setspecific(LoopRegistry.key, Unmanaged.passRetained(loop).toOpaque())
-        loop.ownerThread.store(pthread_self(), ordering: .relaxed)
+        loop.ownerThread.store(rl_thread_self(), ordering: .relaxed)
         return loop
     }
 
@@ -202,7 +202,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         if let p = pthread_getspecific(LoopRegistry.key) { return p == Unmanaged.passUnretained(self).toOpaque() }
         if isMainLoop && rl_is_main_thread() != 0 {
             pthread_setspecific(LoopRegistry.key, Unmanaged.passRetained(self).toOpaque())
-            ownerThread.store(pthread_self(), ordering: .relaxed)
+            ownerThread.store(rl_thread_self(), ordering: .relaxed)
             return true
         }
         return false
@@ -356,7 +356,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public func performBlock(forMode mode: RLMode, name: String? = nil, _ block: consuming @escaping () -> Void) {
         // On the loop's own thread, a block for one mode goes to `ownBlocks` without the lock when
         // the rules of `ownBlocks` allow it (see there).
-        if name == nil && !mode.isCommonModes && ownerThread.load(ordering: .relaxed) == pthread_self(),
+        if name == nil && !mode.isCommonModes && ownerThread.load(ordering: .relaxed) == rl_thread_self(),
            let m = ownThreadMode(mode) {
             let target = UInt(bitPattern: m.toOpaque())
             if !hasSharedBlocks.load(ordering: .acquiring) {
@@ -366,7 +366,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 } else if ownBlocksMode.load(ordering: .relaxed) != target {
                     return performSharedBlock(forMode: mode, name: name, block)
                 }
-                ownBlocks.append(OwnBlockItem(id: makeOwnBlockID(), body: block))
+                ownBlocks.append(OwnBlockItem(body: block))
                 return
             }
         }

@@ -363,7 +363,7 @@ extension RLRunLoop {
         ownBlocksMode.store(0, ordering: .releasing)
         defer { taken.shrinkIfDrained() }
         while let b = taken.popFirst() {
-            calloutToBlock(b)
+            calloutToBlock(b, id: makeOwnBlockID())
         }
         return true
     }
@@ -374,7 +374,7 @@ extension RLRunLoop {
         guard !ownBlocks.isEmpty, let target = ownBlocksTarget else { return }
         let mode = target._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
         while let b = ownBlocks.popFirst() {
-            queue.append(BlockItem(target: .mode(mode), id: b.id, name: nil, body: b.body))
+            queue.append(BlockItem(target: .mode(mode), id: makeOwnBlockID(), name: nil, body: b.body))
         }
         ownBlocksMode.store(0, ordering: .releasing)
     }
@@ -398,7 +398,7 @@ extension RLRunLoop {
         var did = false
         while let b = taken.popFirst() {
             if b.matches(m, isCommon: isCommon) {
-                calloutToBlock(b)
+                calloutToBlock(b, id: b.id)
                 did = true
             } else {
                 if kept == nil { kept = BlockQueue() }
@@ -699,11 +699,11 @@ extension RLRunLoop {
 
     /// Takes the queued block whole, borrowed (either item type, specialised for each): passing its
     /// fields instead made the drain copy the closure out of the item — a retain/release pair per block.
-    @inline(never)
-    func calloutToBlock<B: QueuedBlock>(_ b: borrowing B) {
+    @inline(__always)
+    func calloutToBlock<B: QueuedBlock>(_ b: borrowing B, id: UInt64) {
         calloutCount &+= 1
-        let outer = watchCalloutBegin(.block, b.id)
-        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: b.id, name: b.name, body: b.body) } else { b.body() }
+        let outer = watchCalloutBegin(.block, id)
+        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: id, name: b.name, body: b.body) } else { b.body() }
         watchRestore(outer)
     }
 

@@ -9,24 +9,32 @@ import Synchronization
 /// The name of a run-loop mode (CF's `CFRunLoopMode`). Modes are created by adding an item or a
 /// block to them, never by running them, and are never removed.
 public struct RLMode: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
-    /// The mode's name.
-    public let rawValue: String
+    /// The name, interned: one ``RLModeName`` per distinct string in the process, held unretained
+    /// (the interning table keeps every one for the process's life). A mode is then two plain words:
+    /// passing one costs no retain/release of its string, and equality and hashing are of the
+    /// reference, not of the characters — the same relation as string equality, since equal strings
+    /// intern to the same object (`RunLoopCoreTests.modeNamesInternByString`).
+    let interned: Unmanaged<RLModeName>
     /// Whether the name is the common-modes pseudo-mode's, decided once when the name is made: the
     /// per-operation paths (perform, add, remove) test this flag instead of comparing strings.
     let isCommonModes: Bool
+    /// The mode's name.
+    public var rawValue: String { interned._withUnsafeGuaranteedRef { $0.name } }
     /// Creates a mode name.
     public init(rawValue: String) { self.init(rawValue) }
-    /// Creates a mode name.
+    /// Creates a mode name (finds or makes its interned name: one hash and one short lock section).
     public init(_ name: String) {
-        self.rawValue = name
+        self.interned = RLModeName.intern(name)
         self.isCommonModes = name == "kCFRunLoopCommonModes"
     }
     /// Creates a mode name from a literal.
     public init(stringLiteral value: String) { self.init(value) }
-    /// Names are equal when their strings are (the flag follows from the string).
-    public static func == (a: RLMode, b: RLMode) -> Bool { a.rawValue == b.rawValue }
-    /// Hashes the name.
-    public func hash(into h: inout Hasher) { h.combine(rawValue) }
+    /// Names are equal when their strings are (equal strings share one interned name).
+    @inlinable public static func == (a: RLMode, b: RLMode) -> Bool { a.identity == b.identity }
+    /// Hashes the name (its interned object's identity).
+    public func hash(into h: inout Hasher) { h.combine(identity) }
+    /// The interned name's address: what equality and hashing compare.
+    @usableFromInline var identity: UInt { UInt(bitPattern: interned.toOpaque()) }
     /// The default mode (`kCFRunLoopDefaultMode`).
     public static let `default` = RLMode("kCFRunLoopDefaultMode")
     /// The common-modes pseudo-mode (`kCFRunLoopCommonModes`): adding to it adds to every mode
@@ -34,6 +42,26 @@ public struct RLMode: RawRepresentable, Hashable, Sendable, ExpressibleByStringL
     public static let commonModes = RLMode("kCFRunLoopCommonModes")
     /// The name.
     public var description: String { rawValue }
+}
+
+/// A mode's name, interned (see ``RLMode/interned``): made once per distinct string and never freed,
+/// as CF keeps every mode a loop ever ran in. A program that makes unboundedly many distinct mode
+/// names keeps each name's string (it would keep a mode per name in CF's loops too).
+final class RLModeName: Sendable {
+    let name: String
+    private init(_ name: String) { self.name = name }
+
+    private static let table = Mutex<[String: RLModeName]>([:])
+
+    /// The one interned name for `name` (unretained: the table holds it for ever).
+    static func intern(_ name: String) -> Unmanaged<RLModeName> {
+        table.withLock { t in
+            if let n = t[name] { return .passUnretained(n) }
+            let n = RLModeName(name)
+            t[name] = n
+            return .passUnretained(n)
+        }
+    }
 }
 
 /// Run-loop activities an observer can watch (CF's `CFRunLoopActivity`, same raw values).

@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Foundation
 @testable import RunLoopCore
 import RunLoopScenarios
@@ -405,5 +406,83 @@ struct EngineFastPathTests {
         timers[1].invalidate()
         #expect(!timers[1].isValid && timers[2].isValid)
         #expect(timers[2].nextFireDate > .now)
+    }
+
+    // MARK: - Perform-blocks and modes at their floor (sixth round)
+
+    /// `rl_thread_self()` reads glibc's `pthread_self()` from the thread pointer inline; the loop's
+    /// owner test compares it with what was stored when the loop was bound. Both must agree on
+    /// every thread, the main one and spawned ones alike, and differ between live threads.
+    @Test func threadSelfIsPthreadSelf() {
+        #expect(rl_thread_self() == UInt(pthread_self()))
+        let seen = Mutex<[UInt]>([])
+        let agreed = Atomic<Int>(0)
+        together((0..<8).map { _ in { @Sendable in
+            let mine = rl_thread_self()
+            if mine == UInt(pthread_self()) { agreed.add(1, ordering: .relaxed) }
+            seen.withLock { $0.append(mine) }
+        } })
+        #expect(agreed.load(ordering: .relaxed) == 8)
+        #expect(Set(seen.withLock { $0 }).count == 8)
+    }
+
+    /// `RLMode` holds an interned name: equal strings — literal, built at run time, from another
+    /// thread — give the same mode (equal, same hash, usable as the same dictionary key), different
+    /// strings different ones, and the name reads back unchanged. The common-modes flag follows the
+    /// string however it was made.
+    @Test func modeNamesInternByString() {
+        let built = String(["kCFRunLoop", "Default", "Mode"].joined())
+        #expect(RLMode(built) == .default)
+        #expect(RLMode(built).hashValue == RLMode.default.hashValue)
+        #expect(RLMode(rawValue: "kCFRunLoopCommonModes").isCommonModes)
+        #expect(RLMode(String(["kCFRunLoop", "CommonModes"].joined())) == .commonModes)
+        #expect(!RLMode.default.isCommonModes)
+        #expect(RLMode("a") != RLMode("b"))
+        #expect(RLMode("é") == RLMode("e\u{301}"))   // String equality is canonical equivalence
+        #expect(RLMode("x-\(42)").rawValue == "x-42")
+        let modes = Mutex<[RLMode]>([])
+        together((0..<8).map { i in { @Sendable in
+            for k in 0..<200 {
+                let m = RLMode("interned-\((k + i) % 200)")
+                modes.withLock { $0.append(m) }
+            }
+        } })
+        let all = modes.withLock { $0 }
+        #expect(Set(all).count == 200)
+        #expect(Set(all.map(\.identity)).count == 200)
+        var byMode: [RLMode: Int] = [:]
+        for m in all { byMode[m, default: 0] += 1 }
+        #expect(byMode.count == 200 && byMode.values.allSatisfy { $0 == 8 })
+        #expect(byMode[RLMode("interned-7")] == 8)
+    }
+
+    /// A block the loop's own thread queues carries no id until it runs (or moves to the shared
+    /// queue): every block still runs with an id of its own — the watchdog's word names it while
+    /// it runs, as the trace's `item` does — whether it ran from the own queue, was moved behind
+    /// another thread's block, or was held back for another mode.
+    @Test func ownThreadBlocksGetDistinctIDsWhenTheyRun() {
+        let ids = onFreshThread { () -> [UInt64] in
+            let loop = RLRunLoop.current
+            var ids: [UInt64] = []
+            let other = RLMode("own-ids-other")
+            func record() { ids.append(loop.watchWord.load(ordering: .relaxed) & Watch.itemMask) }
+            for round in 0..<300 {
+                for _ in 0..<5 { loop.performBlock(forMode: .default) { record() } }
+                if round % 3 == 0 {
+                    // Another thread's block: the own blocks move to the shared queue ahead of it.
+                    let done = DispatchSemaphore(value: 0)
+                    Thread.detachNewThread { loop.performBlock(forMode: .default) { record() }; done.signal() }
+                    done.wait()
+                    loop.performBlock(forMode: .default) { record() }
+                }
+                if round % 5 == 0 { loop.performBlock(forMode: other) { record() } }
+                loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
+            }
+            loop.run(mode: other, seconds: 0, returnAfterSourceHandled: false)
+            return ids
+        }
+        #expect(ids.count == 300 * 5 + 100 * 2 + 60)
+        #expect(!ids.contains(0))
+        #expect(Set(ids).count == ids.count)
     }
 }

@@ -27,6 +27,22 @@ void rl_set_thread_name(const char *_Nonnull name);
 /// CLOCK_MONOTONIC in nanoseconds (LTTng's clock).
 uint64_t rl_monotonic_ns(void);
 
+/// The calling thread's `pthread_self()`, without a call: on x86-64 glibc the thread's
+/// `struct pthread` starts with its TCB header, whose `self` field (offset 16 from the thread
+/// pointer, %fs) is what glibc's own pthread_self() returns — this is that function's body,
+/// inlined (a perform-block on the loop's thread asks this once per block; the call through the
+/// PLT made the caller save and restore five registers). Elsewhere it is pthread_self().
+/// `RunLoopCoreTests.threadSelfIsPthreadSelf` checks the two agree on many threads.
+static inline uintptr_t rl_thread_self(void) {
+#if defined(__x86_64__) && defined(__GLIBC__)
+    uintptr_t self;
+    __asm__("movq %%fs:16, %0" : "=r"(self));
+    return self;
+#else
+    return (uintptr_t)pthread_self();
+#endif
+}
+
 /// An address inside the calling function (the return address of this non-inlined call): for
 /// tests that look for a function in a sampled stack.
 uintptr_t rl_caller_address(void);
