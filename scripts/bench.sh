@@ -3,7 +3,8 @@
 # bare eventfd/timerfd+epoll floor (workloads 1-7), 1, 2 and 8 producer threads posting to one
 # running loop vs a mutex-protected queue + eventfd floor (10; issue 16), syscalls per cycle
 # (strace -c -f), allocations per item (malloc interposed in rl-bench), tracing cost against a
-# build with tracing compiled out (RLTRACE_DISABLED=1) with and without an LTTng session recording (8), trace decoding,
+# build with tracing compiled out (RLTRACE_DISABLED=1) with and without an LTTng session recording (8;
+# with it, tracing-bench's recording table: a recorded callout against LTTng's own floor), trace decoding,
 # CTFReader vs babeltrace2 (9, through reader-bench), and rltrace's analysis commands vs babeltrace2
 # on recorded rl-example traces of ≥ 3 M and ~30 M events (p, through pipeline-bench; issue 12;
 # alone: scripts/bench-pipeline.sh; PIPELINE_BENCH_ARGS passes it options, e.g. "--traces DIR").
@@ -35,8 +36,9 @@ for a in "$@"; do
     case "$a" in --json) json=1 ;; --quick) quick=(--quick) ;; esac
     prev="$a"
 done
-want_p=1; want_rl=1
+want_p=1; want_rl=1; want_rec=1
 if [ -n "$only" ]; then
+    case ",$only," in *,8,*) ;; *) want_rec=0 ;; esac
     case ",$only," in *,p,*) ;; *) want_p=0 ;; esac
     [ -z "$(echo ",$only," | sed 's/,p,/,/g; s/^,*//; s/,*$//')" ] && want_rl=0
 fi
@@ -50,6 +52,16 @@ if [ "$want_p" = 1 ]; then
         pipeline=(.build-bench/release/pipeline-bench "${quick[@]}" "${extra[@]}")
     else
         echo "bench.sh: pipeline-bench did not build; the pipeline benchmark is skipped" >&2
+    fi
+fi
+# Recording against LTTng's own floor (issue 16): tracing-bench's recording table, printed after
+# rl-bench's rows when workload 8 is wanted (text output only).
+recording=()
+if [ "$want_rec" = 1 ] && [ "$json" = 0 ]; then
+    if swift build -c release --scratch-path .build-bench --product tracing-bench >&2; then
+        recording=(.build-bench/release/tracing-bench --recording-only $([ ${#quick[@]} -gt 0 ] && echo "--recording-rounds 1"))
+    else
+        echo "bench.sh: tracing-bench did not build; the recording table is skipped" >&2
     fi
 fi
 echo "bench.sh: built in $(( $(date +%s) - start )) s" >&2
@@ -69,6 +81,10 @@ print(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
 PY
 else
     if [ "$want_rl" = 1 ]; then "${rl[@]}"; fi
+    if [ ${#recording[@]} -gt 0 ]; then
+        echo
+        "${recording[@]}" || echo "bench.sh: tracing-bench's recording table failed" >&2
+    fi
     if [ ${#pipeline[@]} -gt 0 ]; then
         [ "$want_rl" = 1 ] && [ "$json" = 0 ] && echo
         "${pipeline[@]}" $([ "$json" = 1 ] && echo --json) || echo "bench.sh: pipeline-bench failed" >&2

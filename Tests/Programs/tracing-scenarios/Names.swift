@@ -1,39 +1,110 @@
 import Foundation
 import RunLoopTracing
 
-/// String fields of every length class the C provider writes differently (issue 16: a string is
-/// copied to a 256-byte local buffer and written in one ring-buffer write when it fits, NUL
-/// included, else with lttng-ust's byte-by-byte strcpy; "" is passed as NULL and recorded as
-/// "(unnamed)"): block_entry/block_exit, timer_entry (a field after the string) and item_added
-/// (two strings) with each name, in order. Prints `EXPECT {json}` per event.
+/// String fields of every length class the C provider writes differently, and the fields around
+/// them, for every event class with a string (issue 16, runloop_tp.h): the provider's probe stages
+/// a payload's fields in a 512-byte local buffer and writes it with one ring-buffer write; a
+/// string that does not fit in the room left is written after what is staged (staged again if it
+/// fits once that is written out, else with lttng-ust's byte-by-byte strcpy), and so is a number
+/// that does not fit; "" is passed as NULL and recorded as "(unnamed)". Every name is recorded by
+/// block_entry/block_exit (three integers before the string), timer_entry (one after),
+/// item_added (an enumeration among the integers, two strings), observer_entry (an enumeration
+/// after), source1_entry (an int32 and a hex field after), hang_begin (integers and an enumeration
+/// before, three integers after), source0_signalled, timer_armed, run_enter, run_exit (an
+/// enumeration after the mode) and loop_created (an int32 before), with extreme integer values.
+/// Prints `EXPECT {json}` per event.
 enum NamesScenario {
     static let names: [String] = [
         "", "a", "(unnamed)", "work", "ünïcødé ⏱", "tab\there",
         String(repeating: "x", count: 15), String(repeating: "y", count: 16),   // Swift small/large string
-        String(repeating: "n", count: 254), String(repeating: "m", count: 255), // len 255, 256: the buffer's last fit
-        String(repeating: "o", count: 256), String(repeating: "p", count: 300), // len 257+: strcpy fallback
+        String(repeating: "n", count: 254), String(repeating: "m", count: 255),
+        String(repeating: "o", count: 256), String(repeating: "p", count: 300),
         String(repeating: "é", count: 128),                                      // 256 UTF-8 bytes
+        // block_entry: 24 bytes of integers, then the string (strlen + 1) in a 512-byte buffer:
+        // strlen 487 is the last that fits after them (and fills it: timer_entry's next integer
+        // goes out on its own); 488 goes out after the integers, staged again; 511 is the last
+        // to be staged; 512 and longer are written by strcpy.
+        String(repeating: "q", count: 486), String(repeating: "r", count: 487),
+        String(repeating: "s", count: 488), String(repeating: "t", count: 489),
+        String(repeating: "u", count: 511), String(repeating: "v", count: 512),
+        String(repeating: "w", count: 513), String(repeating: "z", count: 1000),
+        String(repeating: "ß", count: 256),                                      // 512 UTF-8 bytes
     ]
+
+    static let activities: [UInt32] = [1, 2, 4, 32, 64, 128]
+    static let activityLabels = ["entry", "before_timers", "before_sources", "before_waiting", "after_waiting", "exit"]
 
     static func run() {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         func recorded(_ s: String) -> String { s.isEmpty ? "(unnamed)" : s }
         var out: [ExpectedEvent] = []
+        func expect(_ event: String, _ fields: [String: String], labels: [String: String] = [:]) {
+            out.append(ExpectedEvent(event: "runloop:" + event, fields: fields, labels: labels))
+        }
+        let myTid = currentThreadID()
         for (i, n) in names.enumerated() {
             let it = UInt64(i), item = UInt64(1000 + i)
-            RLTrace.blockEntry(loop: 7, iteration: it, item: item, name: n)
-            RLTrace.blockExit(loop: 7, iteration: it, item: item, name: n)
-            for ev in ["block_entry", "block_exit"] {
-                out.append(ExpectedEvent(event: "runloop:" + ev, fields: ["loop_id": "7", "iteration": "\(it)", "item_id": "\(item)", "name": recorded(n)]))
-            }
-            RLTrace.timerEntry(loop: 7, iteration: it, item: item, name: n, scheduledNs: 42 + it)
-            out.append(ExpectedEvent(event: "runloop:timer_entry", fields: ["loop_id": "7", "iteration": "\(it)", "item_id": "\(item)",
-                                                                            "name": recorded(n), "scheduled_ns": "\(42 + it)"]))
+            // Extreme values on alternate names: every byte of the integers must come through.
+            let big = i % 2 == 0
+            let loop: UInt64 = big ? .max : 7
+            let u64: UInt64 = big ? .max - UInt64(i) : 42 + it
+            let i64: Int64 = big ? .min : -1 - Int64(i)
+            let i32: Int32 = big ? .min : Int32(i)
+            let u32: UInt32 = big ? .max : 0x8000_0001
+            let name = recorded(n)
             let mode = names[names.count - 1 - i]
-            RLTrace.itemAdded(loop: 7, iteration: it, kind: .timer, item: item, name: n, mode: mode)
-            out.append(ExpectedEvent(event: "runloop:item_added", fields: ["loop_id": "7", "iteration": "\(it)", "kind": "\(RLTraceCalloutKind.timer.rawValue)",
-                                                                           "item_id": "\(item)", "name": recorded(n), "mode": recorded(mode)]))
+
+            RLTrace.blockEntry(loop: loop, iteration: it, item: item, name: n)
+            RLTrace.blockExit(loop: loop, iteration: it, item: item, name: n)
+            for ev in ["block_entry", "block_exit"] {
+                expect(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name])
+            }
+            RLTrace.timerEntry(loop: loop, iteration: it, item: item, name: n, scheduledNs: u64)
+            expect("timer_entry", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name, "scheduled_ns": "\(u64)"])
+
+            let kind = RLTraceCalloutKind.allCases[i % RLTraceCalloutKind.allCases.count]
+            RLTrace.itemAdded(loop: loop, iteration: it, kind: kind, item: item, name: n, mode: mode)
+            expect("item_added", ["loop_id": "\(loop)", "iteration": "\(it)", "kind": "\(kind.rawValue)", "item_id": "\(item)",
+                                  "name": name, "mode": recorded(mode)],
+                   labels: ["kind": kind.label])
+
+            let a = i % activities.count
+            RLTrace.observerEntry(loop: loop, iteration: it, item: item, name: n, activity: activities[a])
+            expect("observer_entry", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
+                                      "activity": "\(activities[a])"],
+                   labels: ["activity": activityLabels[a]])
+
+            RLTrace.source1Entry(loop: loop, iteration: it, item: item, name: n, fd: i32, events: u32)
+            expect("source1_entry", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
+                                     "fd": "\(i32)", "events": "\(u32)"])
+
+            RLTrace.hangBegin(loop: loop, iteration: it, hangID: u64, kind: kind, item: item, name: n,
+                              thresholdNs: UInt64(i), elapsedNs: u64, loopTid: i32)
+            expect("hang_begin", ["loop_id": "\(loop)", "iteration": "\(it)", "hang_id": "\(u64)", "kind": "\(kind.rawValue)",
+                                  "item_id": "\(item)", "item_name": name, "threshold_ns": "\(i)", "elapsed_ns": "\(u64)",
+                                  "loop_tid": "\(i32)"],
+                   labels: ["kind": kind.label])
+
+            RLTrace.source0Signalled(loop: loop, iteration: it, item: item, name: n, signalSeq: u64)
+            expect("source0_signalled", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
+                                         "signal_seq": "\(u64)", "caller_tid": "\(myTid)"])
+
+            RLTrace.timerArmed(loop: loop, iteration: it, item: item, name: n, fireNs: u64, intervalNs: UInt64(i), missedFires: .max)
+            expect("timer_armed", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
+                                   "fire_ns": "\(u64)", "interval_ns": "\(i)", "missed_fires": "\(UInt64.max)"])
+
+            RLTrace.runEnter(loop: loop, iteration: it, mode: n, timeoutNs: i64, returnAfterSourceHandled: big, depth: u32)
+            expect("run_enter", ["loop_id": "\(loop)", "iteration": "\(it)", "mode": name, "timeout_ns": "\(i64)",
+                                 "return_after_source_handled": big ? "1" : "0", "depth": "\(u32)"])
+
+            let result = UInt8(1 + i % 4)
+            RLTrace.runExit(loop: loop, iteration: it, mode: n, result: result, depth: u32)
+            expect("run_exit", ["loop_id": "\(loop)", "iteration": "\(it)", "mode": name, "result": "\(result)", "depth": "\(u32)"],
+                   labels: ["result": ["finished", "stopped", "timed_out", "handled_source"][Int(result) - 1]])
+
+            RLTrace.loopCreated(loop: loop, iteration: it, tid: i32, threadName: n)
+            expect("loop_created", ["loop_id": "\(loop)", "iteration": "\(it)", "tid": "\(i32)", "thread_name": name])
         }
         for e in out { print("EXPECT " + String(decoding: try! encoder.encode(e), as: UTF8.self)) }
     }
