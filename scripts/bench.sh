@@ -59,7 +59,8 @@ fi
 recording=()
 if [ "$want_rec" = 1 ] && [ "$json" = 0 ]; then
     if swift build -c release --scratch-path .build-bench --product tracing-bench >&2; then
-        recording=(.build-bench/release/tracing-bench --recording-only $([ ${#quick[@]} -gt 0 ] && echo "--recording-rounds 1"))
+        recording=(.build-bench/release/tracing-bench --recording-only)
+        if [ ${#quick[@]} -gt 0 ]; then recording+=(--recording-rounds 1); fi
     else
         echo "bench.sh: tracing-bench did not build; the recording table is skipped" >&2
     fi
