@@ -599,6 +599,10 @@ struct Report: Codable {
     /// /proc/loadavg (1-minute) before and after the suite: how shared the machine was.
     var loadavg_start: Double?
     var loadavg_end: Double?
+    /// The share of the suite's CPU time (all CPUs, /proc/stat) that the hypervisor stole from this
+    /// machine's vCPUs: on a shared VM, the timed rows of a run with a few per cent of steal move by
+    /// more than their targets' margins (docs/benchmarks.md, "Wake latency").
+    var steal_percent: Double?
     var rows: [Row]
 }
 
@@ -671,9 +675,23 @@ func loadAverage() -> Double? {
     guard let s = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
     return s.split(separator: " ").first.flatMap { Double($0) }
 }
+/// /proc/stat's first line: (all CPU ticks, steal ticks).
+func cpuTicks() -> (total: Double, steal: Double)? {
+    guard let s = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+          let line = s.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
+    let v = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+    guard v.count >= 8 else { return nil }
+    return (v.prefix(8).reduce(0, +), v[7])
+}
 let loadStart = loadAverage()
+let ticksStart = cpuTicks()
 runSuite(sizes, opt)
 let loadEnd = loadAverage()
+let ticksEnd = cpuTicks()
+let stealPercent: Double? = {
+    guard let a = ticksStart, let b = ticksEnd, b.total > a.total else { return nil }
+    return (b.steal - a.steal) * 100 / (b.total - a.total)
+}()
 
 var uts = utsname()
 uname(&uts)
@@ -684,8 +702,8 @@ if opt.json {
     enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     let rep = Report(schema: 1, tool: "rl-bench", date: stamp, host: host, cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))),
                      tracing_compiled_in: tracingCompiledIn, quick: opt.quick,
-                     loadavg_start: loadStart, loadavg_end: loadEnd, rows: rows)
+                     loadavg_start: loadStart, loadavg_end: loadEnd, steal_percent: stealPercent, rows: rows)
     print(String(decoding: try! enc.encode(rep), as: UTF8.self))
 } else {
-    printTable("rl-bench \(stamp) on \(host), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; RunLoopCore (ours) vs CoreFoundation CFRunLoop (CF) vs floor; tracing \(tracingCompiledIn ? "compiled in" : "compiled out"); load average \(fmtNum(loadStart)) before, \(fmtNum(loadEnd)) after")
+    printTable("rl-bench \(stamp) on \(host), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs; RunLoopCore (ours) vs CoreFoundation CFRunLoop (CF) vs floor; tracing \(tracingCompiledIn ? "compiled in" : "compiled out"); load average \(fmtNum(loadStart)) before, \(fmtNum(loadEnd)) after; vCPU steal \(stealPercent.map { String(format: "%.1f %%", $0) } ?? "n/a") of the run")
 }
