@@ -675,14 +675,6 @@ func loadAverage() -> Double? {
     guard let s = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
     return s.split(separator: " ").first.flatMap { Double($0) }
 }
-/// /proc/stat's first line: (all CPU ticks, steal ticks).
-func cpuTicks() -> (total: Double, steal: Double)? {
-    guard let s = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-          let line = s.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
-    let v = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-    guard v.count >= 8 else { return nil }
-    return (v.prefix(8).reduce(0, +), v[7])
-}
 let loadStart = loadAverage()
 let ticksStart = cpuTicks()
 runSuite(sizes, opt)
@@ -690,7 +682,7 @@ let loadEnd = loadAverage()
 let ticksEnd = cpuTicks()
 let stealPercent: Double? = {
     guard let a = ticksStart, let b = ticksEnd, b.total > a.total else { return nil }
-    return (b.steal - a.steal) * 100 / (b.total - a.total)
+    return Double(b.steal - a.steal) * 100 / Double(b.total - a.total)
 }()
 
 var uts = utsname()

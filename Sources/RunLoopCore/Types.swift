@@ -15,8 +15,8 @@ public struct RLMode: RawRepresentable, Hashable, Sendable, ExpressibleByStringL
     /// reference, not of the characters — the same relation as string equality, since equal strings
     /// intern to the same object (`RunLoopCoreTests.modeNamesInternByString`).
     let interned: Unmanaged<RLModeName>
-    /// Whether the name is the common-modes pseudo-mode's, decided once when the name is made: the
-    /// per-operation paths (perform, add, remove) test this flag instead of comparing strings.
+    /// Whether the name is the common-modes pseudo-mode's (its interned name's flag, copied here so
+    /// that the per-operation paths — perform, add, remove — test a bit they already hold).
     let isCommonModes: Bool
     /// The mode's name.
     public var rawValue: String { interned._withUnsafeGuaranteedRef { $0.name } }
@@ -24,8 +24,9 @@ public struct RLMode: RawRepresentable, Hashable, Sendable, ExpressibleByStringL
     public init(rawValue: String) { self.init(rawValue) }
     /// Creates a mode name (finds or makes its interned name: one hash and one short lock section).
     public init(_ name: String) {
-        self.interned = RLModeName.intern(name)
-        self.isCommonModes = name == "kCFRunLoopCommonModes"
+        let interned = RLModeName.intern(name)
+        self.interned = interned
+        self.isCommonModes = interned._withUnsafeGuaranteedRef { $0.isCommonModes }
     }
     /// Creates a mode name from a literal.
     public init(stringLiteral value: String) { self.init(value) }
@@ -49,7 +50,12 @@ public struct RLMode: RawRepresentable, Hashable, Sendable, ExpressibleByStringL
 /// names keeps each name's string (it would keep a mode per name in CF's loops too).
 final class RLModeName: Sendable {
     let name: String
-    private init(_ name: String) { self.name = name }
+    /// Whether this is `kCFRunLoopCommonModes`, decided once per distinct name.
+    let isCommonModes: Bool
+    private init(_ name: String) {
+        self.name = name
+        self.isCommonModes = name == "kCFRunLoopCommonModes"
+    }
 
     private static let table = Mutex<[String: RLModeName]>([:])
 

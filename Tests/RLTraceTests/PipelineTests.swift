@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 // The streaming pipeline (issue 12) on a committed real trace (Fixtures/demo-trace, recorded by
 // `rltrace demo`), against the outputs the previous, whole-trace-in-memory pipeline wrote for it
@@ -262,9 +263,9 @@ struct PipelineTests {
         let dir = NSTemporaryDirectory() + "rltrace-oncpu-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let stealBefore = stealNs()
+        let stealBefore = cpuTicks()?.steal ?? 0
         let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "oncpu"])
-        let steal = stealNs() - stealBefore
+        let steal = ((cpuTicks()?.steal ?? 0) - stealBefore) * 10_000_000   // ticks of 10 ms, all vCPUs
         #expect(r.status == 0, "\(r.err)")
         let j = try run("rltrace", ["report", "--format", "json", "--hang-threshold", "100ms", dir])
         let doc = try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as! [String: Any]
@@ -345,12 +346,3 @@ func durationText(_ ns: Int64) -> String {
     return f(a / 1e9, "s")
 }
 
-/// The time the hypervisor stole from this machine's vCPUs so far (/proc/stat's `steal`, all CPUs,
-/// in USER_HZ ticks of 10 ms); 0 where it is not reported.
-private func stealNs() -> Int64 {
-    guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-          let cpu = stat.split(separator: "\n").first, cpu.hasPrefix("cpu ") else { return 0 }
-    let fields = cpu.split(separator: " ").dropFirst()
-    guard fields.count >= 8, let ticks = Int64(fields[fields.startIndex + 7]) else { return 0 }
-    return ticks * 10_000_000
-}

@@ -463,9 +463,11 @@ struct EngineFastPathTests {
     @Test func ownThreadBlocksGetDistinctIDsWhenTheyRun() {
         let ids = onFreshThread { () -> [UInt64] in
             let loop = RLRunLoop.current
-            var ids: [UInt64] = []
+            // Appended to on the loop's thread only (every block runs there), so a plain array.
+            final class IDs: @unchecked Sendable { var all: [UInt64] = [] }
+            let ids = IDs()
             let other = RLMode("own-ids-other")
-            func record() { ids.append(loop.watchWord.load(ordering: .relaxed) & Watch.itemMask) }
+            let record: @Sendable () -> Void = { ids.all.append(loop.watchWord.load(ordering: .relaxed) & Watch.itemMask) }
             for round in 0..<300 {
                 for _ in 0..<5 { loop.performBlock(forMode: .default) { record() } }
                 if round % 3 == 0 {
@@ -479,7 +481,7 @@ struct EngineFastPathTests {
                 loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: false)
             }
             loop.run(mode: other, seconds: 0, returnAfterSourceHandled: false)
-            return ids
+            return ids.all
         }
         #expect(ids.count == 300 * 5 + 100 * 2 + 60)
         #expect(!ids.contains(0))
