@@ -104,6 +104,19 @@ struct HangForensicsTests {
         #expect(instants.contains { (($0["args"] as? [String: Any])?["frames"] as? [String])?.contains { $0.contains("parseHugeDocument") } == true })
     }
 
+    /// docs/hangs.md: a watchdog hang is listed whatever --hang-threshold (the program's own
+    /// threshold decided), and the header says so; an iteration-only view lists none.
+    @Test func aWatchdogHangIsListedAboveAnyThresholdAndTheHeaderSaysSo() throws {
+        let (dir, _) = try oneHangRecording.get()
+        let t = try run("rltrace", ["hangs", dir, "--threshold", "10s"])
+        #expect(t.status == 0, "\(t.err)")
+        let lines = t.out.split(separator: "\n")
+        #expect(lines.first == "hangs (iterations busy ≥ 10s; and the program's watchdog's, at its own threshold):", "\(t.out)")
+        #expect(lines.filter { $0.hasPrefix("  loop ") }.count == 1, "\(t.out)")
+        #expect(lines.filter { $0.contains("watchdog hang #") && $0.contains("(threshold 100ms") }.count == 1, "\(t.out)")
+        #expect(!t.out.contains("  none"), "\(t.out)")
+    }
+
     /// A trace read where its binaries are not: frames as module+offset, exit 0.
     @Test func missingBinariesShowModuleAndOffset() throws {
         // The program copied, recorded, then deleted.
