@@ -4,6 +4,10 @@
 //   rl-example [--port N] [--duration SECONDS] [--clients N] [--requests N]
 //              [--inject slow-callout,hang,late-timer,spin]...
 //
+// It serves for --duration seconds and, when the built-in load is not done by then (a slow or busy
+// machine), until it is, at most `loadGrace` seconds longer: every run serves the whole load, so
+// that what it injects (some of it every 25th compute) does not depend on the machine's speed.
+//
 // Protocol: newline-terminated requests over TCP. "ping" → "pong"; "compute N" → the sum 1…N,
 // computed on a worker thread whose result comes back through a source0 (the network-loader hand-off).
 #if canImport(Glibc)
@@ -407,7 +411,7 @@ if !options.inject.isEmpty && Duration.seconds(options.duration) <= Schedule.las
 }
 let service = Service(options: options)
 do { try service.start() } catch { fail("cannot start: \(error)") }
-print("rl-example: serving on 127.0.0.1:\(service.port) for \(options.duration) s; load \(options.clients) clients × \(options.requests) requests; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
+print("rl-example: serving on 127.0.0.1:\(service.port) for \(options.duration) s (or until the load is done); load \(options.clients) clients × \(options.requests) requests; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
 runLoad(port: service.port, clients: options.clients, requests: options.requests)
 
 let loop = RLRunLoop.main
@@ -415,9 +419,17 @@ var iterations = 0, sleeps = 0
 loop.add(RLObserver(activities: [.beforeTimers, .beforeWaiting], name: "stats") { _, a in
     if a == .beforeTimers { iterations += 1 } else { sleeps += 1 }
 }, forMode: .commonModes)
-loop.add(RLTimer(fireAt: RLInstant.now.advanced(bySeconds: options.duration), name: "shutdown") { _ in loop.stop() }, forMode: .commonModes)
+/// How much longer than --duration the service waits for its load to finish.
+let loadGrace = 15.0
 let started = RLInstant.now
-loop.run(mode: .default, seconds: options.duration + 5, returnAfterSourceHandled: false)
+let lastCall = started.advanced(bySeconds: options.duration + loadGrace)
+// At --duration: stop when the load is done (every client finished or gave up), else look again
+// every 50 ms, until `lastCall`.
+loop.add(RLTimer(fireAt: started.advanced(bySeconds: options.duration), interval: .milliseconds(50), name: "shutdown") { _ in
+    let done = stats.get("load-clients-done") + stats.get("load-connect-failures") >= options.clients
+    if done || RLInstant.now >= lastCall { loop.stop() }
+}, forMode: .commonModes)
+loop.run(mode: .default, seconds: options.duration + loadGrace + 5, returnAfterSourceHandled: false)
 let elapsed = Double(nsOf(RLInstant.now - started)) / 1e9
 
 func nsOf(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }

@@ -18,6 +18,13 @@ func injectedLines(_ out: String) -> [String: (count: Int, maxNs: Int64)] {
     return r
 }
 
+/// How much longer than the program's own measure of a callout the trace's may be: the trace's
+/// span also holds what the callout does outside the program's timing (compute-results writes its
+/// replies first) and any preemption of the loop's thread in between; on a busy 2-vCPU VM one
+/// preemption there is a scheduler slice, several ms (CI saw 7.6 ms). 5 ms, or a fifth of the
+/// callout when that is more.
+func traceSlack(_ held: Int64) -> Int64 { max(5_000_000, held / 5) }
+
 @Suite("rltrace demo names every injected problem, on every run", .serialized)
 struct DemoTests {
     @Test(arguments: 1...3) func findingsNameEachInjectedProblem(runNumber: Int) throws {
@@ -53,7 +60,7 @@ struct DemoTests {
         #expect(ns(hang["busyNs"]) >= ns(options["hangThresholdNs"]))
         if let held = injected["hang"]?.maxNs {
             let culprit = ns((hang["culprit"] as! [String: Any])["durationNs"])
-            #expect(culprit >= held && culprit < held + 5_000_000, "hang-timer ran \(culprit) ns, held \(held) ns")
+            #expect(culprit >= held && culprit < held + traceSlack(held), "hang-timer ran \(culprit) ns, held \(held) ns")
         }
 
         // SLOW CALLOUT "compute-results": its longest perform is past the threshold and holds the 50 ms.
@@ -61,7 +68,7 @@ struct DemoTests {
         let slow = try #require(items.first { $0["kind"] as? String == "source0" && $0["name"] as? String == "compute-results" })
         #expect(ns(slow["maxNs"]) >= ns(options["slowCalloutNs"]))
         if let held = injected["slow-callout"]?.maxNs {
-            #expect(ns(slow["maxNs"]) >= held && ns(slow["maxNs"]) < held + 5_000_000, "compute-results max \(ns(slow["maxNs"])) ns, held \(held) ns")
+            #expect(ns(slow["maxNs"]) >= held && ns(slow["maxNs"]) < held + traceSlack(held), "compute-results max \(ns(slow["maxNs"])) ns, held \(held) ns")
         }
 
         // LATE TIMER "late-timer": well past the 10 ms threshold (by construction ≥ 35 ms), as late as
@@ -70,7 +77,7 @@ struct DemoTests {
         let late = try #require(lateness.first { $0["name"] as? String == "late-timer" }, "timerLateness: \(lateness.map { $0["name"] ?? "" })")
         #expect(ns(late["maxNs"]) >= ns(options["lateTimerNs"]) + 20_000_000, "late-timer only \(ns(late["maxNs"])) ns late")
         if let seen = injected["late-timer"]?.maxNs {
-            #expect(ns(late["maxNs"]) <= seen && ns(late["maxNs"]) > seen - 5_000_000, "rltrace \(ns(late["maxNs"])) ns, program \(seen) ns")
+            #expect(ns(late["maxNs"]) <= seen && ns(late["maxNs"]) > seen - traceSlack(seen), "rltrace \(ns(late["maxNs"])) ns, program \(seen) ns")
         }
 
         // SPIN of "spinner": ≥ the 200 iterations it re-signalled itself.
