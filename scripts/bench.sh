@@ -2,7 +2,8 @@
 # The benchmark, side by side in one run (issue 8): RunLoopCore vs CoreFoundation's CFRunLoop vs a
 # bare eventfd/timerfd+epoll floor (workloads 1-7), 1, 2 and 8 producer threads posting to one
 # running loop vs a mutex-protected queue + eventfd floor (10; issue 16), syscalls per cycle
-# (strace -c -f), allocations per item (malloc interposed in rl-bench), tracing cost against a
+# (strace -c -f), allocations per item (malloc interposed in rl-bench), instructions per item under
+# rows 1-5 (callgrind; ours and the floor), tracing cost against a
 # build with tracing compiled out (RLTRACE_DISABLED=1) with and without an LTTng session recording (8;
 # with it, tracing-bench's recording table: a recorded callout against LTTng's own floor), trace decoding,
 # CTFReader vs babeltrace2 (9, through reader-bench), and rltrace's analysis commands vs babeltrace2
@@ -19,6 +20,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# rl-bench counts instructions per item with callgrind under the timed rows 1-5 (issue 16).
+if ! command -v valgrind >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "bench.sh: installing valgrind (instruction counts)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null 2>&1; } \
+      || echo "bench.sh: valgrind could not be installed; no instruction rows" >&2
+fi
 swift build -c release --scratch-path .build-bench --product rl-bench >&2
 RLTRACE_DISABLED=1 swift build -c release --scratch-path .build-bench-notrace --product rl-bench >&2
 reader=()

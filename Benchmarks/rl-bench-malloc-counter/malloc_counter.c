@@ -52,3 +52,26 @@ int posix_memalign(void **out, size_t al, size_t n) {
     *out = p;
     return 0;
 }
+
+/* Callgrind's collection switch (rl-bench's instruction rows): valgrind's own client-request macro
+ * when its headers are installed (scripts/bench.sh installs valgrind before building). */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define RLB_HAVE_CALLGRIND 1
+#endif
+#endif
+
+void rlb_callgrind_toggle_collect(void) {
+#ifdef RLB_HAVE_CALLGRIND
+    CALLGRIND_TOGGLE_COLLECT;
+#endif
+}
+
+int rlb_callgrind_compiled(void) {
+#ifdef RLB_HAVE_CALLGRIND
+    return 1;
+#else
+    return 0;
+#endif
+}

@@ -14,8 +14,21 @@ final class Counter { var n = 0 }
 // Allocation counting of the timed phases (see allocsPerItem in main.swift).
 var countTimed = false
 var phaseAllocs: [UInt64] = []
-@inline(__always) func phaseBegin() { if countTimed { rlb_malloc_reset(); rlb_malloc_counting(1) } }
-@inline(__always) func phaseEnd() { if countTimed { rlb_malloc_counting(0); phaseAllocs.append(rlb_malloc_count()) } }
+@inline(__always) func phaseBegin() {
+    if countTimed { rlb_malloc_reset(); rlb_malloc_counting(1) }
+    if let k = callgrindPhase { if phasesBegun == k { rlb_callgrind_toggle_collect(); collecting = true }; phasesBegun += 1 }
+}
+@inline(__always) func phaseEnd() {
+    if countTimed { rlb_malloc_counting(0); phaseAllocs.append(rlb_malloc_count()) }
+    if collecting { rlb_callgrind_toggle_collect(); collecting = false }
+}
+
+// Instruction counting of one timed phase (Instructions.swift): the child's environment says which
+// (RLB_CALLGRIND_PHASE=k: the k-th phase begun in the process, from 0); callgrind runs it with
+// collection off until then.
+let callgrindPhase: Int? = ProcessInfo.processInfo.environment["RLB_CALLGRIND_PHASE"].flatMap { Int($0) }
+var phasesBegun = 0
+var collecting = false
 
 // MARK: - 1. batch perform: queue N blocks, drain them (ns per block)
 

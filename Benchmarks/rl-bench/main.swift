@@ -1,7 +1,7 @@
 // rl-bench: RunLoopCore side by side with CoreFoundation's CFRunLoop and a bare floor, in one run
 // (issue 8). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
 //
-//   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing]
+//   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--no-instructions]
 //            [--only 1,...,7,10,s,8,9,h] [--reader-bench PATH [--reader-events N]]
 //
 // Internal: `rl-bench --child WORKLOAD ENGINE PARAM` runs one workload and prints one number
@@ -63,6 +63,8 @@ struct Options {
     var quick = false
     var strace = true
     var tracing = true
+    /// Instruction counts (callgrind) under the timed rows 1-5.
+    var instructions = true
     var baseline: String?
     /// Workload numbers to run (nil = all); "s" = syscalls, "8" = tracing.
     var only: Set<String>?
@@ -103,6 +105,8 @@ struct Sizes {
     var fastReps = 5
     /// Workload 10: (producer threads, operations each).
     var crossThread: [(producers: Int, ops: Int)] = [(1, 100_000), (2, 50_000), (8, 50_000)]
+    /// Items of the two callgrind runs of an instruction row (wake cycles: a twentieth).
+    var instrItems = (20_000, 40_000)
 }
 
 // MARK: - running engines interleaved
@@ -159,6 +163,12 @@ func allocRow(_ id: String, _ name: String, per: String, _ a: [Engine: Double]) 
                ratio_of: "ours/cf", target: nil, pass: nil, note: nil)
 }
 
+/// Appends the instruction row of `workload` (callgrind; nothing when turned off or without valgrind).
+func instructions(_ opt: Options, _ id: String, per: String, _ workload: String, _ n: (Int, Int), phase: Int? = 0) {
+    guard opt.instructions, let row = instructionRow(id, per: per, workload: workload, n1: n.0, n2: n.1, phase: phase) else { return }
+    rows.append(row)
+}
+
 // MARK: - the suite
 
 func runSuite(_ sz: Sizes, _ opt: Options) {
@@ -171,6 +181,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
         let s1 = interleaved(all, reps: sz.fastReps) { batchPerform($0, n: sz.batch) }
         rows.append(speedRow("batch_perform", "1. batch perform \(sz.batch / 1000)k", unit: "ns/block", s1, target: 3))
         rows.append(floorRow("batch_perform", s1, target: 1.1))
+        instructions(opt, "batch_perform", per: "block", "batch", sz.instrItems)
         rows.append(allocRow("batch_perform", "batch", per: "block", a1))
     }
 
@@ -180,6 +191,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
         let s2 = interleaved(all, reps: sz.fastReps) { chainedPerform($0, n: sz.chained) }
         rows.append(speedRow("chained_perform", "2. chained perform \(sz.chained / 1000)k", unit: "ns/block", s2, target: 3))
         rows.append(floorRow("chained_perform", s2, target: 1.2))
+        instructions(opt, "chained_perform", per: "link", "chained", sz.instrItems)
         rows.append(allocRow("chained_perform", "chained", per: "block", a2))
     }
 
@@ -189,6 +201,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
         let s3 = interleaved(all, reps: sz.fastReps) { dueTimers($0, n: sz.due) }
         rows.append(speedRow("due_timers", "3. \(sz.due / 1000)k already-due timers, fire all", unit: "ns/timer", s3, target: 20))
         rows.append(floorRow("due_timers", s3, target: 2))
+        instructions(opt, "due_timers", per: "timer", "due", sz.instrItems)
         rows.append(allocRow("due_timers", "due timers, fire phase", per: "timer", a3))
     }
 
@@ -198,6 +211,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
         rows.append(speedRow("future_timers_add", "4a. add \(sz.future / 1000)k future timers", unit: "ns/add",
                              s4.mapValues { $0.map(\.add) }, target: 10))
         rows.append(floorRow("future_timers_add", s4.mapValues { $0.map(\.add) }, target: 1.5))
+        instructions(opt, "future_timers_add", per: "add", "future", sz.instrItems)
         rows.append(speedRow("future_timers_remove", "4b. remove them", unit: "ns/remove",
                              s4.mapValues { $0.map(\.remove) }, target: nil))
         let a4 = allocsPhases(all, items: sz.future / 10) { e in _ = futureTimers(e, n: sz.future / 10) }
@@ -228,6 +242,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
                             target: "≤1.1× floor", pass: ratio.map { $0 <= 1.1 },
                             note: "\(slices) interleaved slices of \(perSlice) rounds per engine, pooled (\(slices * perSlice) wake-ups), \(sz.wakePauseUs) µs pause"))
         }
+        instructions(opt, "wake_latency", per: "wake cycle", "wake", (sz.instrItems.0 / 20, sz.instrItems.1 / 20), phase: nil)
         rows.append(allocRow("wake_latency", "wake", per: "wake cycle", a5))
     }
 
@@ -646,6 +661,7 @@ struct RLBenchArguments: ParsableCommand {
     @Flag(help: "Small sizes, one repetition (a smoke run).") var quick = false
     @Flag(name: .customLong("no-strace"), help: "Skip the system-call counts (strace -c -f).") var noStrace = false
     @Flag(name: .customLong("no-tracing"), help: "Skip the tracing rows (8).") var noTracing = false
+    @Flag(name: .customLong("no-instructions"), help: "Skip the instruction counts (callgrind) under rows 1-5.") var noInstructions = false
     @Option(help: "Run only these workloads, comma-separated: 1-7, 10, s (syscalls), 8 (tracing), 9 (decoding), h (hang watchdog).")
     var only: String?
     @Option(name: .customLong("reader-bench"), help: "The reader-bench executable for workload 9.") var readerBench: String?
@@ -659,6 +675,8 @@ opt.json = parsed.json
 opt.quick = parsed.quick
 opt.strace = !parsed.noStrace
 opt.tracing = !parsed.noTracing
+opt.instructions = !parsed.noInstructions
+if opt.instructions && InstructionCounts.valgrind == nil { log("valgrind not found: the instruction rows are skipped (apt-get install valgrind)") }
 opt.only = parsed.only.map { Set($0.split(separator: ",").map(String.init)) }
 opt.readerBench = parsed.readerBench
 if let n = parsed.readerEvents { opt.readerEvents = n }
@@ -669,6 +687,7 @@ var sizes = Sizes()
 if opt.quick {
     sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
     sizes.crossThread = sizes.crossThread.map { ($0.producers, $0.ops / 10) }
+    sizes.instrItems = (2_000, 4_000)
     sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1; sizes.fastReps = 1
 }
 func loadAverage() -> Double? {

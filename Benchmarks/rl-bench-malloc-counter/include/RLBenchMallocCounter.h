@@ -15,4 +15,12 @@ void rlb_malloc_reset(void);
 /// 1 when this executable's malloc is the one the process uses (interposition worked).
 int rlb_malloc_interposed(void);
 
+/// Callgrind's collection switch for the calling thread (CALLGRIND_TOGGLE_COLLECT, from valgrind's
+/// own <valgrind/callgrind.h>): rl-bench's instruction rows run a workload's child under
+/// `valgrind --tool=callgrind --collect-atstart=no` and collect only its timed phase. A no-op when
+/// not under valgrind, or when this file was compiled without valgrind's headers.
+void rlb_callgrind_toggle_collect(void);
+/// 1 when valgrind's headers were there at build time (else the toggle does nothing).
+int rlb_callgrind_compiled(void);
+
 #endif
