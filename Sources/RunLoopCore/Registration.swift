@@ -392,7 +392,7 @@ extension RLRunLoop {
                 if s.loop.isBound(to: self) { s.loop.unbind() }
                 return ms
             }
-            left.forEach { $0.mode.timers.removed() }
+            left.forEach { $0.withTimers { $0.removed() } }
             rearmIfSleepingLocked()
         }
         left.forEach { m in
@@ -439,7 +439,7 @@ extension RLRunLoop {
     /// `fireNs` in the queue of each mode of `ms`. Serves both callers: a date set from outside
     /// (``reschedule(_:_:)``) and a repeating timer's next date after it fired (`doTimer`).
     func repositionTimerLocked(_ t: RLTimer, in ms: TimerMemberships, fireNs: UInt64, toleranceNs: UInt64) {
-        ms.forEach { $0.mode.timers.insert(t, fireNs: fireNs, toleranceNs: toleranceNs, stamp: $0.stamp, isNew: false) }
+        ms.forEach { m in m.withTimers { $0.insert(t, fireNs: fireNs, toleranceNs: toleranceNs, stamp: m.stamp, isNew: false) } }
     }
 
     /// The next fire date of `mode`'s first timer (CF's `CFRunLoopGetNextTimerFireDate`): its

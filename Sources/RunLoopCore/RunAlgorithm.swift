@@ -571,7 +571,7 @@ extension RLRunLoop {
             guard let r else { return false }
             if let ms = r {
                 if !commonTimers.isEmpty { commonTimers.removeValue(forKey: ObjectIdentifier(t)) }
-                ms.forEach { $0.mode.timers.removed() }
+                ms.forEach { $0.withTimers { $0.removed() } }
                 rearmIfSleepingLocked()
                 left = ms
             }

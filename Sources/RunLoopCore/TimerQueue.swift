@@ -151,7 +151,11 @@ struct TimerQueue: ~Copyable {
         guard fromZero || fromTolerant else { return round }
         if fromZero && fromTolerant { taken.sort() }
         out.reserveCapacity(out.count + taken.count)
-        for e in taken { out.append(e.timer) }
+        // (Through the buffer: `for e in taken` copied each entry, a retain and a release of its
+        // timer more than the one reference `out` takes.)
+        taken.withUnsafeBufferPointer { entries in
+            for i in entries.indices { out.append(entries[i].timer) }
+        }
         return round
     }
 
@@ -207,7 +211,9 @@ struct TimerQueue: ~Copyable {
         var took = false
         var held: [Entry] = []
         func sort(_ e: consuming Entry) {
-            let (live, firing) = e.timer.queueState(mode: mode, stamp: e.stamp)
+            // (The entry holds its timer for the call: no retain/release pair of the timer — two
+            // atomic operations per due timer — around the look at its state.)
+            let (live, firing) = Unmanaged.passUnretained(e.timer)._withUnsafeGuaranteedRef { $0.queueState(mode: mode, stamp: e.stamp) }
             if live && firing {
                 held.append(e)   // its callout is running (a nested run): stays queued, not due
             } else if live {
@@ -448,6 +454,13 @@ struct TimerMemberships {
         /// The mode (unowned: modes live as long as their loop, and are only reached through it).
         unowned(unsafe) var mode: ModeState
         var stamp: UInt64
+        /// `body` with the mode's timer queue, the mode not retained for it (a retain and a release
+        /// per fired one-shot timer otherwise: the loop's lock is held, and modes live as long as
+        /// their loop).
+        @inline(__always)
+        func withTimers<R>(_ body: (inout TimerQueue) -> R) -> R {
+            Unmanaged.passUnretained(mode)._withUnsafeGuaranteedRef { body(&$0.timers) }
+        }
     }
     private var first: Membership?
     private var rest: [Membership] = []
