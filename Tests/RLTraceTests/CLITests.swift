@@ -95,7 +95,7 @@ struct CLITests {
         #expect(missing.status == 127 && missing.err.contains("no such program") && !missing.err.contains("trace written"))
         // An existing trace is not overwritten without --force.
         try FileManager.default.createDirectory(atPath: dir + "/ust", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: dir + "/ust/metadata", contents: Data("/* CTF 1.8 */".utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/ust/metadata", contents: Data("/* CTF 1.8 */".utf8))
         let again = try run("rltrace", ["record", "-o", dir, "--", "/bin/true"])
         #expect(again.status == 2 && again.err.contains("already holds a trace") && again.err.contains("--force"))
     }
@@ -109,7 +109,7 @@ struct CLITests {
         #expect(expected.status == 0)
         // A link to a regular file: the file gets the report, the link stays a link.
         let target = dir + "/target.json", link = dir + "/link.json"
-        FileManager.default.createFile(atPath: target, contents: Data("old".utf8))
+        _ = FileManager.default.createFile(atPath: target, contents: Data("old".utf8))
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
         let r = try run("rltrace", ["report", demoTrace, "--format", "json", "-o", link])
         #expect(r.status == 0, "\(r.err)")

@@ -252,8 +252,10 @@ struct PipelinePartsTests {
         // The reference: the shell's own glob (fnmatch, no brackets in these patterns) over every
         // item of the unfiltered report.
         struct Item: Hashable { var kind: String, name: String, item: Int }
-        func items(_ doc: [String: Any]) throws -> [Item: [String: Int]] {
-            let l = try #require(loop17(doc))
+        func items(_ doc: [String: Any]) -> [Item: [String: Int]] {
+            // (Not `try #require` here: in a local function the macro's expansion draws a
+            // "no calls to throwing functions" warning.)
+            guard let l = loop17(doc) else { Issue.record("no loop 17 in the report"); return [:] }
             var out: [Item: [String: Int]] = [:]
             for i in l["items"] as! [[String: Any]] {
                 out[Item(kind: i["kind"] as! String, name: i["name"] as! String, item: i["item"] as! Int)] =
@@ -261,10 +263,10 @@ struct PipelinePartsTests {
             }
             return out
         }
-        let all = try items(try reportJSON([]))
+        let all = items(try reportJSON([]))
         let expected = all.filter { fnmatch(glob, $0.key.name, 0) == 0 }
         #expect(glob == "no-such-item" || glob == "" ? expected.isEmpty : !expected.isEmpty)
-        let filtered = try items(try reportJSON(["--item", glob]))
+        let filtered = items(try reportJSON(["--item", glob]))
         #expect(filtered == expected, "--item \(glob): \(filtered.keys.map(\.name).sorted()) against \(expected.keys.map(\.name).sorted())")
     }
 

@@ -48,7 +48,7 @@ struct TimeWindowTests {
     @Test func twoAdjacentWindowsCountEveryCalloutAndTheStraddlersTwice() throws {
         // A callout overlapping a window counts in it (clipped): two adjacent windows count every
         // callout of the trace, and those straddling the boundary in both.
-        func callouts(_ args: [String]) throws -> Int { (try loop17(try reportJSON(args)))?["callouts"] as? Int ?? -1 }
+        func callouts(_ args: [String]) throws -> Int { (loop17(try reportJSON(args)))?["callouts"] as? Int ?? -1 }
         let whole = try callouts([])
         let a = try callouts(["--end", "1500ms"]), b = try callouts(["--begin", "1500000001ns"])
         let out = NSTemporaryDirectory() + "rltrace-window-\(getpid()).json"

@@ -76,7 +76,7 @@ struct PacketMutationTests {
                         if forkAllowed {
                             let st = inChild(timeout: 60) {
                                 let (ok, t) = Hostile.decode(dir)
-                                FileManager.default.createFile(atPath: result, contents: Data(t.utf8))
+                                _ = FileManager.default.createFile(atPath: result, contents: Data(t.utf8))
                                 return ok ? 0 : 5
                             }
                             let text = (try? String(contentsOfFile: result, encoding: .utf8)) ?? ""

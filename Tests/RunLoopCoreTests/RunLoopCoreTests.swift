@@ -134,7 +134,7 @@ struct RunLoopCoreTests {
 
     @Test func source1BadInput() throws {
         let path = "/tmp/rlc-regular-\(getpid())"
-        FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
         let fd = open(path, O_RDONLY)
         defer { close(fd); unlink(path) }
         let loop = RLRunLoop.current
@@ -312,7 +312,7 @@ struct RunLoopCoreTests {
         let weakLoop = onFreshThread { () -> (() -> RLRunLoop?) in
             let loop = RLRunLoop.current
             loop.add(RLSource0(cancel: { _, m in log.add("cancel \(m)") }) {}, forMode: .default)
-            weak var w = loop
+            weak let w = loop
             return { w }
         }
         usleep(20_000)
@@ -428,14 +428,16 @@ struct RunLoopCoreTests {
         let late = onFreshThread { () -> Int64 in
             let loop = RLRunLoop.current
             loop.add(RLSource0 {}, forMode: .default)
-            var late: Int64 = -1
+            // Written by the timer's callout, on this thread; read here after the run.
+            final class Lateness: @unchecked Sendable { var ns: Int64 = -1 }
+            let late = Lateness()
             Thread.detachNewThread {
                 usleep(10_000)
                 let due = RLInstant.now + .milliseconds(20)
-                loop.add(RLTimer(fireAt: due) { _ in late = nsOf(RLInstant.now - due); loop.stop() }, forMode: .default)
+                loop.add(RLTimer(fireAt: due) { _ in late.ns = nsOf(RLInstant.now - due); loop.stop() }, forMode: .default)
             }
             loop.run(mode: .default, seconds: 2, returnAfterSourceHandled: false)
-            return late
+            return late.ns
         }
         #expect(late >= 0 && late < 1_000_000_000, "fired \(late) ns late: the sleeping loop re-armed for it (not its 2 s timeout)")
     }
@@ -530,7 +532,7 @@ struct RunLoopCoreTests {
     @Test func modesAreCreatedByAddingNotByRunning() {
         let loop = onFreshThread { RLRunLoop.current }
         #expect(loop.allModes == [.default])
-        _ = onFreshThread { _ = RLRunLoop.current.run(mode: RLMode("ghost"), seconds: 0, returnAfterSourceHandled: false) }
+        onFreshThread { _ = RLRunLoop.current.run(mode: RLMode("ghost"), seconds: 0, returnAfterSourceHandled: false) }
         loop.performBlock(forMode: RLMode("via-block")) {}
         #expect(loop.allModes.contains(RLMode("via-block")))
         #expect(!loop.allModes.contains(RLMode("ghost")))
