@@ -9,25 +9,32 @@
 #
 # ThreadSanitizer cannot see Synchronization.Mutex's lock on Linux (a priority-inheritance futex it does
 # not intercept): every access made under such a lock is reported as a race (282 false reports on
-# 2026-11-22; a 15-line program reproduces it). The loop's own lock is a pthread mutex (RLLock, issue 16),
-# which TSan sees as is; the items' state locks (sources, observers, timers, message port, worker thread)
-# are still `Mutex` (inline in each item: no allocation, no call per lock). Unless TSAN_PTHREAD_MUTEX=0,
-# the thread run therefore builds a copy of the working tree in <scratch>/src in which RunLoopCore's
-# `Mutex` is a pthread mutex with the same API (TSan intercepts pthread mutexes), so what TSan reports
-# is real. Nothing else is changed. See docs/reliability.md.
+# 2026-11-22; a 15-line program reproduces it). The loop's own lock (RLLock, issue 16) and a timer's
+# state lock are atomic words (the loop's parks its waiters on a POSIX semaphore), which TSan sees as
+# is; the other items' state locks (sources, observers, message port, worker thread) are still `Mutex`
+# (inline in each item: no allocation, no call per lock). Unless TSAN_PTHREAD_MUTEX=0,
+# the thread run therefore builds a copy of the working tree in <scratch>/src in which the `Mutex` of
+# RunLoopCore and of the test modules that share state under one (RunLoopCoreTests, RunLoopScenarios)
+# is a pthread mutex with the same API (TSan intercepts pthread mutexes), so what TSan reports is
+# real. Nothing else is changed. See docs/reliability.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHICH="${1:-all}"
 SCRATCH="${SANITIZER_SCRATCH:-.build}"
-FILTER="${SANITIZER_FILTER:-ReliabilityTests|RunLoopCoreTests\.(RunLoopCoreTests|ContendedPostingTests)|CTFReaderTests\.(MalformedTests|BitFieldTests|CompoundTypeTests)}"
+FILTER="${SANITIZER_FILTER:-ReliabilityTests|RunLoopCoreTests\.(RunLoopCoreTests|ContendedPostingTests|EngineFastPathTests)|CTFReaderTests\.(MalformedTests|BitFieldTests|CompoundTypeTests)}"
 export RELIABILITY_SCALE="${RELIABILITY_SCALE:-0.5}" RELIABILITY_NO_FORK=1
 status=0
 pthread_mutex_copy() {   # $1 = destination; prints the package path to build
     local dst=$1
     rm -rf "$dst"; mkdir -p "$dst"
     tar --exclude='./.build*' --exclude='./.git' -cf - . | tar -xf - -C "$dst"
-    sed -i -E -e 's/\bMutex(<|\()/TSanPThreadMutex\1/g' -e 's/\bextension Mutex\b/extension TSanPThreadMutex/g' \
-        "$dst"/Sources/RunLoopCore/*.swift
+    # RunLoopCore, and the test modules whose threads share state under a Mutex (EventLog, the
+    # engine's concurrency tests): each gets its own copy of the stand-in.
+    local dirs=(Sources/RunLoopCore Tests/RunLoopCoreTests Tests/RunLoopScenarios)
+    for d in "${dirs[@]}"; do
+        sed -i -E -e 's/\bMutex(<|\()/TSanPThreadMutex\1/g' -e 's/\bextension Mutex\b/extension TSanPThreadMutex/g' \
+            "$dst/$d"/*.swift
+    done
     cat > "$dst/Sources/RunLoopCore/TSanPThreadMutex.swift" <<'SWIFT'
 #if canImport(Glibc)
 import Glibc
@@ -45,6 +52,7 @@ final class TSanPThreadMutex<Value>: @unchecked Sendable {
     @inline(__always) func _unsafeUnlock() { pthread_mutex_unlock(m) }
 }
 SWIFT
+    for d in "${dirs[@]:1}"; do cp "$dst/Sources/RunLoopCore/TSanPThreadMutex.swift" "$dst/$d/TSanPThreadMutex.swift"; done
 }
 run() {
     local san=$1 dir=$2 pkg=.
