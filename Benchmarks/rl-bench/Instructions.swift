@@ -21,19 +21,19 @@ enum InstructionCounts {
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
-    /// Whether an instruction row carried the method's note already.
-    nonisolated(unsafe) static var noted = false
+    /// Where the stripped copy goes (removed at exit).
+    static let copyDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("rl-bench-callgrind-\(getpid())")
 
     /// A copy of this executable without debug information, made once.
     static let strippedCopy: String? = {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rl-bench-callgrind-\(getpid())")
+        let dir = copyDirectory
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let out = dir.appendingPathComponent("rl-bench").path
         guard let r = try? runProgram("/usr/bin/strip", ["-g", "-o", out, me]), r.status == 0 else {
             log("instruction counts: strip -g failed; counting the unstripped binary (slower)")
             return me
         }
-        atexit { try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("rl-bench-callgrind-\(getpid())")) }
+        atexit { try? FileManager.default.removeItem(at: InstructionCounts.copyDirectory) }
         return out
     }()
 
@@ -82,9 +82,9 @@ func instructionRow(_ id: String, per: String, workload: String, n1: Int, n2: In
     let o = InstructionCounts.perItem(workload, .ours, n1: n1, n2: n2, phase: phase)
     let f = InstructionCounts.perItem(workload, .floor, n1: n1, n2: n2, phase: phase)
     // The method's note once, on the first instruction row.
-    defer { InstructionCounts.noted = true }
+    let first = !rows.contains { $0.id.hasSuffix(".instructions") }
     return Row(id: id + ".instructions", workload: "   instructions per \(per) (callgrind)", unit: "instr",
                ours: o, cf: nil, floor: f, ratio: (o != nil && f != nil && f! > 0) ? o! / f! : nil,
                ratio_of: "ours/floor", target: nil, pass: nil,
-               note: InstructionCounts.noted ? nil : "instruction rows: (Ir at N2 − Ir at N1) / (N2 − N1) of the workload's child under callgrind — its timed phase (1-4), every thread (5) — here N1 = \(n1), N2 = \(n2); independent of the machine's load")
+               note: !first ? nil : "instruction rows: (Ir at N2 − Ir at N1) / (N2 − N1) of the workload's child under callgrind — its timed phase (1-4), every thread (5) — here N1 = \(n1), N2 = \(n2); independent of the machine's load")
 }
