@@ -12,6 +12,12 @@ import Synchronization
 /// port set per mode), each holding the wake-up and timer fds plus the mode's source1 fds (and, on
 /// the main loop's common modes, the main dispatch queue's eventfd).
 ///
+/// The wake-up fd is registered edge-triggered and never read on a wake (as mio's eventfd waker
+/// does): every write queues one event in every set holding it, and the pending flag, not the fd's
+/// counter, says whether a wake-up is still to be taken. That saves a `read` per wake-up, the one
+/// system call a wake cycle made besides the wait and the waker's write (docs/benchmarks.md,
+/// "Wake latency").
+///
 /// The loop never names epoll: it makes a ``WaitSet`` per mode, registers and deregisters
 /// descriptors in it, and waits on it in one call (``wait(on:poll:)``) that says what ended the
 /// wait as a ``Wake``.
@@ -42,6 +48,7 @@ final class Waiter {
     private static let timerToken: UInt64 = 2
     private static let mainQueueToken: UInt64 = 3
     private static let readable = UInt32(EPOLLIN.rawValue)
+    private static let readableEdge = UInt32(EPOLLIN.rawValue) | UInt32(EPOLLET.rawValue)
 
     /// The wake-up eventfd (non-blocking, close-on-exec).
     let wakeFD: Int32
@@ -53,11 +60,13 @@ final class Waiter {
     @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
     @exclusivity(unchecked) private var expired = false
     /// Whether a wake-up is pending: set by the ``wake()`` that writes the wake-up fd, cleared by
-    /// ``drainWake()`` after it read the fd. While it is set, further wake-ups make no system call
-    /// (they coalesce, as the eventfd's counter would: one read drains them all). Also lets a poll
-    /// see a pending wake-up without `epoll_wait` (``pollOwnFDs(armed:)``): a hint that may be
-    /// stale in a race, in the harmless direction (at worst one extra pass, or a wake-up noticed
-    /// one poll later: a poll never sleeps, and the next wait ends at once on the readable fd).
+    /// ``drainWake()`` when the loop takes it. While it is set, further wake-ups make no system
+    /// call (they coalesce into the one the loop takes). An event of the wake-up fd that finds it
+    /// clear is stale — its wake-up was taken already, through another mode's set or a poll — and
+    /// ``wait(on:poll:)`` waits on. Also lets a poll see a pending wake-up without `epoll_wait`
+    /// (``pollOwnFDs(armed:)``): a hint that may be stale in a race, in the harmless direction (at
+    /// worst one extra pass, or a wake-up noticed one poll later: a poll never sleeps, and the next
+    /// wait ends at once on the event the write queued).
     private let wakePending = Atomic<Bool>(false)
 
     /// Creates the loop's wake-up and timer fds. Throws when the process is out of descriptors.
@@ -86,7 +95,9 @@ final class Waiter {
         let ep = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard ep >= 0 else { throw RLError.systemCall("epoll_create1", errno) }
         do {
-            try Waiter.control(ep, EPOLL_CTL_ADD, wakeFD, events: Waiter.readable, token: Waiter.wakeToken)
+            // Edge-triggered (see the type's comment). The fd is readable from its first write on,
+            // so a set made later starts with one event queued: stale unless a wake-up is pending.
+            try Waiter.control(ep, EPOLL_CTL_ADD, wakeFD, events: Waiter.readableEdge, token: Waiter.wakeToken)
             try Waiter.control(ep, EPOLL_CTL_ADD, timerFD, events: Waiter.readable, token: Waiter.timerToken)
         } catch {
             close(ep)
@@ -144,44 +155,54 @@ final class Waiter {
 
     // MARK: waking
 
-    /// Makes the wake-up fd readable: one system call, or none while a wake-up is already pending.
+    /// Queues an event of the wake-up fd in every set: one system call, or none while a wake-up is
+    /// already pending.
     ///
     /// Why skipping is safe (no wake-up is lost; see `ContendedPostingTests`): a waker skips only
     /// when its exchange reads `true`, i.e. an earlier ``wake()`` set the flag and ``drainWake()``
-    /// has not cleared it yet. That earlier wake writes the fd after setting the flag, so the fd is,
-    /// or will be, readable until a drain reads it, and a drain clears the flag only *after* its
-    /// read: the skipping waker's work is then visible to the loop (the drain's exchange is a
-    /// read-modify-write after the skipper's on the same atomic, acquire-release), and the loop
+    /// has not cleared it yet. That earlier wake writes the fd after setting the flag, so an event
+    /// is, or will be, queued in the set the loop waits on, and it is taken as a wake-up since the
+    /// flag is still set; the skipper's work is visible to the loop (its exchange is a
+    /// read-modify-write before the drain's on the same atomic, acquire-release), and the loop
     /// checks for work after every drain before it sleeps again. The two wake-ups merge into one pass.
     ///
-    /// The order in ``drainWake()`` matters: clearing the flag *before* the read lost wake-ups — a
-    /// waker could set the flag after the clear and write the fd before the read, whose read then
-    /// consumed that write and left the flag set with the fd empty, so every later wake skipped and
-    /// the loop slept for good (seen as a worker that never ended in `StressTests`).
+    /// The eventfd's counter only grows (one per write, never read on a wake). Should it ever reach
+    /// its maximum (2^64 − 2 writes), the write fails with `EAGAIN`: the counter is reset by a read
+    /// and the write made again, so the event is still queued.
     func wake() {
         if wakePending.exchange(true, ordering: .acquiringAndReleasing) { return }
         var one: UInt64 = 1
-        while write(wakeFD, &one, 8) < 0 && errno == EINTR {}
+        while true {
+            if write(wakeFD, &one, 8) == 8 { return }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN:
+                var v: UInt64 = 0
+                _ = read(wakeFD, &v, 8)
+            default: return
+            }
+        }
     }
 
-    /// Resets the wake-up fd after the loop was woken by it: reads the fd, then clears the pending
-    /// flag (in that order: see ``wake()``). A wake whose write lands after the read leaves the fd
-    /// readable, so the next wait ends at once — at worst one extra pass, never a lost wake-up.
+    /// Takes the pending wake-up after the loop was woken by it: clears the flag (no system call:
+    /// the event was consumed by the wait that reported it). A wake whose exchange comes after
+    /// this one sets the flag again and writes, so the next wait ends at once — at worst one extra
+    /// pass, never a lost wake-up.
     func drainWake() {
-        var v: UInt64 = 0
-        while read(wakeFD, &v, 8) < 0 && errno == EINTR {}
-        #if DEBUG
-        afterDrainRead?()
-        #endif
         _ = wakePending.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     #if DEBUG
-    /// Test hook (debug builds): runs between the drain's read and its clearing of the flag, to
-    /// put a racing ``wake()`` exactly there (`ContendedPostingTests`).
-    var afterDrainRead: (() -> Void)?
-    /// Whether a wake-up is pending (tests: a pending flag must always mean a readable fd).
+    /// Whether a wake-up is pending (tests).
     var isWakePending: Bool { wakePending.load(ordering: .acquiring) }
+    /// Sets the wake-up fd's counter to `value` (tests: the counter's overflow); the fd is read
+    /// first, so the counter is exactly `value` after.
+    func setWakeCounter(_ value: UInt64) {
+        var v: UInt64 = 0
+        _ = read(wakeFD, &v, 8)
+        var x = value
+        _ = write(wakeFD, &x, 8)
+    }
     #endif
 
     // MARK: the timer
@@ -223,7 +244,10 @@ final class Waiter {
             let n = rl_epoll_wait(set.fd, &ev, 1, poll ? 0 : -1)   // no cancellation wrapper (CRunLoopShims.h)
             if n == 1 {
                 switch ev.data.u64 {
-                case Waiter.wakeToken: return .wakeUp
+                case Waiter.wakeToken:
+                    // A stale event (its wake-up was taken already) ends no wait: wait, or poll, again.
+                    if wakePending.load(ordering: .acquiring) { return .wakeUp }
+                    continue
                 case Waiter.timerToken: return .timer
                 case Waiter.mainQueueToken: return .mainQueue
                 case let id: return .source1(id: id, readiness: Waiter.readiness(ev.events))

@@ -274,7 +274,8 @@ struct PipelinePartsTests {
           arguments: [(["--tid", "5117"], [5117]), (["--tid", "5121"], [5121]), (["--procname", "rl-example"], [5117, 5121]),
                       (["--loop", "17"], [5117]), (["--procname", "no-such-process"], [])])
     func loopFilteredExport(filter: [String], tids: [Int]) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-loopfilter-\(getpid())")
+        // A directory of its own per case: the cases run in parallel, and each removes its directory.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-loopfilter-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         func slices(_ args: [String]) throws -> [String: Int] {

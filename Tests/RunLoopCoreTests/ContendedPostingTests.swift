@@ -106,25 +106,65 @@ struct ContendedPostingTests {
         #expect(elapsed < 30)
     }
 
-    @Test("a wake racing with the drain leaves no pending flag without a readable fd (the lost wake-up StressTests met)")
+    @Test("a wake-up taken through one mode's set is stale in every other set, and in a set made later")
+    func wakeTakenInOneSetIsStaleInTheOthers() throws {
+        let w = try Waiter()
+        let a = try w.makeWaitSet(), b = try w.makeWaitSet()
+        defer { a.close(); b.close() }
+        // One write queues an event in both sets (edge-triggered, never read).
+        w.wake()
+        #expect(w.wait(on: a, poll: true) == .wakeUp)
+        w.drainWake()
+        // Taken: the event still queued in `b` is stale and ends no wait; `a`'s was consumed.
+        #expect(w.wait(on: b, poll: true) == nil)
+        #expect(w.wait(on: a, poll: true) == nil)
+        // The fd stays readable (its counter is never reset), so a set made now starts with an
+        // event queued: stale too.
+        let c = try w.makeWaitSet()
+        defer { c.close() }
+        #expect(Waiter.isReadable(w.wakeFD))
+        #expect(w.wait(on: c, poll: true) == nil)
+        // A new wake-up is seen by every set until it is taken.
+        w.wake()
+        #expect(w.wait(on: c, poll: true) == .wakeUp)
+        #expect(w.wait(on: b, poll: true) == .wakeUp)
+        w.drainWake()
+        #expect(w.wait(on: a, poll: true) == nil)
+    }
+
+    @Test("a wake-up pending when the set is made, or racing with the drain, is never lost")
     func wakeRacingTheDrainIsNeverLost() throws {
         let w = try Waiter()
-        // A wake-up is pending and written; while the loop drains it, another thread wakes it —
-        // placed exactly between the drain's read of the fd and its clearing of the flag.
+        // Pending before the set exists: the set's first event is taken as the wake-up.
         w.wake()
-        #expect(w.isWakePending && Waiter.isReadable(w.wakeFD))
-        w.afterDrainRead = { w.wake() }
-        w.drainWake()
-        w.afterDrainRead = nil
-        // Invariant: a pending flag means a readable fd (otherwise every later wake skips its write
-        // and a sleeping loop never wakes again). With the flag cleared before the read, the racing
-        // wake's write was consumed by that read and the flag stayed set on an empty fd.
-        #expect(!w.isWakePending || Waiter.isReadable(w.wakeFD))
-        // The racing wake was merged into the drained one (its work is seen by the pass that
-        // drained), and the next wake-up is not skipped: it makes the fd readable.
+        let a = try w.makeWaitSet()
+        defer { a.close() }
+        #expect(w.wait(on: a, poll: true) == .wakeUp)
+        // A wake between the wait and the drain skips its write (one is pending): merged into the
+        // wake-up being taken, whose pass sees its work (the loop checks after every drain).
         w.wake()
-        #expect(Waiter.isReadable(w.wakeFD))
+        #expect(w.isWakePending)
         w.drainWake()
-        #expect(!w.isWakePending && !Waiter.isReadable(w.wakeFD))
+        #expect(!w.isWakePending)
+        #expect(w.wait(on: a, poll: true) == nil)
+        // The next wake-up is not skipped: it queues an event.
+        w.wake()
+        #expect(w.wait(on: a, poll: true) == .wakeUp)
+        w.drainWake()
+    }
+
+    @Test("a wake-up whose write finds the eventfd's counter at its maximum still wakes the loop")
+    func wakeAtTheCountersMaximumIsNotLost() throws {
+        let w = try Waiter()
+        let a = try w.makeWaitSet()
+        defer { a.close() }
+        w.setWakeCounter(0xffff_ffff_ffff_fffe)   // the largest value an eventfd holds
+        #expect(w.wait(on: a, poll: true) == nil)  // readable, but no wake-up pending: stale
+        w.wake()                                   // EAGAIN: reset by a read, written again
+        #expect(w.wait(on: a, poll: true) == .wakeUp)
+        w.drainWake()
+        w.wake()
+        #expect(w.wait(on: a, poll: true) == .wakeUp)
+        w.drainWake()
     }
 }
