@@ -14,7 +14,7 @@
 #   scripts/bench.sh --json     # the same as JSON: {schema, rows: [{id, workload, unit, ours, cf,
 #                               #   floor, ratio, ratio_of, target, pass, note}]}
 #   scripts/bench.sh --quick    # small sizes, one repetition (a smoke run)
-#   scripts/bench.sh --only 1,5,s   # some workloads only (1-7, 10, s = syscalls, 8, 9, p = pipeline)
+#   scripts/bench.sh --only 1,5,s   # some workloads only (1-7, 10, 11, s = syscalls, 8, 9, p = pipeline)
 #   (--json with the pipeline: rl-bench's document with pipeline-bench's under the key "pipeline")
 # Build logs and progress go to stderr; only the table (or the JSON) goes to stdout.
 set -euo pipefail

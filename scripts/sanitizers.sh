@@ -9,10 +9,11 @@
 #
 # ThreadSanitizer cannot see Synchronization.Mutex's lock on Linux (a priority-inheritance futex it does
 # not intercept): every access made under such a lock is reported as a race (282 false reports on
-# 2026-11-22; a 15-line program reproduces it). The loop's own lock (RLLock, issue 16) and a timer's
-# state lock are atomic words (the loop's parks its waiters on a POSIX semaphore), which TSan sees as
-# is; the other items' state locks (sources, observers, message port, worker thread) are still `Mutex`
-# (inline in each item: no allocation, no call per lock). Unless TSAN_PTHREAD_MUTEX=0,
+# 2026-11-22; a 15-line program reproduces it). The loop's own lock, the message port's and the
+# mode-name table's (RLLock, issue 16) and the items' state locks (timers, sources, observers:
+# `withItemStateLock`) are atomic words (RLLock parks its waiters on a POSIX semaphore), which TSan
+# sees as they are; what is still `Mutex` in RunLoopCore is the hang watchdog's loop list and a
+# worker thread's start-up hand-over. Unless TSAN_PTHREAD_MUTEX=0,
 # the thread run therefore builds a copy of the working tree in <scratch>/src in which the `Mutex` of
 # RunLoopCore and of the test modules that share state under one (RunLoopCoreTests, RunLoopScenarios)
 # is a pthread mutex with the same API (TSan intercepts pthread mutexes), so what TSan reports is

@@ -275,3 +275,92 @@ final class FloorQueue: @unchecked Sendable {
         pthread_mutex_unlock(m)
     }
 }
+
+/// `--child port N` (for perf/strace runs, not a row): P threads (`RLB_PRODUCERS`, default 4) each
+/// send N messages through one `RLMessagePort` to a running loop; returns messages per second,
+/// from the senders' release until the last message was handled.
+func messagePortRun(senders p: Int, each n: Int) -> Double {
+    let loop = RLRunLoop.current
+    let total = p * n
+    var got = 0
+    let port = try! RLMessagePort<Int>(name: "rlb-port") { _ in
+        got += 1
+        if got == total { RLRunLoop.current.stop() }
+    }
+    try! loop.add(port.source, forMode: .default)
+    let start = StartLine()
+    let senders = (0..<p).map { _ in
+        Helper(name: "rlb-sender") {
+            start.wait()
+            for i in 0..<n { port.send(i) }
+        }
+    }
+    let t0 = nowNs()
+    start.go.store(true, ordering: .releasing)
+    while got < total { loop.run(mode: .default, seconds: 30, returnAfterSourceHandled: false) }
+    let t1 = nowNs()
+    for h in senders { h.join() }
+    loop.remove(port.source, forMode: .default)
+    return Double(total) / (Double(t1 - t0) / 1e9)
+}
+
+/// `--child signal ENGINE N` (for perf runs, not a row): P threads (`RLB_PRODUCERS`, default 8)
+/// each signal one shared source0 of a running loop and wake it, N times; returns signals per
+/// second until every producer is done (signals coalesce: the source performs fewer times).
+/// `cf`: CFRunLoopSourceSignal + CFRunLoopWakeUp on a CF source0; `ours` otherwise.
+func sharedSourceSignalRun(_ e: Engine, producers p: Int, each n: Int) -> Double {
+    let start = StartLine()
+    var producers: [Helper] = []
+    func launch(_ poke: @escaping () -> Void) -> UInt64 {
+        producers = (0..<p).map { _ in
+            Helper(name: "rlb-signaller") {
+                start.wait()
+                for _ in 0..<n { poke() }
+                start.producerDone()
+            }
+        }
+        let t0 = nowNs()
+        start.go.store(true, ordering: .releasing)
+        return t0
+    }
+    let t0: UInt64
+    if e == .cf {
+        let rl = CFRunLoopGetCurrent()!
+        let src = CFSource0 {}
+        CFRunLoopAddSource(rl, src.ref, kCFRunLoopDefaultMode)
+        let ref = src.ref
+        t0 = launch { CFRunLoopSourceSignal(ref); CFRunLoopWakeUp(rl) }
+        while start.finished.load(ordering: .acquiring) < p { _ = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 0.01, false) }
+        CFRunLoopRemoveSource(rl, src.ref, kCFRunLoopDefaultMode)
+    } else {
+        let loop = RLRunLoop.current
+        let src = RLSource0(name: "rlb-shared") {}
+        loop.add(src, forMode: .default)
+        t0 = launch { src.signal(); loop.wakeUp() }
+        while start.finished.load(ordering: .acquiring) < p { loop.run(mode: .default, seconds: 0.01, returnAfterSourceHandled: false) }
+        loop.remove(src, forMode: .default)
+    }
+    let t1 = start.lastFinish.load(ordering: .acquiring)
+    for h in producers { h.join() }
+    return Double(p * n) / (Double(t1 - t0) / 1e9)
+}
+
+/// `--child modename N` (for perf runs, not a row): P threads (`RLB_PRODUCERS`, default 8) each
+/// make `RLMode("rlb-custom")` N times (what `loop.run(mode: RLMode("…"))` in a loop does);
+/// returns names made per second.
+func modeNameRun(producers p: Int, each n: Int) -> Double {
+    let start = StartLine()
+    let threads = (0..<p).map { _ in
+        Helper(name: "rlb-modename") {
+            start.wait()
+            var h = 0
+            for _ in 0..<n { h &+= RLMode("rlb-custom").hashValue }
+            blackHole(h)
+            start.producerDone()
+        }
+    }
+    let t0 = nowNs()
+    start.go.store(true, ordering: .releasing)
+    for t in threads { t.join() }
+    return Double(p * n) / (Double(start.lastFinish.load(ordering: .acquiring) - t0) / 1e9)
+}

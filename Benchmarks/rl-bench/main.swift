@@ -31,7 +31,7 @@ struct Row: Codable {
     var floor: Double?
     /// The ratio the target is about (see `ratio_of`).
     var ratio: Double?
-    var ratio_of: String
+    var ratio_of: String?
     var target: String?
     var pass: Bool?
     var note: String?
@@ -105,6 +105,8 @@ struct Sizes {
     var fastReps = 5
     /// Workload 10: (producer threads, operations each).
     var crossThread: [(producers: Int, ops: Int)] = [(1, 100_000), (2, 50_000), (8, 50_000)]
+    /// Workload 11: operations per thread of its 8 threads (signals; messages are a quarter).
+    var sharedOps = 100_000
     /// Items of the two callgrind runs of an instruction row (wake cycles: a twentieth).
     var instrItems = (20_000, 40_000)
 }
@@ -288,6 +290,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     }
 
     if opt.wants("10") { crossThreadRows(sz) }
+    if opt.wants("11") { sharedObjectRows(sz) }
 
     if opt.strace && opt.wants("s") { straceRows(sz) }
     if opt.tracing && opt.wants("8") { tracingRows(sz, opt) }
@@ -321,6 +324,31 @@ func crossThreadRows(_ sz: Sizes) {
                         ours: po, cf: pc, floor: pf, ratio: (po != nil && pf != nil) ? po! / pf! : nil,
                         ratio_of: "ours/floor", target: nil, pass: nil, note: nil))
     }
+}
+
+// MARK: - 11. eight threads on one shared object (the siblings of issue 16, part 1)
+
+/// Eight threads signalling one source0 (and waking its loop), sending through one message port,
+/// and making one mode name: the paths where a `Synchronization.Mutex` (a priority-inheritance
+/// futex) made a lock convoy, as the loop's own lock did in workload 10 (docs/benchmarks.md,
+/// "Items' state locks").
+func sharedObjectRows(_ sz: Sizes) {
+    let p = 8, n = sz.sharedOps
+    log("11. 8 threads on one shared object (\(n) ops each)")
+    let sig = interleaved([.ours, .cf], reps: sz.reps) { e in sharedSourceSignalRun(e, producers: p, each: n) }
+    let o = sig[.ours]?.max(), c = sig[.cf]?.max()
+    rows.append(Row(id: "shared_source0_signal", workload: "11. 8 threads signal+wake one source0", unit: "ops/s",
+                    ours: o, cf: c, floor: nil, ratio: (o != nil && c != nil) ? o! / c! : nil, ratio_of: "ours/cf",
+                    target: ">CF", pass: (o != nil && c != nil) ? o! > c! : nil,
+                    note: "8 threads × \(n) × (signal one shared source0, wake its running loop); best of \(sz.reps); with Synchronization.Mutex as the source's lock: 31 k ops/s"))
+    let port = interleaved([.ours], reps: sz.reps) { _ in messagePortRun(senders: p, each: n / 4) }
+    rows.append(Row(id: "shared_message_port", workload: "11. 8 threads send to one message port", unit: "msgs/s",
+                    ours: port[.ours]?.max(), cf: nil, floor: nil, ratio: nil, ratio_of: nil, target: nil, pass: nil,
+                    note: "8 threads × \(n / 4) sends to one RLMessagePort, until its loop handled every message; best of \(sz.reps); before: 17–21 k msgs/s"))
+    let names = interleaved([.ours], reps: sz.reps) { _ in modeNameRun(producers: p, each: n) }
+    rows.append(Row(id: "shared_mode_name", workload: "11. 8 threads make RLMode(\"…\")", unit: "names/s",
+                    ours: names[.ours]?.max(), cf: nil, floor: nil, ratio: nil, ratio_of: nil, target: nil, pass: nil,
+                    note: "8 threads × \(n) RLMode(\"rlb-custom\") (a string literal where a mode is expected does the same); best of \(sz.reps); before: 31 k names/s"))
 }
 
 // MARK: - syscalls per cycle (strace -c -f on child runs)
@@ -583,7 +611,7 @@ func printTable(_ header: String) {
     let cols = ["workload", "unit", "ours", "CF", "floor", "ratio", "target", "pass"]
     var lines: [[String]] = [cols]
     for r in rows {
-        let ratio = r.ratio.map { String(format: "%.2f× %@", $0, r.ratio_of) } ?? "n/a"
+        let ratio = r.ratio.map { String(format: "%.2f× %@", $0, r.ratio_of ?? "") } ?? "n/a"
         lines.append([r.workload, r.unit, fmtNum(r.ours), fmtNum(r.cf), fmtNum(r.floor), ratio, r.target ?? "",
                       r.pass.map { $0 ? "PASS" : "MISS" } ?? ""])
     }
@@ -641,6 +669,18 @@ if argv.first == "--child" {
         // n ops for each of 8 producers (for perf/strace runs of workload 10).
         let r = onFreshThread { crossThread(e, producers: Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8, opsEach: n) }
         print(String(format: "%.0f ops/s p50 %.1f µs p99 %.1f µs", r.opsPerSecond, r.p50Us, r.p99Us))
+    case "port":
+        // n messages from each of RLB_PRODUCERS (default 4) threads through one RLMessagePort.
+        let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "4") ?? 4
+        print(String(format: "%.0f messages/s", onFreshThread { messagePortRun(senders: p, each: n) }))
+    case "signal":
+        // n signals+wake-ups of one shared source0 from each of RLB_PRODUCERS (default 8) threads (ours or cf).
+        let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8
+        print(String(format: "%.0f signals/s", onFreshThread { sharedSourceSignalRun(e, producers: p, each: n) }))
+    case "modename":
+        // n RLMode("…") made on each of RLB_PRODUCERS (default 8) threads.
+        let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8
+        print(String(format: "%.0f names/s", onFreshThread { modeNameRun(producers: p, each: n) }))
     case "hang-idle": print(String(decoding: try! JSONEncoder().encode(hangIdleChild(quick: n == 1)), as: UTF8.self))
     case "trace-suite":
         var sz = Sizes()
@@ -662,7 +702,7 @@ struct RLBenchArguments: ParsableCommand {
     @Flag(name: .customLong("no-strace"), help: "Skip the system-call counts (strace -c -f).") var noStrace = false
     @Flag(name: .customLong("no-tracing"), help: "Skip the tracing rows (8).") var noTracing = false
     @Flag(name: .customLong("no-instructions"), help: "Skip the instruction counts (callgrind) under rows 1-5.") var noInstructions = false
-    @Option(help: "Run only these workloads, comma-separated: 1-7, 10, s (syscalls), 8 (tracing), 9 (decoding), h (hang watchdog).")
+    @Option(help: "Run only these workloads, comma-separated: 1-7, 10, 11, s (syscalls), 8 (tracing), 9 (decoding), h (hang watchdog).")
     var only: String?
     @Option(name: .customLong("reader-bench"), help: "The reader-bench executable for workload 9.") var readerBench: String?
     @Option(name: .customLong("reader-events"), help: "Events of the smaller trace of workload 9 (default 1000000).") var readerEvents: Int?
@@ -687,6 +727,7 @@ var sizes = Sizes()
 if opt.quick {
     sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
     sizes.crossThread = sizes.crossThread.map { ($0.producers, $0.ops / 10) }
+    sizes.sharedOps /= 10
     sizes.instrItems = (2_000, 4_000)
     sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1; sizes.fastReps = 1
 }

@@ -91,10 +91,16 @@ protocol LoopBoundState {
     var loop: WeakLoop { get }
 }
 
-extension Mutex where Value: LoopBoundState {
+/// An item with a ``LoopBoundState`` under its state lock.
+protocol LoopBoundItem: AnyObject {
+    associatedtype State: LoopBoundState
+    func withState<R>(_ body: (inout State) throws -> R) rethrows -> R
+}
+
+extension LoopBoundItem {
     /// Marks the item invalid; returns its loop the first time (nil when already invalid or unbound).
-    borrowing func invalidate() -> RLRunLoop? {
-        withLock { s in
+    func invalidateState() -> RLRunLoop? {
+        withState { s in
             guard s.valid else { return nil }
             s.valid = false
             return s.loop.loop
@@ -125,7 +131,16 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
         var valid = true
         var loops: [WeakLoop] = []
     }
-    let state = Mutex(State())
+    /// The state's lock (0 free, 1 held): see ``withState(_:)``.
+    let stateWord = Atomic<UInt32>(0)
+    /// Guarded by `stateWord`, reached through ``withState(_:)`` only (`@exclusivity(unchecked)`:
+    /// the lock serialises every access).
+    @exclusivity(unchecked) var stateStorage = State()
+    /// Runs `body` on the source's state, under its lock (`withItemStateLock`, Lock.swift).
+    @inline(__always)
+    func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        try withItemStateLock(stateWord) { try body(&stateStorage) }
+    }
     static let signalClock = Atomic<UInt64>(0)
 
     /// Creates a source0.
@@ -151,7 +166,7 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
     /// it (CF's `CFRunLoopSourceSignal`).
     public func signal() {
         let seq = RLSource0.signalClock.add(1, ordering: .relaxed).newValue
-        let valid = state.withLock { s -> Bool in
+        let valid = withState { s -> Bool in
             guard s.valid else { return false }
             if !s.signalled { s.signalled = true; s.signalSeq = seq }
             return true
@@ -164,7 +179,7 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
     /// the disabled path is one check.
     @inline(never)
     private func traceSignalled(_ seq: UInt64) {
-        let loops = state.withLock { s in s.loops.compactMap(\.loop) }
+        let loops = withState { s in s.loops.compactMap(\.loop) }
         if loops.isEmpty { RLTrace.source0Signalled(loop: 0, iteration: 0, item: id, name: name ?? "", signalSeq: seq) }
         for l in loops {
             RLTrace.source0Signalled(loop: l.id, iteration: l.iteration, item: id, name: name ?? "", signalSeq: seq)
@@ -178,15 +193,15 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Whether the source is signalled and not yet performed.
-    public var isSignalled: Bool { state.withLock { $0.signalled } }
+    public var isSignalled: Bool { withState { $0.signalled } }
     /// Whether the source is still valid.
-    public var isValid: Bool { state.withLock { $0.valid } }
+    public var isValid: Bool { withState { $0.valid } }
 
     /// Removes the source from every mode of every loop (calling `cancel` for each) and makes it
     /// unusable: it is no longer signalled and ignores ``signal()``, so it is never performed (CF's
     /// `CFRunLoopSourceInvalidate`).
     public func invalidate() {
-        let loops: [WeakLoop] = state.withLock { s in
+        let loops: [WeakLoop] = withState { s in
             guard s.valid else { return [] }
             s.valid = false
             s.signalled = false
@@ -208,7 +223,7 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
 /// pipes, eventfds, timerfds, ttys. The callout receives the descriptor and its readiness and must
 /// consume the data itself (the descriptor is level-triggered: unconsumed input is reported again).
 /// A source1 belongs to one loop (it may be in several of its modes). RunLoopCore never closes the fd.
-public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
+public final class RLSource1: @unchecked Sendable, CustomStringConvertible, LoopBoundItem {
     /// What to wait for. The bits are poll(2)'s (POLLIN 0x1, POLLOUT 0x4), the values traces record.
     public struct Interest: OptionSet, Sendable, Hashable {
         /// The poll(2) bits.
@@ -266,7 +281,16 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
         var valid = true
         var loop = WeakLoop()
     }
-    let state = Mutex(State())
+    /// The state's lock (0 free, 1 held): see ``withState(_:)``.
+    let stateWord = Atomic<UInt32>(0)
+    /// Guarded by `stateWord`, reached through ``withState(_:)`` only (`@exclusivity(unchecked)`:
+    /// the lock serialises every access).
+    @exclusivity(unchecked) var stateStorage = State()
+    /// Runs `body` on the state, under its lock (`withItemStateLock`, Lock.swift).
+    @inline(__always)
+    func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        try withItemStateLock(stateWord) { try body(&stateStorage) }
+    }
 
     /// Creates a source for `fd`. Throws ``RLError/badFileDescriptor(_:)`` when `fd` is not open.
     /// Whether it can be polled is checked when it is added to a mode (``RLError/notPollable(_:)``).
@@ -284,11 +308,11 @@ public final class RLSource1: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Whether the source is still valid.
-    public var isValid: Bool { state.withLock { $0.valid } }
+    public var isValid: Bool { withState { $0.valid } }
 
     /// Removes the source from its loop's modes and makes it unusable. Does not close the fd.
     public func invalidate() {
-        state.invalidate()?.removeEverywhere(self)
+        invalidateState()?.removeEverywhere(self)
     }
 
     /// `RLSource1 #id "name" fd=… interest=…`.
@@ -315,7 +339,7 @@ struct FileIdentity: Equatable {
 /// of a mode are called in order (lower first; ties in insertion order). A non-repeating observer
 /// is invalidated after its first callout. An observer never re-enters itself. Belongs to one loop
 /// while it is in any of its modes; once removed from all of them it may join another (CF).
-public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
+public final class RLObserver: @unchecked Sendable, CustomStringConvertible, LoopBoundItem {
     /// Process-unique id.
     public let id: UInt64
     /// The activities observed.
@@ -337,7 +361,16 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
         /// How many modes of its loop hold it.
         var modeCount = 0
     }
-    let state = Mutex(State())
+    /// The state's lock (0 free, 1 held): see ``withState(_:)``.
+    let stateWord = Atomic<UInt32>(0)
+    /// Guarded by `stateWord`, reached through ``withState(_:)`` only (`@exclusivity(unchecked)`:
+    /// the lock serialises every access).
+    @exclusivity(unchecked) var stateStorage = State()
+    /// Runs `body` on the state, under its lock (`withItemStateLock`, Lock.swift).
+    @inline(__always)
+    func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        try withItemStateLock(stateWord) { try body(&stateStorage) }
+    }
 
     /// Creates an observer.
     public init(activities: RLActivity, repeats: Bool = true, order: Int = 0, name: String? = nil,
@@ -351,11 +384,11 @@ public final class RLObserver: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Whether the observer is still valid.
-    public var isValid: Bool { state.withLock { $0.valid } }
+    public var isValid: Bool { withState { $0.valid } }
 
     /// Removes the observer from its loop's modes; it is never called again.
     public func invalidate() {
-        state.invalidate()?.removeEverywhere(self)
+        invalidateState()?.removeEverywhere(self)
     }
 
     /// `RLObserver #id "name" activities=… order=…`.
@@ -527,36 +560,13 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     }
 }
 
-/// A timer's state lock: a word taken with one compare-and-swap and released with a plain release
-/// store, the state kept inline in the timer (``RLTimer/withState(_:)``). `Synchronization.Mutex`
-/// (a priority-inheritance futex on Linux) cost a compare-and-swap for each of lock and unlock
-/// plus a thread-id lookup; a timer's sections are a few loads and stores that never call out,
-/// block or take another lock, so a waiter spins (yielding the processor after a few tries: the
-/// holder may have been preempted). Lock order: a loop's lock, then a timer's; never the reverse.
-///
-/// ThreadSanitizer sees the acquire/release pair on the word, so it needs no stand-in for it
-/// (`scripts/sanitizers.sh` replaces only `Mutex`).
+/// A timer's state lock: the items' word lock (`withItemStateLock`, Lock.swift), its state kept
+/// inline in the timer. `Synchronization.Mutex` cost a compare-and-swap for each of lock and
+/// unlock plus a thread-id lookup.
 extension RLTimer {
     /// Runs `body` on the timer's state, under its lock.
     @inline(__always)
     func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
-        if !stateWord.weakCompareExchange(expected: 0, desired: 1, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
-            lockStateSlow()
-        }
-        defer { stateWord.store(0, ordering: .releasing) }
-        return try body(&stateStorage)
-    }
-
-    @inline(never)
-    private func lockStateSlow() {
-        var tries = 0
-        while true {
-            if stateWord.load(ordering: .relaxed) == 0
-                && stateWord.weakCompareExchange(expected: 0, desired: 1, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
-                return
-            }
-            tries += 1
-            if tries >= 32 { sched_yield() }
-        }
+        try withItemStateLock(stateWord) { try body(&stateStorage) }
     }
 }

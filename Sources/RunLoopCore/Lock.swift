@@ -131,3 +131,42 @@ final class RLLock: @unchecked Sendable {
         return try body()
     }
 }
+
+// MARK: - Items' state locks
+
+/// An item's state lock (timer, source0, source1, observer): a word in the item (0 free, 1 held)
+/// taken with one compare-and-swap and released with a plain release store, the state kept inline
+/// next to it (`@exclusivity(unchecked) var stateStorage`, reached only through the item's
+/// `withState`). An item's sections are a few loads and stores (at most an array append) that
+/// never call out, block or take another lock, so a waiter spins, yielding the processor after a
+/// few tries (the holder may have been preempted). Lock order: a loop's lock, then an item's;
+/// never the reverse.
+///
+/// Why not `Synchronization.Mutex` (what the sources and observers had): on Linux it is a
+/// priority-inheritance futex, and a contended acquire enters the kernel (`FUTEX_LOCK_PI`) and is
+/// handed the lock there — the convoy of issue 16, part 1. Eight threads signalling one shared
+/// source0 made 31 k signals/s (one thread: 8.7 M); docs/benchmarks.md, "Items' state locks".
+///
+/// ThreadSanitizer sees the acquire/release pair on the word, so it needs no stand-in for it
+/// (`scripts/sanitizers.sh` replaces only `Mutex`).
+@inline(__always)
+func withItemStateLock<R>(_ word: borrowing Atomic<UInt32>, _ body: () throws -> R) rethrows -> R {
+    if !word.weakCompareExchange(expected: 0, desired: 1, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
+        lockItemStateSlow(word)
+    }
+    defer { word.store(0, ordering: .releasing) }
+    return try body()
+}
+
+@inline(never)
+func lockItemStateSlow(_ word: borrowing Atomic<UInt32>) {
+    var tries = 0
+    while true {
+        if word.load(ordering: .relaxed) == 0
+            && word.weakCompareExchange(expected: 0, desired: 1, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
+            return
+        }
+        tries += 1
+        if tries >= 32 { sched_yield() }
+    }
+}

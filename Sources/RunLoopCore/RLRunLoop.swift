@@ -221,14 +221,14 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 for s in m.sources1.values where FileIdentity.of(s.fd) == s.fileIdentity { waiter.deregister(s.fd, from: m.waitSet) }
                 // Observers and timers leave every mode and so belong to no loop (CF's
                 // `__CFRunLoopDeallocateObservers` / `__CFRunLoopKillOneTimer`).
-                for o in m.observers { o.state.withLock { s in s.modeCount = 0; s.loop = WeakLoop() } }
+                for o in m.observers { o.withState { s in s.modeCount = 0; s.loop = WeakLoop() } }
                 m.sources0.removeAll(); m.sources1.removeAll(); m.observers.removeAll()
                 m.hasSources0.store(false, ordering: .sequentiallyConsistent)
                 m.observerMask.store(0, ordering: .sequentiallyConsistent)
                 for t in m.timers.liveTimers() { t.withState { s in s.memberships.removeAll(); s.loop.unbind() } }
                 m.timers = TimerQueue(mode: ObjectIdentifier(m))
             }
-            for (s, _) in cancels { s.state.withLock { $0.loops.removeAll { $0.loop === self || $0.loop == nil } } }
+            for (s, _) in cancels { s.withState { $0.loops.removeAll { $0.loop === self || $0.loop == nil } } }
             commonSources0.removeAll(); commonSources1.removeAll(); commonObservers.removeAll(); commonTimers.removeAll()
             source1ByID.removeAll()
             blocks.removeAll()

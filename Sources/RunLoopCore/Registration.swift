@@ -25,7 +25,7 @@ extension RLRunLoop {
             for m in targetModesLocked(mode) where addSource0Locked(source, m) { joined.append(m.name) }
             // The source's loop list is kept exact under this loop's lock (order: loop, then source).
             if !joined.isEmpty {
-                source.state.withLock { s in
+                source.withState { s in
                     if !s.loops.contains(where: { $0.loop === self }) { s.loops.append(WeakLoop(loop: self)) }
                 }
             }
@@ -66,7 +66,7 @@ extension RLRunLoop {
             }
             if !left.isEmpty && !commonSources0.contains(where: { $0 === source })
                 && !modes.values.contains(where: { $0.sources0.contains { $0 === source } }) {
-                source.state.withLock { s in s.loops.removeAll { $0.loop === self || $0.loop == nil } }
+                source.withState { s in s.loops.removeAll { $0.loop === self || $0.loop == nil } }
             }
         }
         for m in left {
@@ -97,7 +97,7 @@ extension RLRunLoop {
     /// source is ignored (CF).
     public func add(_ source: RLSource1, forMode mode: RLMode) throws(RLError) {
         guard source.isValid else { return }
-        let owner: RLRunLoop?? = source.state.withLock { s in
+        let owner: RLRunLoop?? = source.withState { s in
             if s.loop.bound { return .some(s.loop.loop) }
             s.loop = WeakLoop(loop: self)
             return .none
@@ -201,7 +201,7 @@ extension RLRunLoop {
     /// Whether `o` may join this loop's modes: valid, and bound to this loop or to none (CF's
     /// `CFRunLoopAddObserver` check; the binding itself is made by ``addObserverLocked(_:_:)``).
     private func mayJoin(_ o: RLObserver) -> Bool {
-        o.state.withLock { s in s.valid && (!s.loop.bound || s.loop.isBound(to: self)) }
+        o.withState { s in s.valid && (!s.loop.bound || s.loop.isBound(to: self)) }
     }
 
     /// Adds an observer to one mode: binds it to this loop when it joins its first mode (CF's
@@ -209,7 +209,7 @@ extension RLRunLoop {
     @discardableResult
     func addObserverLocked(_ o: RLObserver, _ m: ModeState) -> Bool {
         if m.observers.contains(where: { $0 === o }) { return false }
-        let joined = o.state.withLock { s -> Bool in
+        let joined = o.withState { s -> Bool in
             guard s.valid, s.loop.claim(self) else { return false }
             s.modeCount += 1
             return true
@@ -244,7 +244,7 @@ extension RLRunLoop {
         m.observers.remove(at: i)
         m.observerMask.store(m.observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .sequentiallyConsistent)
         // Out of its last mode: no longer bound to this loop (CF's `__CFRunLoopObserverCancel`).
-        observer.state.withLock { s in
+        observer.withState { s in
             s.modeCount -= 1
             if s.modeCount == 0 { s.loop = WeakLoop() }
         }

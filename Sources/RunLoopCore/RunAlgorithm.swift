@@ -321,11 +321,11 @@ extension RLRunLoop {
         var list = observerScratch.popLast() ?? []
         locked {
             for o in m.observers where o.activities.rawValue & activity.rawValue != 0 {
-                if o.state.withLock({ $0.valid && !$0.firing }) { list.append(o) }
+                if o.withState({ $0.valid && !$0.firing }) { list.append(o) }
             }
         }
         for o in list {
-            let fire = o.state.withLock { s -> Bool in
+            let fire = o.withState { s -> Bool in
                 guard s.valid else { return false }
                 s.firing = true
                 return true
@@ -333,7 +333,7 @@ extension RLRunLoop {
             guard fire else { continue }
             calloutToObserver(o, activity)
             if !o.repeats { o.invalidate() }
-            o.state.withLock { $0.firing = false }
+            o.withState { $0.firing = false }
         }
         list.removeAll(keepingCapacity: true)
         observerScratch.append(list)
@@ -427,7 +427,7 @@ extension RLRunLoop {
         var one: RLSource0?
         var list: [RLSource0] = []
         locked {
-            for s in m.sources0 where s.state.withLock({ $0.valid && $0.signalled }) {
+            for s in m.sources0 where s.withState({ $0.valid && $0.signalled }) {
                 if let first = one {
                     list = source0Scratch.popLast() ?? []
                     list.append(first)
@@ -440,7 +440,7 @@ extension RLRunLoop {
         if list.isEmpty { return false }
         var handled = false
         if list.count > 1 {
-            let keyed = list.map { s in (s, s.state.withLock { $0.signalSeq }) }
+            let keyed = list.map { s in (s, s.withState { $0.signalSeq }) }
             list = keyed.sorted { $0.0.order != $1.0.order ? $0.0.order < $1.0.order : $0.1 < $1.1 }.map(\.0)
         }
         for s in list {
@@ -453,7 +453,7 @@ extension RLRunLoop {
     }
 
     private func doSource0(_ s: RLSource0) -> Bool {
-        let go = s.state.withLock { st -> Bool in
+        let go = s.withState { st -> Bool in
             guard st.signalled else { return false }
             st.signalled = false
             return st.valid

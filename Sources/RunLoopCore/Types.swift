@@ -57,14 +57,19 @@ final class RLModeName: Sendable {
         self.isCommonModes = name == "kCFRunLoopCommonModes"
     }
 
-    private static let table = Mutex<[String: RLModeName]>([:])
+    /// The interning table, under the loop's kind of lock (``RLLock``), not `Synchronization.Mutex`:
+    /// every `RLMode("…")` (a string literal where a mode is expected too) takes it, and with the
+    /// priority-inheritance futex eight threads doing so made 31 k names/s against 10 M for one
+    /// (docs/benchmarks.md, "Items' state locks").
+    private nonisolated(unsafe) static var table: [String: RLModeName] = [:]
+    private static let tableLock = RLLock()
 
     /// The one interned name for `name` (unretained: the table holds it for ever).
     static func intern(_ name: String) -> Unmanaged<RLModeName> {
-        table.withLock { t in
-            if let n = t[name] { return .passUnretained(n) }
+        tableLock.withLock {
+            if let n = table[name] { return .passUnretained(n) }
             let n = RLModeName(name)
-            t[name] = n
+            table[name] = n
             return .passUnretained(n)
         }
     }

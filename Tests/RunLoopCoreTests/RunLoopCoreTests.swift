@@ -264,6 +264,67 @@ struct RunLoopCoreTests {
         #expect(log == Array(0..<1000))
     }
 
+    @Test("message-port sends coalesce: one eventfd write until the handler takes it, and no message is left behind")
+    func messagePortSendsCoalesce() throws {
+        let received = Mutex<[Int]>([])
+        let result = try onFreshThread { () -> Result<(counter: UInt64, log: [Int], second: UInt64), Error> in
+            Result {
+                let loop = RLRunLoop.current
+                let port = try RLMessagePort<Int>(name: "port") { v in received.withLock { $0.append(v) } }
+                try loop.add(port.source, forMode: .default)
+                // 1 000 sends before the loop runs: only the first writes the eventfd.
+                for i in 0..<1000 { port.send(i) }
+                let fd = port.source.fd
+                var counter: UInt64 = 0
+                _ = read(fd, &counter, 8)
+                _ = write(fd, &counter, 8)   // put it back for the handler
+                loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: true)
+                // Taken: the next send writes again (one write), and its message arrives.
+                port.send(1000)
+                var second: UInt64 = 0
+                _ = read(fd, &second, 8)
+                _ = write(fd, &second, 8)
+                loop.run(mode: .default, seconds: 0, returnAfterSourceHandled: true)
+                loop.remove(port.source, forMode: .default)
+                return (counter, received.withLock { $0 }, second)
+            }
+        }.get()
+        #expect(result.counter == 1)
+        #expect(result.second == 1)
+        #expect(result.log == Array(0...1000))
+    }
+
+    @Test("message port: 4 threads × 5 000 sends racing the handler, each received once and in each sender's order")
+    func messagePortManySendersNothingLost() throws {
+        let senders = 4, each = 5000
+        let log = try onFreshThread { () -> Result<[Int], Error> in
+            Result {
+                let loop = RLRunLoop.current
+                var got: [Int] = []
+                got.reserveCapacity(senders * each)
+                let port = try RLMessagePort<Int>(name: "port") { v in
+                    got.append(v)
+                    if got.count == senders * each { RLRunLoop.current.stop() }
+                }
+                try loop.add(port.source, forMode: .default)
+                for k in 0..<senders {
+                    Thread.detachNewThread { for i in 0..<each { port.send(k * each + i) } }
+                }
+                // No timeout that could hide a lost wake-up: 60 s is "never" for this test.
+                let r = loop.run(mode: .default, seconds: 60, returnAfterSourceHandled: false)
+                #expect(r == .stopped)
+                loop.remove(port.source, forMode: .default)
+                return got
+            }
+        }.get()
+        #expect(log.count == senders * each)
+        #expect(Set(log).count == senders * each)
+        for k in 0..<senders {
+            let mine = log.filter { $0 / each == k }
+            #expect(mine == Array(k * each..<(k + 1) * each), "sender \(k)'s order")
+        }
+    }
+
     @Test func serialExecutorRunsActorJobsOnTheLoopThread() async {
         let worker = RLWorkerThread(name: "rl-actor")
         let executor = RLSerialExecutor(runLoop: worker.runLoop)
