@@ -12,8 +12,8 @@
 # 2026-11-22; a 15-line program reproduces it). The loop's own lock, the message port's and the
 # mode-name table's (RLLock, issue 16) and the items' state locks (timers, sources, observers:
 # `withItemStateLock`) are atomic words (RLLock parks its waiters on a POSIX semaphore), which TSan
-# sees as they are; what is still `Mutex` in RunLoopCore is the hang watchdog's loop list and a
-# worker thread's start-up hand-over. Unless TSAN_PTHREAD_MUTEX=0,
+# sees as they are; what is still `Mutex` in RunLoopCore is the hang watchdog's loop list.
+# Unless TSAN_PTHREAD_MUTEX=0,
 # the thread run therefore builds a copy of the working tree in <scratch>/src in which the `Mutex` of
 # RunLoopCore and of the test modules that share state under one (RunLoopCoreTests, RunLoopScenarios)
 # is a pthread mutex with the same API (TSan intercepts pthread mutexes), so what TSan reports is

@@ -364,3 +364,31 @@ func modeNameRun(producers p: Int, each n: Int) -> Double {
     for t in threads { t.join() }
     return Double(p * n) / (Double(start.lastFinish.load(ordering: .acquiring) - t0) / 1e9)
 }
+
+/// `--child worker N` (for perf runs, not a row): P threads (`RLB_PRODUCERS`, default 8) each
+/// post N blocks to one `RLWorkerThread` (`worker.perform { }`); returns blocks per second, from
+/// the posters' release until the worker ran the last block.
+func workerPerformRun(producers p: Int, each n: Int) -> Double {
+    let worker = RLWorkerThread(name: "rlb-worker")
+    let total = p * n
+    let ran = Atomic<Int>(0)
+    let doneAt = Atomic<UInt64>(0)
+    let start = StartLine()
+    let threads = (0..<p).map { _ in
+        Helper(name: "rlb-poster") {
+            start.wait()
+            for _ in 0..<n {
+                worker.perform {
+                    if ran.add(1, ordering: .relaxed).newValue == total { doneAt.store(nowNs(), ordering: .releasing) }
+                }
+            }
+        }
+    }
+    let t0 = nowNs()
+    start.go.store(true, ordering: .releasing)
+    for t in threads { t.join() }
+    while doneAt.load(ordering: .acquiring) == 0 { pause(us: 100) }
+    worker.cancel()
+    worker.join()
+    return Double(total) / (Double(doneAt.load(ordering: .acquiring) - t0) / 1e9)
+}

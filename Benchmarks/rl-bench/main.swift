@@ -329,7 +329,7 @@ func crossThreadRows(_ sz: Sizes) {
 // MARK: - 11. eight threads on one shared object (the siblings of issue 16, part 1)
 
 /// Eight threads signalling one source0 (and waking its loop), sending through one message port,
-/// and making one mode name: the paths where a `Synchronization.Mutex` (a priority-inheritance
+/// posting to one worker thread, and making one mode name: the paths where a `Synchronization.Mutex` (a priority-inheritance
 /// futex) made a lock convoy, as the loop's own lock did in workload 10 (docs/benchmarks.md,
 /// "Items' state locks").
 func sharedObjectRows(_ sz: Sizes) {
@@ -345,6 +345,10 @@ func sharedObjectRows(_ sz: Sizes) {
     rows.append(Row(id: "shared_message_port", workload: "11. 8 threads send to one message port", unit: "msgs/s",
                     ours: port[.ours]?.max(), cf: nil, floor: nil, ratio: nil, ratio_of: nil, target: nil, pass: nil,
                     note: "8 threads × \(n / 4) sends to one RLMessagePort, until its loop handled every message; best of \(sz.reps); before: 17–21 k msgs/s"))
+    let worker = interleaved([.ours], reps: sz.reps) { _ in workerPerformRun(producers: p, each: n / 4) }
+    rows.append(Row(id: "shared_worker_perform", workload: "11. 8 threads perform on one worker thread", unit: "blocks/s",
+                    ours: worker[.ours]?.max(), cf: nil, floor: nil, ratio: nil, ratio_of: nil, target: nil, pass: nil,
+                    note: "8 threads × \(n / 4) RLWorkerThread.perform { } until the worker ran them all; best of \(sz.reps); before: 0.07–1.3 M blocks/s (a Mutex read per perform)"))
     let names = interleaved([.ours], reps: sz.reps) { _ in modeNameRun(producers: p, each: n) }
     rows.append(Row(id: "shared_mode_name", workload: "11. 8 threads make RLMode(\"…\")", unit: "names/s",
                     ours: names[.ours]?.max(), cf: nil, floor: nil, ratio: nil, ratio_of: nil, target: nil, pass: nil,
@@ -681,6 +685,10 @@ if argv.first == "--child" {
         // n RLMode("…") made on each of RLB_PRODUCERS (default 8) threads.
         let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8
         print(String(format: "%.0f names/s", onFreshThread { modeNameRun(producers: p, each: n) }))
+    case "worker":
+        // n worker.perform { } on each of RLB_PRODUCERS (default 8) threads, to one RLWorkerThread.
+        let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8
+        print(String(format: "%.0f blocks/s", workerPerformRun(producers: p, each: n)))
     case "hang-idle": print(String(decoding: try! JSONEncoder().encode(hangIdleChild(quick: n == 1)), as: UTF8.self))
     case "trace-suite":
         var sz = Sizes()

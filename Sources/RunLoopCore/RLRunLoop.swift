@@ -431,7 +431,8 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs `block` when the loop is next in one of `modes`, and wakes the loop.
     public func perform(inModes modes: [RLMode], name: String? = nil, _ block: @escaping () -> Void) {
-        performBlock(forModes: Set(modes), name: name, block)
+        // One mode (the usual case) needs no set: the same as `performBlock(forModes:)` with one.
+        if modes.count == 1 { performBlock(forMode: modes[0], name: name, block) } else { performBlock(forModes: Set(modes), name: name, block) }
         wakeUp()
     }
 

@@ -11,7 +11,12 @@ import Synchronization
 /// default mode non-empty, so the loop sleeps until work arrives through ``perform(_:)`` (any
 /// thread), then runs it on this thread. ``cancel()`` stops it; ``join()`` waits for it to end.
 public final class RLWorkerThread: @unchecked Sendable {
-    private let ready = Mutex<RLRunLoop?>(nil)
+    /// The worker's loop: written once by the worker thread before it posts `startSignal`, read
+    /// only after `init`'s `sem_wait` on it returned (POSIX semaphores synchronise memory, and
+    /// ThreadSanitizer sees the pair), so every later read is a plain load with no lock. A
+    /// `Mutex` here made every ``perform(_:)`` take a priority-inheritance futex: 8 threads
+    /// posting to one worker formed a convoy (docs/benchmarks.md, "Items' state locks").
+    nonisolated(unsafe) private var loop: RLRunLoop?
     private let cancelled = Atomic<Bool>(false)
     private var thread = pthread_t()
     private let startSignal: UnsafeMutablePointer<sem_t>
@@ -44,7 +49,7 @@ public final class RLWorkerThread: @unchecked Sendable {
         // The dummy port that keeps the loop from finishing (it is never sent to).
         let keepAlive = try? RLMessagePort<Int>(name: "\(name).keepalive") { _ in }
         if let keepAlive { try? loop.add(keepAlive.source, forMode: .default) }
-        ready.withLock { $0 = loop }
+        self.loop = loop
         sem_post(startSignal)
         while !cancelled.load(ordering: .acquiring) {
             let r = loop.run(mode: .default, seconds: 1e10, returnAfterSourceHandled: false)
@@ -54,11 +59,13 @@ public final class RLWorkerThread: @unchecked Sendable {
     }
 
     /// The worker's run loop.
-    public var runLoop: RLRunLoop { ready.withLock { $0! } }
+    public var runLoop: RLRunLoop { loop! }
 
     /// Runs `block` on the worker thread (in its default mode) and wakes it.
     public func perform(name: String? = nil, _ block: @escaping () -> Void) {
-        runLoop.perform(inModes: [.default], name: name, block)
+        let l = runLoop
+        l.performBlock(forMode: .default, name: name, block)
+        l.wakeUp()
     }
 
     /// Asks the worker to finish after the current callout.

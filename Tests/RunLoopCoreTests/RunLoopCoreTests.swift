@@ -325,6 +325,35 @@ struct RunLoopCoreTests {
         }
     }
 
+    @Test("a worker thread: 8 threads × 2 000 performs, each run once on the worker, each poster's in order")
+    func workerThreadManyPostersNothingLost() {
+        let posters = 8, each = 2000
+        let worker = RLWorkerThread(name: "rl-many")
+        let log = Mutex<[Int]>([])
+        let tids = Mutex<Set<Int32>>([])
+        let done = DispatchSemaphore(value: 0)
+        for k in 0..<posters {
+            Thread.detachNewThread {
+                for i in 0..<each {
+                    worker.perform {
+                        let n = log.withLock { $0.append(k * each + i); return $0.count }
+                        tids.withLock { _ = $0.insert(RLRunLoop.current.threadID) }
+                        if n == posters * each { done.signal() }
+                    }
+                }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        worker.cancel()
+        worker.join()
+        let got = log.withLock { $0 }
+        #expect(got.count == posters * each)
+        #expect(tids.withLock { $0 } == [worker.runLoop.threadID])
+        for k in 0..<posters {
+            #expect(got.filter { $0 / each == k } == Array(k * each..<(k + 1) * each), "poster \(k)'s order")
+        }
+    }
+
     @Test func serialExecutorRunsActorJobsOnTheLoopThread() async {
         let worker = RLWorkerThread(name: "rl-actor")
         let executor = RLSerialExecutor(runLoop: worker.runLoop)
