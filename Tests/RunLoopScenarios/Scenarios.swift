@@ -322,6 +322,47 @@ public let differentialScenarios: [(String, Scenario)] = [
         log.add("wake:\(e.run("default", 2, true))")
         _ = o
     }),
+    ("a wake-up taken while running one mode is not seen again by a run in another mode", { e, log in
+        // Both modes hold a source0 that is never signalled (so neither is empty). The wake-up
+        // ends the first run's wait once; after it timed out, the run in "b" sleeps its whole
+        // timeout: one wake-up is taken once, whichever mode's wait set it reached.
+        let keepA = e.source0(order: 0) { log.add("keepA") }
+        let keepB = e.source0(order: 0) { log.add("keepB") }
+        e.add(source0: keepA, "a")
+        e.add(source0: keepB, "b")
+        let oa = observeAll(e, log, "a", tag: "a")
+        let ob = observeAll(e, log, "b", tag: "b")
+        let wake = e.waker
+        let waker = Thread {
+            Thread.sleep(forTimeInterval: 0.03)
+            wake()
+        }
+        waker.start()
+        log.add("a:\(e.run("a", 0.15, false))")
+        log.add("b:\(e.run("b", 0.05, false))")
+        log.add("a-again:\(e.run("a", 0.05, false))")
+        _ = (oa, ob)
+    }),
+    ("a wake-up taken by a nested run is not seen again by the outer run", { e, log in
+        let keepInner = e.source0(order: 0) { log.add("keepInner") }
+        e.add(source0: keepInner, "inner")
+        let oi = observeAll(e, log, "inner", tag: "inner")
+        let o = observeAll(e, log, tag: "outer")
+        let wake = e.waker
+        let s = e.source0(order: 0) {
+            log.add("outer-source0")
+            let waker = Thread {
+                Thread.sleep(forTimeInterval: 0.03)
+                wake()
+            }
+            waker.start()
+            log.add("nested:\(e.run("inner", 0.15, false))")
+        }
+        e.add(source0: s, "default")
+        e.signal(s)
+        log.add("outer:\(e.run("default", 0.3, false))")
+        _ = (o, oi)
+    }),
     ("nested run in another mode from inside a callout", { e, log in
         let o = observeAll(e, log, tag: "outer")
         let inner = e.source0(order: 0) { log.add("inner-source0"); log.add("inner-mode:\(e.currentModeName ?? "-")") }
