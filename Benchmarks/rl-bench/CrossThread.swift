@@ -392,3 +392,24 @@ func workerPerformRun(producers p: Int, each n: Int) -> Double {
     worker.join()
     return Double(total) / (Double(doneAt.load(ordering: .acquiring) - t0) / 1e9)
 }
+
+/// `--child mainloop N` (for perf runs, not a row): P threads (`RLB_PRODUCERS`, default 8) each
+/// read `RLRunLoop.main` N times (what `RLRunLoop.main.perform { }` from workers does); returns
+/// reads per second.
+func mainLoopReadRun(producers p: Int, each n: Int) -> Double {
+    _ = RLRunLoop.main
+    let start = StartLine()
+    let threads = (0..<p).map { _ in
+        Helper(name: "rlb-mainloop") {
+            start.wait()
+            var h: UInt64 = 0
+            for _ in 0..<n { h &+= RLRunLoop.main.id }
+            blackHole(h)
+            start.producerDone()
+        }
+    }
+    let t0 = nowNs()
+    start.go.store(true, ordering: .releasing)
+    for t in threads { t.join() }
+    return Double(p * n) / (Double(start.lastFinish.load(ordering: .acquiring) - t0) / 1e9)
+}

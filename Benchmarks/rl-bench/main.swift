@@ -689,6 +689,10 @@ if argv.first == "--child" {
         // n worker.perform { } on each of RLB_PRODUCERS (default 8) threads, to one RLWorkerThread.
         let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8
         print(String(format: "%.0f blocks/s", workerPerformRun(producers: p, each: n)))
+    case "mainloop":
+        // n reads of RLRunLoop.main on each of RLB_PRODUCERS (default 8) threads.
+        let p = Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8
+        print(String(format: "%.0f reads/s", onFreshThread { mainLoopReadRun(producers: p, each: n) }))
     case "hang-idle": print(String(decoding: try! JSONEncoder().encode(hangIdleChild(quick: n == 1)), as: UTF8.self))
     case "trace-suite":
         var sz = Sizes()

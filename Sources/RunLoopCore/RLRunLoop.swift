@@ -189,11 +189,16 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     static func mainLoop() throws(RLError) -> RLRunLoop {
+        // Made once and never freed (`LoopRegistry.mainLoop` keeps it): read without the lock
+        // once it exists (see `LoopRegistry.mainLoopAddress`).
+        let made = LoopRegistry.mainLoopAddress.load(ordering: .acquiring)
+        if made != 0 { return Unmanaged<RLRunLoop>.fromOpaque(UnsafeRawPointer(bitPattern: made)!).takeUnretainedValue() }
         LoopRegistry.mainLock.lock()
         defer { LoopRegistry.mainLock.unlock() }
         if let m = LoopRegistry.mainLoop { return m }
         let m = try RLRunLoop(threadID: getpid(), isMain: true)
         LoopRegistry.mainLoop = m
+        LoopRegistry.mainLoopAddress.store(UInt(bitPattern: Unmanaged.passUnretained(m).toOpaque()), ordering: .releasing)
         return m
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import RLAnalysis
+import Synchronization
 
 // `rltrace diff BASE NEW` (issue 15): the statistics against hand-computed and SciPy values, a trace
 // against itself, a recorded regression (rl-example with the slow callout injected vs without),
@@ -17,16 +18,28 @@ let diffRecordingRuns: Result<(dirs: (base: String, new: String, again: String),
     let root = NSTemporaryDirectory() + "rltrace-diff-\(getpid())"
     try? FileManager.default.removeItem(atPath: root)
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-    var dirs: [String] = [], newOutput = ""
-    for (name, inject) in [("base", [String]()), ("new", ["--inject", "slow-callout"]), ("again", [String]())] {
-        let dir = root + "/" + name
-        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
-                                    "--duration", "6", "--requests", "1000"] + inject)
-        guard r.status == 0 else { throw RecordingFailed(message: "rltrace record (\(name)): status \(r.status)\n\(r.err)") }
-        dirs.append(dir)
-        if name == "new" { newOutput = r.out }
+    func record(_ name: String, _ inject: [String]) -> Result<Run, Error> {
+        Result {
+            try run("rltrace", ["record", "-o", root + "/" + name, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
+                                "--duration", "6", "--requests", "1000"] + inject)
+        }
     }
-    return ((dirs[0], dirs[1], dirs[2]), newOutput)
+    // The three recordings are made at the same time, so that a slow stretch of a shared machine
+    // lands in all of them alike: made one after the other, a noisy second in one recording of the
+    // configuration was a +34 ms/s "regression" of its reply blocks, with the program's own
+    // pure-CPU work slower too (the compute worker's p50 +55 %) — the machine, not rltrace.
+    let configs: [(String, [String])] = [("base", []), ("new", ["--inject", "slow-callout"]), ("again", [])]
+    let made = Mutex<[String: Result<Run, Error>]>([:])
+    DispatchQueue.concurrentPerform(iterations: configs.count) { i in
+        let r = record(configs[i].0, configs[i].1)
+        made.withLock { $0[configs[i].0] = r }
+    }
+    let runs = made.withLock { $0 }
+    for name in ["base", "new", "again"] {
+        let r = try runs[name]!.get()
+        guard r.status == 0 else { throw RecordingFailed(message: "rltrace record (\(name)): status \(r.status)\n\(r.err)") }
+    }
+    return ((root + "/base", root + "/new", root + "/again"), try runs["new"]!.get().out)
 }
 
 /// The loops of a diff JSON document, and one item of the loop on thread `thread`.

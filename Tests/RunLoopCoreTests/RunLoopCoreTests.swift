@@ -28,6 +28,29 @@ struct RunLoopCoreTests {
         #expect(other != a)
     }
 
+    @Test("RLRunLoop.main read by 8 threads at once (the first reads may race to make it) is one loop, the main thread's")
+    func mainLoopReadConcurrentlyIsOneLoop() {
+        let go = Atomic<Bool>(false)
+        let ids = Mutex<[UInt64]>([])
+        let done = DispatchGroup()
+        for _ in 0..<8 {
+            done.enter()
+            Thread.detachNewThread {
+                while !go.load(ordering: .acquiring) {}
+                var seen: Set<UInt64> = []
+                for _ in 0..<10_000 { seen.insert(RLRunLoop.main.id) }
+                ids.withLock { $0.append(contentsOf: seen) }
+                done.leave()
+            }
+        }
+        go.store(true, ordering: .releasing)
+        done.wait()
+        let all = ids.withLock { $0 }
+        #expect(all.count == 8)
+        #expect(Set(all) == [RLRunLoop.main.id])
+        #expect(RLRunLoop.main.isMainLoop && RLRunLoop.main.threadID == getpid())
+    }
+
     @Test func activityRawValuesAreCFs() {
         #expect([RLActivity.entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit, .allActivities].map(\.rawValue)
                 == [1, 2, 4, 32, 64, 128, 0x0FFF_FFFF])
