@@ -97,7 +97,10 @@ final class StartLine: @unchecked Sendable {
     }
 }
 
-func crossThread(_ e: Engine, producers p: Int, opsEach n: Int) -> CrossThreadResult {
+/// `paceNs` > 0: each producer posts at most one op per `paceNs` (its k-th op not before its start
+/// + k × `paceNs`, the producers' starts staggered by `paceNs / p`), an offered load below what any
+/// engine can take, so the post→callout delays are the engine's own and not a backlog's.
+func crossThread(_ e: Engine, producers p: Int, opsEach n: Int, paceNs: UInt64 = 0) -> CrossThreadResult {
     let expected = p * (n - opsOfKind(3, n: n))
     let tally = Tally(expected: expected)
     let slots = (0..<p).map { _ in ProducerSlot(capacity: opsOfKind(2, n: n)) }
@@ -136,7 +139,9 @@ func crossThread(_ e: Engine, producers p: Int, opsEach n: Int) -> CrossThreadRe
         launch { k, slot in
             let src = sources[k]
             var sig = 0
+            let paced = Pacer(paceNs, index: k, of: p)
             for i in 0..<n {
+                paced.wait(i)
                 let stamp = nowNs()
                 switch i & 3 {
                 case 0:
@@ -171,7 +176,9 @@ func crossThread(_ e: Engine, producers p: Int, opsEach n: Int) -> CrossThreadRe
         launch { k, slot in
             let src = sources[k].ref
             var sig = 0
+            let paced = Pacer(paceNs, index: k, of: p)
             for i in 0..<n {
+                paced.wait(i)
                 let stamp = nowNs()
                 switch i & 3 {
                 case 0:
@@ -204,8 +211,10 @@ func crossThread(_ e: Engine, producers p: Int, opsEach n: Int) -> CrossThreadRe
         for s in sources { CFRunLoopRemoveSource(rl, s.ref, kCFRunLoopDefaultMode) }
     case .floor:
         let q = FloorQueue()
-        launch { _, _ in
+        launch { k, _ in
+            let paced = Pacer(paceNs, index: k, of: p)
             for i in 0..<n {
+                paced.wait(i)
                 let stamp = nowNs()
                 q.post(FloorItem(kind: UInt8(i & 3), stamp: stamp))
             }
@@ -238,6 +247,24 @@ func crossThread(_ e: Engine, producers p: Int, opsEach n: Int) -> CrossThreadRe
     let secs = Double(end - t0) / 1e9
     let us = tally.delays.map { Double($0) / 1000 }
     return CrossThreadResult(opsPerSecond: Double(p * n) / secs, p50Us: percentile(us, 0.5), p99Us: percentile(us, 0.99))
+}
+
+/// Paces one producer: op `i` not before its start + `i` × `paceNs` (absolute sleeps, so late ops
+/// do not push the later ones back); no pacing when `paceNs` is 0.
+struct Pacer {
+    let paceNs: UInt64
+    let base: UInt64
+    init(_ paceNs: UInt64, index k: Int, of p: Int) {
+        self.paceNs = paceNs
+        base = nowNs() &+ (paceNs / UInt64(max(p, 1))) &* UInt64(k)
+    }
+    @inline(__always) func wait(_ i: Int) {
+        guard paceNs > 0 else { return }
+        let t = base &+ UInt64(i) &* paceNs
+        guard nowNs() < t else { return }
+        var ts = timespec(tv_sec: Int(t / 1_000_000_000), tv_nsec: Int(t % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
 }
 
 /// The floor's item: the op's kind and post stamp.

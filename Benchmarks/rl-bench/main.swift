@@ -105,6 +105,8 @@ struct Sizes {
     var fastReps = 5
     /// Workload 10: (producer threads, operations each).
     var crossThread: [(producers: Int, ops: Int)] = [(1, 100_000), (2, 50_000), (8, 50_000)]
+    /// Workload 10, paced: producers × ops each (one op per 400 µs each: about 1 s).
+    var crossThreadPaced = (producers: 8, ops: 2500)
     /// Workload 11: operations per thread of its 8 threads (signals; messages are a quarter).
     var sharedOps = 100_000
     /// Items of the two callgrind runs of an instruction row (wake cycles: a twentieth).
@@ -323,6 +325,20 @@ func crossThreadRows(_ sz: Sizes) {
         rows.append(Row(id: "cross_thread_\(p)x\(n)_p99", workload: "   post→callout p99", unit: "µs",
                         ours: po, cf: pc, floor: pf, ratio: (po != nil && pf != nil) ? po! / pf! : nil,
                         ratio_of: "ours/floor", target: nil, pass: nil, note: nil))
+    }
+    // The same four kinds at an offered load every engine takes: what a post costs in latency when
+    // the loop keeps up (the rows above, producers unthrottled, mostly measure their backlog).
+    let (pp, pn) = sz.crossThreadPaced
+    let pace: UInt64 = 400_000
+    log("10. cross-thread posting, paced: \(pp) producers × \(pn) ops, one per \(pace / 1000) µs each")
+    let paced = interleaved(all, reps: sz.reps) { crossThread($0, producers: pp, opsEach: pn, paceNs: pace) }
+    for (label, key, q) in [("p50", "p50", \CrossThreadResult.p50Us), ("p99", "p99", \CrossThreadResult.p99Us)] {
+        let v: (Engine) -> Double? = { e in paced[e].map { median($0.map { $0[keyPath: q] }) } }
+        let o = v(.ours), c = v(.cf), f = v(.floor)
+        rows.append(Row(id: "cross_thread_paced_\(key)", workload: "10. paced \(pp)×\(pn), \(Int(1e9 / Double(pace)) * pp / 1000)k ops/s: post→callout \(label)", unit: "µs",
+                        ours: o, cf: c, floor: f, ratio: (o != nil && f != nil) ? o! / f! : nil, ratio_of: "ours/floor",
+                        target: nil, pass: nil,
+                        note: key == "p50" ? "\(pp) producers, each one op per \(pace / 1000) µs (starts staggered), the four kinds as above; median of \(sz.reps)" : nil))
     }
 }
 
@@ -671,7 +687,9 @@ if argv.first == "--child" {
         print(r.fires)
     case "cross":
         // n ops for each of 8 producers (for perf/strace runs of workload 10).
-        let r = onFreshThread { crossThread(e, producers: Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8, opsEach: n) }
+        // RLB_PACE: ns between a producer's ops (0, the default: as fast as it can).
+        let pace = UInt64(ProcessInfo.processInfo.environment["RLB_PACE"] ?? "0") ?? 0
+        let r = onFreshThread { crossThread(e, producers: Int(ProcessInfo.processInfo.environment["RLB_PRODUCERS"] ?? "8") ?? 8, opsEach: n, paceNs: pace) }
         print(String(format: "%.0f ops/s p50 %.1f µs p99 %.1f µs", r.opsPerSecond, r.p50Us, r.p99Us))
     case "port":
         // n messages from each of RLB_PRODUCERS (default 4) threads through one RLMessagePort.
@@ -740,6 +758,7 @@ if opt.quick {
     sizes.batch /= 10; sizes.chained /= 10; sizes.due /= 10; sizes.future /= 10
     sizes.crossThread = sizes.crossThread.map { ($0.producers, $0.ops / 10) }
     sizes.sharedOps /= 10
+    sizes.crossThreadPaced.ops /= 10
     sizes.instrItems = (2_000, 4_000)
     sizes.wakeRounds /= 10; sizes.timerSeconds = 0.25; sizes.pipeBytes /= 8; sizes.reps = 1; sizes.fastReps = 1
 }

@@ -278,14 +278,16 @@ extension RLRunLoop {
         // The usual case, a mode the loop has (the one looked up last is recognised without
         // hashing and lent unretained: `withModeLocked`).
         if let added = withModeLocked(mode, create: false, { addTimerLocked(timer, $0) }) {
-            rearmIfSleepingLocked()
+            let ring = rearmIfSleepingLocked()
             lock.unlock()
+            if ring { waiter.ring() }
             if added && RLTrace.isEnabled(.itemAdded) { traceTimerAdded(timer, CollectionOfOne(mode)) }
             return
         }
         let joined = addTimerSlowLocked(timer, mode)
-        rearmIfSleepingLocked()
+        let ring = rearmIfSleepingLocked()
         lock.unlock()
+        if ring { waiter.ring() }
         // (Checked first: iterating `joined` copies it, which costs even when nobody records.)
         if RLTrace.isEnabled(.itemAdded) { traceTimerAdded(timer, joined) }
     }
@@ -405,6 +407,7 @@ extension RLRunLoop {
     /// when the timer is not (any more) bound to this loop.
     func reschedule(_ t: RLTimer, _ change: (inout RLTimer.State) -> Void) -> Bool {
         var fire: UInt64 = 0, interval: UInt64 = 0
+        var ring = false
         let bound: Bool = locked {
             var tol: UInt64 = 0
             var bound = true
@@ -419,9 +422,10 @@ extension RLRunLoop {
             }
             guard bound else { return false }
             repositionTimerLocked(t, in: ms, fireNs: fire, toleranceNs: tol)
-            rearmIfSleepingLocked()
+            ring = rearmIfSleepingLocked()
             return true
         }
+        if ring { waiter.ring() }
         guard bound else { return false }
         RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
         return true
@@ -474,14 +478,20 @@ extension RLRunLoop {
     }
 
     /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
-    @inline(__always)
-    func rearmIfSleepingLocked() {
-        if sleeping { rearmSleepingLocked() }
+    /// Returns whether the caller must ring the loop's doorbell (`Waiter.ring()`) once it has given
+    /// the lock back: the deadline moved earlier to a time already past (a timer added, or given a
+    /// past date, from another thread), and the doorbell ends the loop's wait as a timer wake at
+    /// once; a timerfd set to a past time is a slow system call on a VM (`Waiter.arm`;
+    /// docs/benchmarks.md, "A timer due at once"). Rung after the unlock: the woken loop takes the
+    /// lock at once, and finding it still held it would park and need a second wake-up.
+    @inline(__always) @discardableResult
+    func rearmIfSleepingLocked() -> Bool {
+        sleeping ? rearmSleepingLocked() : false
     }
 
     @inline(never)
-    private func rearmSleepingLocked() {
-        guard let m = currentModeState?.takeUnretainedValue() else { return }
-        waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
+    private func rearmSleepingLocked() -> Bool {
+        guard let m = currentModeState?.takeUnretainedValue() else { return false }
+        return waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
     }
 }

@@ -205,7 +205,8 @@ extension RLRunLoop {
             sleeping = true
             // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
             // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
-            waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+            // Due already: the doorbell, not a timerfd set to the past (`Waiter.arm`).
+            if waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline)) { waiter.ring() }
             ownFDsOnly = m.sources1.isEmpty && !m.mainQueueRegistered
             return waiter.armedDeadline
         }
@@ -214,7 +215,8 @@ extension RLRunLoop {
         // whether a wake-up is pending, and whether the deadline the timer was just armed for has
         // passed (see `Waiter.pollOwnFDs`).
         if !poll { watchAsleep(true) }   // asleep is not hung (hang watchdog)
-        var wake = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed) : waiter.wait(on: m.waitSet, poll: poll)
+        var wake = poll && ownFDsOnly ? waiter.pollOwnFDs(armed: armed)
+            : waiter.wait(on: m.waitSet, poll: poll) { locked { waiter.armedDeadlinePassed() } }
         if !poll { watchAsleep(false) }
         let traceWake = RLTrace.isEnabled(.wake)
         let now = traceWake ? rl_monotonic_ns() : 0
@@ -247,7 +249,9 @@ extension RLRunLoop {
         let polled: Waiter.Wake?? = locked {
             guard m.sources1.isEmpty && !m.mainQueueRegistered else { return .none }
             // Armed even for a poll (see `waitOnSet`).
-            waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+            // (A deadline already due needs no doorbell here: the poll below sees it, and the
+            // waiter keeps it armed as due until a timer wake is handled.)
+            if waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline)) { waiter.ring() }
             var wake = waiter.pollOwnFDs(armed: waiter.armedDeadline)
             let now = traceWake ? rl_monotonic_ns() : 0
             ignoresWakeUps.store(true, ordering: .releasing)

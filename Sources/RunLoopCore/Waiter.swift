@@ -59,6 +59,8 @@ final class Waiter {
     /// Both are only touched under the loop's lock (no dynamic exclusivity checks needed).
     @exclusivity(unchecked) private(set) var armedDeadline: UInt64 = .max
     @exclusivity(unchecked) private var expired = false
+    /// Whether the timerfd itself is programmed (a deadline already due is not: see ``arm(_:)``).
+    @exclusivity(unchecked) private var timerfdSet = false
     /// Whether a wake-up is pending: set by the ``wake()`` that writes the wake-up fd, cleared by
     /// ``drainWake()`` when the loop takes it. While it is set, further wake-ups make no system
     /// call (they coalesce into the one the loop takes). An event of the wake-up fd that finds it
@@ -171,6 +173,15 @@ final class Waiter {
     /// and the write made again, so the event is still queued.
     func wake() {
         if wakePending.exchange(true, ordering: .acquiringAndReleasing) { return }
+        ring()
+    }
+
+    /// Queues an event of the wake-up fd in every set without a wake-up pending: the doorbell of a
+    /// timer armed for a time already past while the loop sleeps (``wait(on:poll:timerDue:)``
+    /// then reports the timer). On this VM a timerfd set to a past time woke an `epoll_wait`
+    /// 39–43 µs later (p50), an eventfd write 8 µs later: the expired hrtimer waits for the next
+    /// timer interrupt (docs/benchmarks.md, "A timer due at once").
+    func ring() {
         var one: UInt64 = 1
         while true {
             if write(wakeFD, &one, 8) == 8 { return }
@@ -207,15 +218,36 @@ final class Waiter {
 
     // MARK: the timer
 
-    /// Arms the timerfd for the absolute time `deadline` (`.max` disarms it). A system call is made
+    /// Arms the timer for the absolute time `deadline` (`.max` disarms it). A system call is made
     /// only when the deadline changes or the timer expired since it was last armed.
-    @inline(__always)
-    func arm(_ deadline: UInt64) {
-        if deadline != armedDeadline || expired { rearm(deadline) }
+    ///
+    /// A deadline already due is not programmed into the timerfd: setting a timerfd to a past time
+    /// took 29–30 µs on this VM (the kernel fires the expired hrtimer through the clock-event device
+    /// before it returns; a future time took 1 µs), and woke an `epoll_wait` 39–43 µs after the call.
+    /// Returns true then: the caller rings the doorbell (``ring()``, an eventfd write, woke a wait in
+    /// 8 µs), which ``wait(on:poll:timerDue:)`` reports as the timer; a programmed timerfd is
+    /// disarmed, so that it cannot expire later as a timer wake with nothing due.
+    @inline(__always) @discardableResult
+    func arm(_ deadline: UInt64) -> Bool {
+        if deadline != armedDeadline || expired { return rearm(deadline) }
+        // Armed already for a deadline that was due (the doorbell's, not the timerfd's): ring
+        // again for this wait, since the last ring's event may have been reported as a wake-up
+        // (one event for both) or consumed by a wait that handled something else first.
+        return !timerfdSet && deadline != .max
     }
 
     @inline(never)
-    private func rearm(_ deadline: UInt64) {
+    private func rearm(_ deadline: UInt64) -> Bool {
+        if deadline != .max && deadline <= rl_monotonic_ns() {
+            if timerfdSet {
+                var off = itimerspec()
+                _ = timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &off, nil)
+                timerfdSet = false
+            }
+            armedDeadline = deadline
+            expired = false
+            return true
+        }
         var spec = itimerspec()
         if deadline != .max {
             // 0 would disarm: an already-due deadline is clamped to 1 ns, which is in the past.
@@ -224,8 +256,10 @@ final class Waiter {
             spec.it_value.tv_nsec = Int(d % 1_000_000_000)
         }
         _ = timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil)
+        timerfdSet = deadline != .max
         armedDeadline = deadline
         expired = false
+        return false
     }
 
     /// Notes that the timerfd was seen readable: its deadline passed; the next ``arm(_:)`` resets it.
@@ -234,19 +268,29 @@ final class Waiter {
         armedDeadline = .max
     }
 
+    /// Whether the deadline the timer is armed for has passed (under the loop's lock).
+    func armedDeadlinePassed() -> Bool {
+        armedDeadline != .max && armedDeadline <= rl_monotonic_ns()
+    }
+
     // MARK: sleeping
 
     /// Waits on `set` for one ready descriptor: until one is, or not at all when `poll`. Returns nil
-    /// when nothing was ready. `EINTR` is retried (a signal is not a wake-up).
-    func wait(on set: WaitSet, poll: Bool) -> Wake? {
+    /// when nothing was ready. `EINTR` is retried (a signal is not a wake-up). An event of the
+    /// wake-up fd with no wake-up pending (stale, or the doorbell of ``ring()``) is reported as
+    /// the timer when `timerDue()` says the deadline the timer is armed for has passed; otherwise
+    /// it ends no wait.
+    func wait(on set: WaitSet, poll: Bool, timerDue: () -> Bool = { false }) -> Wake? {
         var ev = epoll_event()
         while true {
             let n = rl_epoll_wait(set.fd, &ev, 1, poll ? 0 : -1)   // no cancellation wrapper (CRunLoopShims.h)
             if n == 1 {
                 switch ev.data.u64 {
                 case Waiter.wakeToken:
-                    // A stale event (its wake-up was taken already) ends no wait: wait, or poll, again.
+                    // A stale event (its wake-up was taken already) ends no wait: wait, or poll, again
+                    // — unless the timer is due (the doorbell of `ring()`).
                     if wakePending.load(ordering: .acquiring) { return .wakeUp }
+                    if timerDue() { return .timer }
                     continue
                 case Waiter.timerToken: return .timer
                 case Waiter.mainQueueToken: return .mainQueue

@@ -6,6 +6,7 @@
 // - Coalesced wake-ups (Waiter.wake skips the eventfd write while one is pending): under many
 //   concurrent wakers, a loop that sleeps with no timeout is never left asleep with work queued.
 import Foundation
+import CRunLoopShims
 @testable import RunLoopCore
 import RunLoopScenarios
 import Synchronization
@@ -166,5 +167,48 @@ struct ContendedPostingTests {
         w.wake()
         #expect(w.wait(on: a, poll: true) == .wakeUp)
         w.drainWake()
+    }
+
+    @Test("a deadline already due is not set into the timerfd: the doorbell is rung, and a wait reports it as the timer")
+    func dueDeadlineRingsTheDoorbell() throws {
+        let w = try Waiter()
+        let a = try w.makeWaitSet()
+        defer { a.close() }
+        let due: () -> Bool = { w.armedDeadline != .max && w.armedDeadline <= rl_monotonic_ns() }
+        // A future deadline is programmed (no doorbell).
+        #expect(w.arm(rl_monotonic_ns() + 20_000_000) == false)
+        // Moved into the past: the timerfd is disarmed, the caller rings.
+        let past = rl_monotonic_ns() - 1
+        #expect(w.arm(past) == true)
+        w.ring()
+        #expect(w.wait(on: a, poll: true, timerDue: due) == .timer)
+        // The disarmed timerfd does not fire when the old deadline passes (no stray timer wake).
+        Thread.sleep(forTimeInterval: 0.03)
+        #expect(!Waiter.isReadable(w.timerFD))
+        // Still armed for the due deadline (no timer wake handled yet): every arm rings again, so
+        // that a wait cannot sleep with a due timer whose event was taken as something else.
+        #expect(w.arm(past) == true)
+        w.timerFired()
+        // Handled: the next arm for a future deadline programs the timerfd again.
+        #expect(w.arm(rl_monotonic_ns() + 5_000_000) == false)
+        #expect(w.wait(on: a, poll: false, timerDue: due) == .timer)   // the timerfd's own expiry
+        #expect(Waiter.isReadable(w.timerFD))
+    }
+
+    @Test("a wake-up and the doorbell in one event: the wake-up is reported, and the next wait still sees the due timer")
+    func wakeUpAndDoorbellInOneEvent() throws {
+        let w = try Waiter()
+        let a = try w.makeWaitSet()
+        defer { a.close() }
+        let due: () -> Bool = { w.armedDeadline != .max && w.armedDeadline <= rl_monotonic_ns() }
+        let past = rl_monotonic_ns() - 1
+        if w.arm(past) { w.ring() }
+        w.wake()
+        #expect(w.wait(on: a, poll: true, timerDue: due) == .wakeUp)
+        w.drainWake()
+        // The loop's next pass arms the same deadline: it rings again, and the wait reports the timer.
+        #expect(w.arm(past) == true)
+        w.ring()
+        #expect(w.wait(on: a, poll: false, timerDue: due) == .timer)
     }
 }

@@ -363,6 +363,22 @@ public let differentialScenarios: [(String, Scenario)] = [
         log.add("outer:\(e.run("default", 0.3, false))")
         _ = (o, oi)
     }),
+    ("a timer already due, added from another thread while the loop sleeps, wakes it as a timer", { e, log in
+        // The loop sleeps (a source0 never signalled keeps the mode non-empty); another thread adds
+        // a one-shot timer whose date has passed. One wake, handled as the timer: the timer's
+        // callout stops the run. (Ours: the doorbell, not a timerfd set to the past.)
+        let keep = e.source0(order: 0) { log.add("keep") }
+        e.add(source0: keep, "default")
+        let o = observeAll(e, log)
+        let t = e.timer(after: -1, interval: 0) { log.add("due-timer"); e.stop() }
+        let adder = Thread {
+            Thread.sleep(forTimeInterval: 0.05)
+            e.add(timer: t, "default")
+        }
+        adder.start()
+        log.add("result:\(e.run("default", 5, false))")
+        _ = o
+    }),
     ("nested run in another mode from inside a callout", { e, log in
         let o = observeAll(e, log, tag: "outer")
         let inner = e.source0(order: 0) { log.add("inner-source0"); log.add("inner-mode:\(e.currentModeName ?? "-")") }
