@@ -95,6 +95,24 @@ final class StartLine: @unchecked Sendable {
         }
         finished.add(1, ordering: .releasing)
     }
+    /// Starts `p` threads named `name`, each waiting at this line, then running `body(k)` and
+    /// reporting done; releases them; returns the threads and the release time.
+    func launch(_ p: Int, name: String, _ body: @escaping (Int) -> Void) -> (threads: [Helper], t0: UInt64) {
+        let threads = (0..<p).map { k in
+            Helper(name: name) {
+                self.wait()
+                body(k)
+                self.producerDone()
+            }
+        }
+        let t0 = nowNs()
+        go.store(true, ordering: .releasing)
+        return (threads, t0)
+    }
+    /// `ops` per second from `t0` until the last thread reported done.
+    func rate(_ ops: Int, since t0: UInt64) -> Double {
+        Double(ops) / (Double(lastFinish.load(ordering: .acquiring) &- t0) / 1e9)
+    }
 }
 
 /// `paceNs` > 0: each producer posts at most one op per `paceNs` (its k-th op not before its start
@@ -117,16 +135,7 @@ func crossThread(_ e: Engine, producers p: Int, opsEach n: Int, paceNs: UInt64 =
         }
     }
     func launch(_ body: @escaping (Int, ProducerSlot) -> Void) {
-        for k in 0..<p {
-            let slot = slots[k]
-            helpers.append(Helper(name: "rlb-producer") {
-                start.wait()
-                body(k, slot)
-                start.producerDone()
-            })
-        }
-        t0 = nowNs()
-        start.go.store(true, ordering: .releasing)
+        (helpers, t0) = start.launch(p, name: "rlb-producer") { k in body(k, slots[k]) }
     }
 
     switch e {
@@ -315,15 +324,7 @@ func messagePortRun(senders p: Int, each n: Int) -> Double {
         if got == total { RLRunLoop.current.stop() }
     }
     try! loop.add(port.source, forMode: .default)
-    let start = StartLine()
-    let senders = (0..<p).map { _ in
-        Helper(name: "rlb-sender") {
-            start.wait()
-            for i in 0..<n { port.send(i) }
-        }
-    }
-    let t0 = nowNs()
-    start.go.store(true, ordering: .releasing)
+    let (senders, t0) = StartLine().launch(p, name: "rlb-sender") { _ in for i in 0..<n { port.send(i) } }
     while got < total { loop.run(mode: .default, seconds: 30, returnAfterSourceHandled: false) }
     let t1 = nowNs()
     for h in senders { h.join() }
@@ -339,15 +340,8 @@ func sharedSourceSignalRun(_ e: Engine, producers p: Int, each n: Int) -> Double
     let start = StartLine()
     var producers: [Helper] = []
     func launch(_ poke: @escaping () -> Void) -> UInt64 {
-        producers = (0..<p).map { _ in
-            Helper(name: "rlb-signaller") {
-                start.wait()
-                for _ in 0..<n { poke() }
-                start.producerDone()
-            }
-        }
-        let t0 = nowNs()
-        start.go.store(true, ordering: .releasing)
+        let (threads, t0) = start.launch(p, name: "rlb-signaller") { _ in for _ in 0..<n { poke() } }
+        producers = threads
         return t0
     }
     let t0: UInt64
@@ -367,9 +361,8 @@ func sharedSourceSignalRun(_ e: Engine, producers p: Int, each n: Int) -> Double
         while start.finished.load(ordering: .acquiring) < p { loop.run(mode: .default, seconds: 0.01, returnAfterSourceHandled: false) }
         loop.remove(src, forMode: .default)
     }
-    let t1 = start.lastFinish.load(ordering: .acquiring)
     for h in producers { h.join() }
-    return Double(p * n) / (Double(t1 - t0) / 1e9)
+    return start.rate(p * n, since: t0)
 }
 
 /// `--child modename N` (for perf runs, not a row): P threads (`RLB_PRODUCERS`, default 8) each
@@ -377,19 +370,13 @@ func sharedSourceSignalRun(_ e: Engine, producers p: Int, each n: Int) -> Double
 /// returns names made per second.
 func modeNameRun(producers p: Int, each n: Int) -> Double {
     let start = StartLine()
-    let threads = (0..<p).map { _ in
-        Helper(name: "rlb-modename") {
-            start.wait()
-            var h = 0
-            for _ in 0..<n { h &+= RLMode("rlb-custom").hashValue }
-            blackHole(h)
-            start.producerDone()
-        }
+    let (threads, t0) = start.launch(p, name: "rlb-modename") { _ in
+        var h = 0
+        for _ in 0..<n { h &+= RLMode("rlb-custom").hashValue }
+        blackHole(h)
     }
-    let t0 = nowNs()
-    start.go.store(true, ordering: .releasing)
     for t in threads { t.join() }
-    return Double(p * n) / (Double(start.lastFinish.load(ordering: .acquiring) - t0) / 1e9)
+    return start.rate(p * n, since: t0)
 }
 
 /// `--child worker N` (for perf runs, not a row): P threads (`RLB_PRODUCERS`, default 8) each
@@ -400,19 +387,13 @@ func workerPerformRun(producers p: Int, each n: Int) -> Double {
     let total = p * n
     let ran = Atomic<Int>(0)
     let doneAt = Atomic<UInt64>(0)
-    let start = StartLine()
-    let threads = (0..<p).map { _ in
-        Helper(name: "rlb-poster") {
-            start.wait()
-            for _ in 0..<n {
-                worker.perform {
-                    if ran.add(1, ordering: .relaxed).newValue == total { doneAt.store(nowNs(), ordering: .releasing) }
-                }
+    let (threads, t0) = StartLine().launch(p, name: "rlb-poster") { _ in
+        for _ in 0..<n {
+            worker.perform {
+                if ran.add(1, ordering: .relaxed).newValue == total { doneAt.store(nowNs(), ordering: .releasing) }
             }
         }
     }
-    let t0 = nowNs()
-    start.go.store(true, ordering: .releasing)
     for t in threads { t.join() }
     while doneAt.load(ordering: .acquiring) == 0 { pause(us: 100) }
     worker.cancel()
@@ -426,17 +407,11 @@ func workerPerformRun(producers p: Int, each n: Int) -> Double {
 func mainLoopReadRun(producers p: Int, each n: Int) -> Double {
     _ = RLRunLoop.main
     let start = StartLine()
-    let threads = (0..<p).map { _ in
-        Helper(name: "rlb-mainloop") {
-            start.wait()
-            var h: UInt64 = 0
-            for _ in 0..<n { h &+= RLRunLoop.main.id }
-            blackHole(h)
-            start.producerDone()
-        }
+    let (threads, t0) = start.launch(p, name: "rlb-mainloop") { _ in
+        var h: UInt64 = 0
+        for _ in 0..<n { h &+= RLRunLoop.main.id }
+        blackHole(h)
     }
-    let t0 = nowNs()
-    start.go.store(true, ordering: .releasing)
     for t in threads { t.join() }
-    return Double(p * n) / (Double(start.lastFinish.load(ordering: .acquiring) - t0) / 1e9)
+    return start.rate(p * n, since: t0)
 }

@@ -248,10 +248,10 @@ extension RLRunLoop {
         var reason = RLTraceWakeReason.none
         let polled: Waiter.Wake?? = locked {
             guard m.sources1.isEmpty && !m.mainQueueRegistered else { return .none }
-            // Armed even for a poll (see `waitOnSet`).
-            // (A deadline already due needs no doorbell here: the poll below sees it, and the
-            // waiter keeps it armed as due until a timer wake is handled.)
-            if waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline)) { waiter.ring() }
+            // Armed even for a poll (see `waitOnSet`). A deadline already due needs no doorbell
+            // here: the poll below sees it, and until a timer wake is handled every later arm of
+            // it asks for the doorbell again (`Waiter.arm`), so no wait sleeps through it.
+            waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
             var wake = waiter.pollOwnFDs(armed: waiter.armedDeadline)
             let now = traceWake ? rl_monotonic_ns() : 0
             ignoresWakeUps.store(true, ordering: .releasing)

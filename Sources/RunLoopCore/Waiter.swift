@@ -224,9 +224,11 @@ final class Waiter {
     /// A deadline already due is not programmed into the timerfd: setting a timerfd to a past time
     /// took 29–30 µs on this VM (the kernel fires the expired hrtimer through the clock-event device
     /// before it returns; a future time took 1 µs), and woke an `epoll_wait` 39–43 µs after the call.
-    /// Returns true then: the caller rings the doorbell (``ring()``, an eventfd write, woke a wait in
-    /// 8 µs), which ``wait(on:poll:timerDue:)`` reports as the timer; a programmed timerfd is
-    /// disarmed, so that it cannot expire later as a timer wake with nothing due.
+    /// Returns true then (and on every later arm of it until a timer wake is handled): a caller
+    /// about to wait on a set, or another thread with the loop asleep, rings the doorbell
+    /// (``ring()``, an eventfd write, woke a wait in 8 µs), which ``wait(on:poll:timerDue:)``
+    /// reports as the timer; a poll of the loop's own fds sees the due deadline without it. A
+    /// programmed timerfd is disarmed, so that it cannot expire later as a timer wake with nothing due.
     @inline(__always) @discardableResult
     func arm(_ deadline: UInt64) -> Bool {
         if deadline != armedDeadline || expired { return rearm(deadline) }

@@ -174,14 +174,13 @@ struct ContendedPostingTests {
         let w = try Waiter()
         let a = try w.makeWaitSet()
         defer { a.close() }
-        let due: () -> Bool = { w.armedDeadline != .max && w.armedDeadline <= rl_monotonic_ns() }
         // A future deadline is programmed (no doorbell).
         #expect(w.arm(rl_monotonic_ns() + 20_000_000) == false)
         // Moved into the past: the timerfd is disarmed, the caller rings.
         let past = rl_monotonic_ns() - 1
         #expect(w.arm(past) == true)
         w.ring()
-        #expect(w.wait(on: a, poll: true, timerDue: due) == .timer)
+        #expect(w.wait(on: a, poll: true, timerDue: w.armedDeadlinePassed) == .timer)
         // The disarmed timerfd does not fire when the old deadline passes (no stray timer wake).
         Thread.sleep(forTimeInterval: 0.03)
         #expect(!Waiter.isReadable(w.timerFD))
@@ -191,7 +190,7 @@ struct ContendedPostingTests {
         w.timerFired()
         // Handled: the next arm for a future deadline programs the timerfd again.
         #expect(w.arm(rl_monotonic_ns() + 5_000_000) == false)
-        #expect(w.wait(on: a, poll: false, timerDue: due) == .timer)   // the timerfd's own expiry
+        #expect(w.wait(on: a, poll: false, timerDue: w.armedDeadlinePassed) == .timer)   // the timerfd's own expiry
         #expect(Waiter.isReadable(w.timerFD))
     }
 
@@ -200,15 +199,14 @@ struct ContendedPostingTests {
         let w = try Waiter()
         let a = try w.makeWaitSet()
         defer { a.close() }
-        let due: () -> Bool = { w.armedDeadline != .max && w.armedDeadline <= rl_monotonic_ns() }
         let past = rl_monotonic_ns() - 1
         if w.arm(past) { w.ring() }
         w.wake()
-        #expect(w.wait(on: a, poll: true, timerDue: due) == .wakeUp)
+        #expect(w.wait(on: a, poll: true, timerDue: w.armedDeadlinePassed) == .wakeUp)
         w.drainWake()
         // The loop's next pass arms the same deadline: it rings again, and the wait reports the timer.
         #expect(w.arm(past) == true)
         w.ring()
-        #expect(w.wait(on: a, poll: false, timerDue: due) == .timer)
+        #expect(w.wait(on: a, poll: false, timerDue: w.armedDeadlinePassed) == .timer)
     }
 }
