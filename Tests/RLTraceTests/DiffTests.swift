@@ -18,29 +18,53 @@ let diffRecordingRuns: Result<(dirs: (base: String, new: String, again: String),
     let root = NSTemporaryDirectory() + "rltrace-diff-\(getpid())"
     try? FileManager.default.removeItem(atPath: root)
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-    func record(_ name: String, _ inject: [String]) -> Result<Run, Error> {
-        Result {
-            try run("rltrace", ["record", "-o", root + "/" + name, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
-                                "--duration", "6", "--requests", "1000"] + inject)
-        }
-    }
     // The three recordings are made at the same time, so that a slow stretch of a shared machine
     // lands in all of them alike: made one after the other, a noisy second in one recording of the
     // configuration was a +34 ms/s "regression" of its reply blocks, with the program's own
     // pure-CPU work slower too (the compute worker's p50 +55 %) — the machine, not rltrace.
-    let configs: [(String, [String])] = [("base", []), ("new", ["--inject", "slow-callout"]), ("again", [])]
+    let runs = try recordExamples(root, [("base", []), ("new", ["--inject", "slow-callout"]), ("again", [])])
+    return ((root + "/base", root + "/new", root + "/again"), runs["new"]!.out)
+}
+
+/// Records rl-example (6 s, 4 × 1000 requests) once per configuration, all at the same time, into
+/// `root/NAME`; throws unless every recording succeeded.
+func recordExamples(_ root: String, _ configs: [(name: String, inject: [String])]) throws -> [String: Run] {
     let made = Mutex<[String: Result<Run, Error>]>([:])
     DispatchQueue.concurrentPerform(iterations: configs.count) { i in
-        let r = record(configs[i].0, configs[i].1)
-        made.withLock { $0[configs[i].0] = r }
+        let r = Result {
+            try run("rltrace", ["record", "-o", root + "/" + configs[i].name, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
+                                "--duration", "6", "--requests", "1000"] + configs[i].inject)
+        }
+        made.withLock { $0[configs[i].name] = r }
     }
-    let runs = made.withLock { $0 }
-    for name in ["base", "new", "again"] {
-        let r = try runs[name]!.get()
+    var runs: [String: Run] = [:]
+    for (name, result) in made.withLock({ $0 }) {
+        let r = try result.get()
         guard r.status == 0 else { throw RecordingFailed(message: "rltrace record (\(name)): status \(r.status)\n\(r.err)") }
+        runs[name] = r
     }
-    return ((root + "/base", root + "/new", root + "/again"), try runs["new"]!.get().out)
+    return runs
 }
+
+/// The regressions `rltrace diff A B` reports, in both directions, as "kind name +impact" lines
+/// (the text output's section and the JSON's list must agree on there being none).
+func regressionsBothWays(_ a: String, _ b: String) throws -> [String] {
+    var found: [String] = []
+    for (x, y) in [(a, b), (b, a)] {
+        let r = try run("rltrace", ["diff", x, y])
+        #expect(r.status == 0, "\(r.err)")
+        let doc = try jsonObject(try run("rltrace", ["diff", x, y, "--format", "json"]).out)
+        #expect(doc["minImpactNsPerSecond"] as? Double == 20_000_000 && doc["minChange"] as? Double == 0.25)
+        let regs = doc["regressions"] as! [[String: Any]]
+        #expect(r.out.components(separatedBy: "\n\n")[1].hasSuffix("\n  none") == regs.isEmpty, "\(r.out)")
+        found += regs.map { "\($0["kind"]!) \($0["name"]!) +\(Int(($0["impactNsPerSecond"] as! Double) / 1e6)) ms/s" }
+    }
+    return found
+}
+
+/// The largest difference between two recordings of one configuration that the shared 2-core CI
+/// machine has shown (reply blocks, +34 ms/s), rounded up: a regression above it is not that noise.
+let machineNoiseNsPerSecond = 50e6
 
 /// The loops of a diff JSON document, and one item of the loop on thread `thread`.
 func diffItem(_ doc: [String: Any], thread: String, kind: String, name: String) -> [String: Any]? {
@@ -157,8 +181,13 @@ struct DiffTests {
         #expect(regressions.contains("source0 \"compute-results\""), "\(text.out)")
         let doc = try jsonObject(try run("rltrace", ["diff", base, new, "--format", "json"]).out)
         // That item, and no other, is a regression.
+        // (Another item may pass the floors when the machine had a slow stretch in one recording, as
+        // two recordings of one configuration sometimes do — below; never by more than that noise.)
         let regs = doc["regressions"] as! [[String: Any]]
-        #expect(regs.map { "\($0["kind"]!) \($0["name"]!)" } == ["source0 compute-results"], "\(regs)")
+        #expect(regs.first.map { "\($0["kind"]!) \($0["name"]!)" } == "source0 compute-results", "\(regs)")
+        for other in regs.dropFirst() {
+            #expect((other["impactNsPerSecond"] as! Double) < machineNoiseNsPerSecond, "\(regs)")
+        }
         let cr = try #require(diffItem(doc, thread: "rl-example", kind: "source0", name: "compute-results"))
         let test = cr["test"] as! [String: Any]
         #expect(["slower", "mixed"].contains(test["direction"] as? String), "\(test)")
@@ -184,19 +213,29 @@ struct DiffTests {
     @Test func twoRecordingsOfOneConfigurationShowNoRegression() throws {
         // Two runs of the same configuration differ (machine load moves every callout a little, and
         // thousands of samples make any shift "significant"): the floors keep that drift out of the
-        // regressions, while the figures still show it. Both directions, and the slow-callout run
-        // against both, so the rule is exercised three times on independent recordings.
+        // regressions, while the figures still show it. Both directions.
+        //
+        // A diff cannot tell a slower machine from slower code, and the shared CI machine sometimes
+        // has a slow stretch that lands in one recording more than the other: of 15 pairs measured
+        // (made one after the other, or two or three at a time), one passed the floors (reply blocks
+        // +21.5 ms/s), as did one pair in each of two CI runs (+34 and +21.7 ms/s). So when the first
+        // pair shows a regression, a fresh pair is recorded and must show none. A rule that lets the
+        // drift through fails both: with no floors, 14 of those 15 pairs show a significantly slower item.
         let (base, new, again) = try diffRecordings.get()
-        for (a, b) in [(base, again), (again, base)] {
-            let r = try run("rltrace", ["diff", a, b])
-            #expect(r.status == 0, "\(r.err)")
-            #expect(r.out.components(separatedBy: "\n\n")[1].hasSuffix("\n  none"), "\(r.out)")
-            let doc = try jsonObject(try run("rltrace", ["diff", a, b, "--format", "json"]).out)
-            #expect((doc["regressions"] as! [Any]).isEmpty, "\(doc["regressions"]!)")
-            #expect(doc["minImpactNsPerSecond"] as? Double == 20_000_000 && doc["minChange"] as? Double == 0.25)
+        var found = try regressionsBothWays(base, again)
+        if !found.isEmpty {
+            let root = NSTemporaryDirectory() + "rltrace-diff-retry-\(getpid())"
+            try? FileManager.default.removeItem(atPath: root)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            print("DiffTests: the first pair showed \(found); recording a fresh pair")
+            _ = try recordExamples(root, [("a", []), ("b", [])])
+            found = try regressionsBothWays(root + "/a", root + "/b")
         }
+        #expect(found.isEmpty, "\(found)")
         let other = try jsonObject(try run("rltrace", ["diff", again, new, "--format", "json"]).out)
-        #expect((other["regressions"] as! [[String: Any]]).map { $0["name"] as! String } == ["compute-results"])
+        let otherRegs = other["regressions"] as! [[String: Any]]
+        #expect(otherRegs.first?["name"] as? String == "compute-results", "\(otherRegs)")
+        #expect(otherRegs.dropFirst().allSatisfy { ($0["impactNsPerSecond"] as! Double) < machineNoiseNsPerSecond }, "\(otherRegs)")
         // The floors are options: with none, significance alone decides (the figures are the same).
         let bare = try run("rltrace", ["diff", base, again, "--min-impact", "0ns", "--min-change", "0%", "--format", "json"])
         #expect(bare.status == 0)
