@@ -127,9 +127,33 @@ public struct CTFEventFormatter {
         return "( \(l) : container = \(container) )"
     }
 
-    /// A string in babeltrace2's text form (control characters as `\xNN`).
+    /// A string in babeltrace2's text form, escaped as its `pretty` sink does: `\\`, `\'`, `\"` and `\?`; the
+    /// control characters C names (`\a \b \e \f \n \r \t \v`); any other control character (and DEL) as `\xNN`.
     static func quote(_ s: String) -> String {
-        escaped(s) { v in "\\x" + (v < 16 ? "0" : "") + String(v, radix: 16) }
+        var r = "\""
+        for c in s.unicodeScalars {
+            switch c {
+            case "\\": r += "\\\\"
+            case "'": r += "\\'"
+            case "\"": r += "\\\""
+            case "?": r += "\\?"
+            case "\u{7}": r += "\\a"
+            case "\u{8}": r += "\\b"
+            case "\u{1b}": r += "\\e"
+            case "\u{c}": r += "\\f"
+            case "\n": r += "\\n"
+            case "\r": r += "\\r"
+            case "\t": r += "\\t"
+            case "\u{b}": r += "\\v"
+            default:
+                if c.value < 0x20 || c.value == 0x7f {
+                    r += "\\x" + (c.value < 16 ? "0" : "") + String(c.value, radix: 16)
+                } else {
+                    r.unicodeScalars.append(c)
+                }
+            }
+        }
+        return r + "\""
     }
 
     static func json(_ v: CTFValue) -> String {

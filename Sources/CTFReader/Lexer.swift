@@ -43,6 +43,15 @@ struct Lexer {
                 let s = i
                 while i < bytes.count && (isIdentPart(bytes[i])) { i += 1 }
                 out.append(Token(kind: .integer, text: String(decoding: bytes[s..<i], as: UTF8.self), line: line, column: col))
+            } else if c == UInt8(ascii: "'") {
+                // A character constant (`'a'`, `'\\n'`): an integer (CTF 1.8, 7.1: a C99 constant).
+                i += 1
+                guard i < bytes.count, bytes[i] != UInt8(ascii: "'"), bytes[i] != UInt8(ascii: "\n") else { throw error("empty character constant") }
+                let v: UInt8
+                if bytes[i] == UInt8(ascii: "\\") { v = try escape() } else { v = bytes[i]; i += 1 }
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "'") else { throw error("character constant of more than one character, or unterminated") }
+                i += 1
+                out.append(Token(kind: .integer, text: String(v), line: line, column: col))
             } else if c == UInt8(ascii: "\"") {
                 i += 1
                 var buf: [UInt8] = []
@@ -51,22 +60,16 @@ struct Lexer {
                     let d = bytes[i]
                     if d == UInt8(ascii: "\"") { i += 1; break }
                     if d == UInt8(ascii: "\n") { throw error("newline in string literal") }
+                    if d == 0 { throw error("NUL character in string literal (write `\\0`)") }
                     if d == UInt8(ascii: "\\") {
-                        guard i + 1 < bytes.count else { throw error("unterminated escape") }
-                        let e = bytes[i + 1]
-                        switch e {
-                        case UInt8(ascii: "n"): buf.append(10)
-                        case UInt8(ascii: "t"): buf.append(9)
-                        case UInt8(ascii: "r"): buf.append(13)
-                        case UInt8(ascii: "0"): buf.append(0)
-                        default: buf.append(e)
-                        }
-                        i += 2
+                        buf.append(try escape())
                         continue
                     }
                     buf.append(d)
                     i += 1
                 }
+                // A string is a C string: it ends at its first NUL (`"a\\0b"` is "a").
+                if let nul = buf.firstIndex(of: 0) { buf.removeSubrange(nul...) }
                 out.append(Token(kind: .string, text: String(decoding: buf, as: UTF8.self), line: line, column: col))
             } else {
                 // Multi-character punctuation first.
@@ -110,7 +113,45 @@ struct Lexer {
         }
     }
 
+    /// The value of the escape sequence whose backslash is at `i`, which moves past it. C99's escapes (CTF 1.8, 7.1):
+    /// the simple ones, an octal value of one to three digits, and a hexadecimal one of one to three digits after `x`
+    /// (as babeltrace reads `\x0231`: `#1`); any other character stands for itself.
+    private mutating func escape() throws -> UInt8 {
+        guard i + 1 < bytes.count else { throw error("unterminated escape") }
+        let e = bytes[i + 1]
+        i += 2
+        switch e {
+        case UInt8(ascii: "a"): return 7
+        case UInt8(ascii: "b"): return 8
+        case UInt8(ascii: "f"): return 12
+        case UInt8(ascii: "n"): return 10
+        case UInt8(ascii: "r"): return 13
+        case UInt8(ascii: "t"): return 9
+        case UInt8(ascii: "v"): return 11
+        case UInt8(ascii: "0")...UInt8(ascii: "7"), UInt8(ascii: "x"):
+            let hex = e == UInt8(ascii: "x")
+            var value = hex ? 0 : Int(e - UInt8(ascii: "0")), digits = hex ? 0 : 1
+            while digits < 3, i < bytes.count, let v = Self.digitValue(bytes[i], hex: hex) {
+                value = value * (hex ? 16 : 8) + v; digits += 1; i += 1
+            }
+            guard digits > 0 else { throw error("`\\x` escape with no hexadecimal digit") }
+            guard value <= 255 else { throw error("escape value \(value) does not fit a byte") }
+            return UInt8(value)
+        default: return e   // \\ \" \' \? (and, leniently, any other character as itself)
+        }
+    }
+
     private func isIdentStart(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 95 }
     private func isIdentPart(_ c: UInt8) -> Bool { isIdentStart(c) || isDigit(c) }
     private func isDigit(_ c: UInt8) -> Bool { c >= 48 && c <= 57 }
+    /// The value of `c` as an octal or hexadecimal digit, or nil.
+    private static func digitValue(_ c: UInt8, hex: Bool) -> Int? {
+        switch c {
+        case 48...55: return Int(c - 48)
+        case 56...57: return hex ? Int(c - 48) : nil
+        case 65...70 where hex: return Int(c - 55)
+        case 97...102 where hex: return Int(c - 87)
+        default: return nil
+        }
+    }
 }

@@ -247,7 +247,7 @@ struct ByteWriter {
     /// the decoded `CTFValue.string` would print.
     @inline(__always)
     mutating func quotedRaw(_ bytes: UnsafeRawBufferPointer, json: Bool) {
-        if let p = bytes.baseAddress, isPlain(p, bytes.count) {
+        if let p = bytes.baseAddress, isPlain(p, bytes.count, json: json) {
             let n = bytes.count
             byte(34)
             self.bytes(p.assumingMemoryBound(to: UInt8.self), n)
@@ -267,15 +267,16 @@ struct ByteWriter {
     }
 
     /// Whether none of the `n` bytes at `p` needs an escape or UTF-8 repair (all are ASCII from 0x20, not `"` or
-    /// `\`): checked eight bytes at a time.
+    /// `\`, and for text not `'`, `?` or DEL either): checked eight bytes at a time.
     @inline(__always)
-    private func isPlain(_ p: UnsafeRawPointer, _ n: Int) -> Bool {
+    private func isPlain(_ p: UnsafeRawPointer, _ n: Int, json: Bool) -> Bool {
         @inline(__always) func special(_ x: UInt64) -> UInt64 {
             let ones: UInt64 = 0x0101_0101_0101_0101
+            @inline(__always) func equal(_ c: UInt64) -> UInt64 { let e = x ^ (ones &* c); return (e &- ones) & ~e }
             // Per byte, the high bit flags: below 0x20 (a borrow), equal to `"` or `\` (zero after the xor),
-            // or 0x80 and above. Exact as to whether any byte is flagged.
-            let q = x ^ (ones &* 0x22), b = x ^ (ones &* 0x5C)
-            return ((x &- ones &* 0x20) & ~x) | ((q &- ones) & ~q) | ((b &- ones) & ~b) | x
+            // or 0x80 and above; for text also `'`, `?` and DEL. Exact as to whether any byte is flagged.
+            let common = ((x &- ones &* 0x20) & ~x) | equal(0x22) | equal(0x5C) | x
+            return json ? common : common | equal(0x27) | equal(0x3F) | equal(0x7F)
         }
         let high: UInt64 = 0x8080_8080_8080_8080
         if n < 8 {
@@ -320,7 +321,7 @@ struct ByteWriter {
         var i = 0
         while i < n {
             let c = p[i]
-            if c >= 0x20 && c != 34 && c != 92 { i += 1; continue }
+            if c >= 0x20 && c != 34 && c != 92 && (json || (c != 39 && c != 63 && c != 127)) { i += 1; continue }
             if i > run { bytes(p + run, i - run) }
             run = i + 1
             i += 1
@@ -332,6 +333,14 @@ struct ByteWriter {
             case 10: base[count + 1] = 110; count &+= 2
             case 9: base[count + 1] = 116; count &+= 2
             case 13: base[count + 1] = 114; count &+= 2
+            // Text only (babeltrace2's `pretty` sink): `'`, `?` and the control characters C names.
+            case 39 where !json: base[count + 1] = 39; count &+= 2
+            case 63 where !json: base[count + 1] = 63; count &+= 2
+            case 7 where !json: base[count + 1] = 97; count &+= 2
+            case 8 where !json: base[count + 1] = 98; count &+= 2
+            case 27 where !json: base[count + 1] = 101; count &+= 2
+            case 12 where !json: base[count + 1] = 102; count &+= 2
+            case 11 where !json: base[count + 1] = 118; count &+= 2
             default:
                 let h = lowerHex.utf8Start
                 if json {

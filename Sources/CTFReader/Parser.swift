@@ -115,7 +115,57 @@ struct MetadataParser {
         for e in meta.eventClasses where meta.streamClasses[e.streamID] == nil {
             throw CTFReaderError.metadataSemantic(path: path, message: "event `\(e.name)` refers to undeclared stream \(e.streamID)")
         }
+        try mapUnmappedTimestamps()
         return meta
+    }
+
+    /// Maps the time fields no clock maps (`timestamp` in an event header; `timestamp_begin` and `timestamp_end` in a
+    /// packet context; at any depth of structures and variants) to the trace's clock, as babeltrace2 reads them:
+    /// its only clock, or, when it declares none, an implicit 1 GHz clock named `default` with no offset (the
+    /// timestamps of lttng-modules 2.0's traces, for one). With several clocks the choice would be a guess: refused.
+    mutating func mapUnmappedTimestamps() throws {
+        func mapped(_ t: CTFType?, _ names: Set<String>, _ scope: String) throws -> CTFType? {
+            guard let t else { return nil }
+            switch t {
+            case .structure(let fs, let a):
+                return .structure(try fs.map { try mappedField($0, names, scope) }, alignment: a)
+            case .variant(let tag, let fs):
+                return .variant(tag: tag, options: try fs.map { try mappedField($0, names, scope) })
+            default:
+                return t
+            }
+        }
+        func mappedField(_ f: CTFField, _ names: Set<String>, _ scope: String) throws -> CTFField {
+            var f = f
+            switch f.type {
+            case .integer(var i) where names.contains(f.name) && i.mappedClock == nil:
+                i.mappedClock = try implicitClock(scope + "." + f.name)
+                f.type = .integer(i)
+            case .enumeration(var i, let maps) where names.contains(f.name) && i.mappedClock == nil:
+                i.mappedClock = try implicitClock(scope + "." + f.name)
+                f.type = .enumeration(i, maps)
+            default:
+                f.type = try mapped(f.type, names, scope + "." + f.name)!
+            }
+            return f
+        }
+        func implicitClock(_ field: String) throws -> String {
+            switch meta.clocks.count {
+            case 0:
+                meta.clocks["default"] = CTFClock(name: "default")
+                return "default"
+            case 1:
+                return meta.clocks.first!.key
+            default:
+                throw CTFReaderError.metadataSemantic(path: path, message: "field `\(field)` is mapped to no clock and the trace declares \(meta.clocks.count) (\(meta.clocks.keys.sorted().joined(separator: ", "))): add `map = clock.NAME.value`")
+            }
+        }
+        for sid in meta.streamClasses.keys.sorted() {
+            var sc = meta.streamClasses[sid]!
+            sc.eventHeader = try mapped(sc.eventHeader, ["timestamp"], "stream.event.header")
+            sc.packetContext = try mapped(sc.packetContext, ["timestamp_begin", "timestamp_end"], "stream.packet.context")
+            meta.streamClasses[sid] = sc
+        }
     }
 
     mutating func parseTypealias() throws {

@@ -311,7 +311,7 @@ extension MetadataParser {
         switch t {
         case .enumeration(_, let maps):
             let labels = Set(maps.map(\.label))
-            if !options.isEmpty && !options.contains(where: { labels.contains($0.name) }) {
+            if !options.isEmpty && !options.contains(where: { labels.contains($0.writtenName) || labels.contains($0.name) }) {
                 throw semantic("variant tag `\(tag)`: no option of the variant matches a label of the enumeration (\(maps.prefix(4).map { "\"\($0.label)\"" }.joined(separator: ", ")))", tok)
             }
             return
@@ -344,7 +344,7 @@ extension MetadataParser {
                 try checkNotKeyword(d.raw.text, d.raw, "a field name")
                 // Names are compared as written: `_x` escapes `x`, and `x`, `_x`, `__x` are distinct declarations.
                 if !names.insert(d.raw.text).inserted { throw semantic("duplicate field `\(d.raw.text)` in this structure", d.raw) }
-                fields.append(CTFField(name: d.name, type: d.type))
+                fields.append(CTFField(name: d.name, type: d.type, writtenName: d.raw.text))
                 fieldStack[fieldStack.count - 1][d.name] = d.type
                 if isPunct(",") { _ = advance(); continue }
                 break

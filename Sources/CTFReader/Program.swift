@@ -264,6 +264,7 @@ struct ProgramCompiler {
             }
             let slot = allocSlots(1)
             var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: dotted)
+            let labels = Set(maps.map(\.label))
             let knownAtStart = known
             for opt in options {
                 known = knownAtStart
@@ -275,7 +276,7 @@ struct ProgramCompiler {
                 let pidx = cls.programs.count
                 cls.programs.append((cls.ops.count, subOps.count))
                 cls.ops.append(contentsOf: subOps)
-                for m in maps where m.label == opt.name {
+                for m in maps where opt.isOption(for: m.label, among: labels) {
                     table.ranges.append((m.lower, m.upper, pidx))
                 }
             }

@@ -423,8 +423,16 @@ public final class CTFStream: @unchecked Sendable {
             return false
         }
         let headerBits = pos - offset * 8
+        // Sizes: either one stands for the other when only one is declared (as babeltrace2 reads them: a packet
+        // with a content size and no packet size ends at the byte where its content does, and the next packet
+        // follows — the rest of the file is not padding); with neither, the rest of the file is one packet.
+        // (A content size below the header's own bits is refused below, so every packet moves forward.)
         var packetBits = (fileSize - offset) * 8
         if cls.packetSizeSlot >= 0 { packetBits = Int(clamping: slots[cls.packetSizeSlot]) }
+        else if cls.contentSizeSlot >= 0 {
+            let c = slots[cls.contentSizeSlot]
+            packetBits = c > UInt64(Int.max - 7) ? Int.max : Int((c + 7) / 8 * 8)
+        }
         var contentBits = packetBits
         if cls.contentSizeSlot >= 0 { contentBits = Int(clamping: slots[cls.contentSizeSlot]) }
         if cls.packetSizeSlot >= 0 {

@@ -68,6 +68,20 @@ public struct CTFField: Sendable {
     public var name: String
     /// The field type.
     public var type: CTFType
+    /// The name as the metadata writes it (`_x` for a field named `x`): a variant option is chosen by the tag label
+    /// equal to it (as babeltrace2 matches), or, when no label is, by the label equal to ``name``.
+    public var writtenName: String
+
+    init(name: String, type: CTFType, writtenName: String? = nil) {
+        self.name = name
+        self.type = type
+        self.writtenName = writtenName ?? name
+    }
+
+    /// Whether this variant option is selected by the label `label` of the tag among `labels` (all the tag's labels).
+    func isOption(for label: String, among labels: Set<String>) -> Bool {
+        labels.contains(writtenName) ? label == writtenName : label == name
+    }
 }
 
 /// A CTF 1.8 field type.

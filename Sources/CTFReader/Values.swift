@@ -112,7 +112,8 @@ struct GenericWalker {
             guard let maps = tv.maps else { throw fail(pos, field, "variant tag `\(tag)` is not an enumeration") }
             let labels = enumLabels(maps, raw: tv.raw, signed: tv.signed)
             let t = tv.int
-            guard let opt = options.first(where: { labels.contains($0.name) }) else {
+            let all = Set(maps.map(\.label))
+            guard let opt = options.first(where: { o in labels.contains(where: { o.isOption(for: $0, among: all) }) }) else {
                 throw fail(pos, field, "variant tag `\(tag)` value \(t) selects no option")
             }
             let v = try walk(opt.type, &pos, field: opt.name, decode: decode, scope: &scope, depth: depth + 1)

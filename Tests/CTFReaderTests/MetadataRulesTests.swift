@@ -61,6 +61,10 @@ let refusedMetadata: [MetadataRuleCase] = [
           with: lenField + " floating_point { exp_dig = 8; mant_dig = 24; } _t; variant <_t> { uint8_t a; uint32_t b; } _v;", lineMarker: "variant <_t>", rule: "variant tag `t` is a floating point number, not an enumeration"),
     .init(name: "variant whose options match no label of its tag", replace: lenField,
           with: lenField + " enum : uint8_t { \" a \", \" b \" } _t; variant <_t> { uint8_t a; uint32_t b; } _v;", lineMarker: "variant <_t>", rule: "no option of the variant matches a label"),
+    // String escapes (C99's, as CTF 1.8 7.1 says).
+    .init(name: "hexadecimal escape with no digit", replace: "hostname = \"tiny\"", with: "hostname = \"a\\xZZ\"", lineMarker: "hostname =", rule: "`\\x` escape with no hexadecimal digit"),
+    .init(name: "escape beyond a byte", replace: "hostname = \"tiny\"", with: "hostname = \"\\x1FF\"", lineMarker: "hostname =", rule: "escape value 511 does not fit a byte"),
+    .init(name: "octal escape beyond a byte", replace: "hostname = \"tiny\"", with: "hostname = \"\\777\"", lineMarker: "hostname =", rule: "escape value 511 does not fit a byte"),
     // Clock offsets beyond what Int64 nanoseconds hold.
     .init(name: "clock offset_s beyond 2^62 ns", replace: "offset_s = 1000;", with: "offset_s = 9223372036854775807;", lineMarker: "offset_s =", rule: "clock offset_s = 9223372036854775807 is beyond"),
 ]
@@ -235,4 +239,128 @@ struct MetadataRulesTests {
         #expect(limbs == [0x01, 0x80])
         #expect(wideIntegerText(limbs: limbs, size: 72, signed: false) == "0x800000000000000001")
     }
+
+    @Test("a packet with a content size and no packet size ends with its content; the next packet follows (as babeltrace2 reads it)",
+          arguments: [(fieldBits: 32, contentBits: 224, packetBytes: 28), (fieldBits: 4, contentBits: 196, packetBytes: 25)])
+    func contentSizeWithoutPacketSize(_ c: (fieldBits: Int, contentBits: Int, packetBytes: Int)) throws {
+        // ctf-testsuite's regression/stream/pass/2-packets-no-packet-size, and the same with a content that ends
+        // inside a byte (the packet then ends at the next byte). Read as one packet spanning the file, the second
+        // packet's events were lost without a word.
+        let meta = """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+        typealias integer { size = 32; align = 8; signed = false; base = hex; } := uint32_t;
+        trace { major = 1; minor = 8; byte_order = le; packet.header := struct { uint32_t magic; uint8_t uuid[16]; }; };
+        stream { packet.context := struct { uint32_t content_size; }; };
+        event { name = e; fields := struct { integer { size = \(c.fieldBits); align = 1; signed = false; } f; }; };
+        """
+        let dir = SharedDaemon.scratch.appendingPathComponent("content-only-\(c.fieldBits)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try meta.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        func packet(_ value: UInt32) -> [UInt8] {
+            var p = TinyTrace.u32(0xC1FC_1FC1) + [UInt8](repeating: 0xAB, count: 16) + TinyTrace.u32(UInt32(c.contentBits))
+            p += c.fieldBits == 32 ? TinyTrace.u32(value) : [UInt8(value & 0xF)]
+            #expect(p.count == c.packetBytes)
+            return p
+        }
+        try Data(packet(0x4242_4242 & (c.fieldBits == 32 ? ~0 : 0xF)) + packet(0x4343_4343 & (c.fieldBits == 32 ? ~0 : 0xF)))
+            .write(to: dir.appendingPathComponent("stream_0"))
+        let set = try CTFTraceSet(paths: [dir.path])
+        let s = set.streams[0]
+        var values: [Int64] = []
+        while try s.next() { values.append(try #require(s.payloadInteger(at: 0))) }
+        #expect(values == (c.fieldBits == 32 ? [0x4242_4242, 0x4343_4343] : [0x2, 0x3]))
+        #expect(s.warnings.isEmpty, "\(s.warnings)")
+    }
+
+
+    @Test("string literals take C99's escapes: simple, octal of one to three digits, hexadecimal of one to three; a NUL ends the string")
+    func stringEscapes() throws {
+        // ctf-testsuite's regression/metadata/pass/string-literal-escape, whose expected text is babeltrace's.
+        let value = #"\nabc \" hex: \x41, \x23, \x023, \x0231,\noct: \101, \043, \43, \0431, \a\b\f\r\t\v\\\'\?\0NOT SEEN"#
+        let m = TinyTrace.metadata.replacingOccurrences(of: "hostname = \"tiny\"", with: "hostname = \"\(value)\"")
+        let p = try TinyTrace.write("escapes-lit", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: m)
+        let set = try CTFTraceSet(paths: [p])
+        #expect(set.traces[0].hostname == "\nabc \" hex: A, #, #, #1,\noct: A, #, #, #1, \u{7}\u{8}\u{c}\r\t\u{b}\\'?")
+    }
+
+
+    /// The timestamps (ns since the epoch) of a TinyTrace of three events written with `metadata`.
+    static func timestamps(_ metadata: String, _ name: String) throws -> [Int64] {
+        let p = try TinyTrace.write(name, packets: [.init(events: TinyTrace.events(3), seq: 0)], metadata: metadata)
+        let s = try CTFTraceSet(paths: [p]).streams[0]
+        var out: [Int64] = []
+        while try s.next() { out.append(s.timestamp) }
+        return out
+    }
+
+    @Test("time fields no clock maps take the trace's only clock, or an implicit 1 GHz one; with several clocks they are refused")
+    func unmappedTimestamps() throws {
+        // babeltrace2's rule (lttng-modules 2.0's traces map no clock: ctf-testsuite's stream/pass/lttng-modules-trace).
+        // The packet context's timestamp_begin/end and the event header's timestamp are all unmapped here.
+        let mapped = try Self.timestamps(TinyTrace.metadata, "ts-mapped")
+        #expect(mapped == [1000_000_000_100, 1000_000_000_110, 1000_000_000_120])
+        let unmapped = TinyTrace.metadata.replacingOccurrences(of: "map = clock.c.value; ", with: "")
+        #expect(unmapped != TinyTrace.metadata)
+        #expect(try Self.timestamps(unmapped, "ts-one-clock") == mapped)
+        let noClock = unmapped.replacingOccurrences(of: #"clock { name = "c"; freq = 1000000000; offset_s = 1000; };"#, with: "")
+        #expect(noClock != unmapped)
+        #expect(try Self.timestamps(noClock, "ts-no-clock") == [100, 110, 120])
+        let twoClocks = unmapped.replacingOccurrences(of: "offset_s = 1000; };", with: #"offset_s = 1000; }; clock { name = "d"; };"#)
+        let p = try TinyTrace.write("ts-two-clocks", packets: [.init(events: TinyTrace.events(3), seq: 0)], metadata: twoClocks)
+        expectReaderError([p]) { e in
+            guard case .metadataSemantic(let path, let m) = e else { return false }
+            return path.hasSuffix("/metadata") && m.contains("field `stream.") && m.contains("is mapped to no clock and the trace declares 2 (c, d)")
+        }
+    }
+
+    @Test("a variant option is chosen by the tag label equal to its name as written (`_x`), else to its name (`x`)")
+    func variantOptionsByWrittenName() throws {
+        // babeltrace2 matches labels to the names as written (its tests' meta-variant-two-underscores: label
+        // "__PELCHAT", option `__PELCHAT`, a field named `_PELCHAT`); a label equal to the unescaped name still selects.
+        for (labels, options) in [(#""_a", "__b""#, "uint8_t _a; uint32_t __b;"), (#""a", "b""#, "uint8_t _a; uint32_t _b;")] {
+            let m = TinyTrace.metadata.replacingOccurrences(of: lenField,
+                with: "enum : uint8_t { \(labels) } _t; variant <_t> { \(options) } _v; " + lenField)
+            var evs = TinyTrace.events(2)
+            evs[0].data = []; evs[1].data = []
+            let p = try TinyTrace.write("variant-written", packets: [.init(events: evs, seq: 0)], metadata: m)
+            // Put the tag and the option before each event's _len: tag 1 (the second option, 4 bytes), then tag 0 (1 byte).
+            let url = URL(fileURLWithPath: p).appendingPathComponent("stream_0")
+            var bytes = [UInt8](try Data(contentsOf: url))
+            // Each event: id (1 byte), timestamp (8), then its fields; event 0's are _len 0 and "ev0\0" (8 bytes).
+            let first = HandBuiltTrace.packetPrefixSize + 9, second = first + 8 + 9
+            bytes.insert(contentsOf: [0, 0x2A], at: second)
+            bytes.insert(contentsOf: [1, 0x44, 0x33, 0x22, 0x11], at: first)
+            let size = UInt64(bytes.count * 8)
+            bytes.replaceSubrange(24..<32, with: TinyTrace.u64(size))
+            bytes.replaceSubrange(32..<40, with: TinyTrace.u64(size))
+            try Data(bytes).write(to: url)
+            let lines = try readerLines([p]).lines
+            #expect(lines.count == 2)
+            #expect(lines.first?.contains("v = { 0x11223344 }") == true || lines.first?.contains("v = { 287454020 }") == true, "\(lines)")
+            #expect(lines.last?.contains("v = { 42 }") == true, "\(lines)")
+        }
+    }
+
+    @Test("a character constant is an integer: `'\\n'` and `'a'` as attribute values and enumeration values")
+    func characterConstants() throws {
+        let m = TinyTrace.metadata.replacingOccurrences(of: "byte_order = le;", with: "byte_order = le; test3 = '\\n';")
+            .replacingOccurrences(of: lenField, with: "enum : uint8_t { nl = '\\n', a = 'a' } _e; " + lenField)
+        let p = try TinyTrace.write("char-const", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: m)
+        let set = try CTFTraceSet(paths: [p])
+        guard case .structure(let fields, _)? = set.traces[0].metadata.eventClasses.first?.payload,
+              case .enumeration(_, let maps)? = fields.first(where: { $0.name == "e" })?.type else {
+            Issue.record("no enumeration `e`"); return
+        }
+        #expect(maps.map { "\($0.label)=\($0.lower)" } == ["nl=10", "a=97"])
+        for bad in ["''", "'ab'", "'a"] {
+            let b = TinyTrace.metadata.replacingOccurrences(of: "byte_order = le;", with: "byte_order = le; test3 = \(bad);")
+            let q = try TinyTrace.write("char-bad", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: b)
+            expectReaderError([q]) { e in
+                guard case .metadataSyntax(_, _, _, let msg) = e else { return false }
+                return msg.contains("character constant")
+            }
+        }
+    }
+
 }
