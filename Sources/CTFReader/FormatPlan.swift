@@ -179,7 +179,8 @@ final class ClassPlan {
         }
         streamContext = addGroup(cls.streamEventContextLayout, present: !cls.streamEventContextLayout.isEmpty)
         eventContext = addGroup(cls.eventContextLayouts[ci], present: ec.context != nil)
-        payload = addGroup(cls.payloadLayouts[ci], present: true)
+        // An event class with no `fields` prints no payload braces (babeltrace2's text: `name: ` and nothing more).
+        payload = addGroup(cls.payloadLayouts[ci], present: ec.payload != nil)
         self.layouts = layouts
         // Without fallback fields (whose value may be absent, changing the separators) every event of the class
         // prints the same constant text between its values: one step per value.

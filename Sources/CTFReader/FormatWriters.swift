@@ -43,8 +43,7 @@ extension ByteWriter {
         }
         if p.streamContext.present { if !first { ascii(", ") }; first = false; textGroup(s, p, p.streamContext) }
         if p.eventContext.present { if !first { ascii(", ") }; first = false; textGroup(s, p, p.eventContext) }
-        if !first { ascii(", ") }
-        textGroup(s, p, p.payload)
+        if p.payload.present { if !first { ascii(", ") }; textGroup(s, p, p.payload) }
         byte(10)
     }
 

@@ -171,6 +171,27 @@ struct FormatSpeedTests {
         }
     }
 
+    @Test("an event class with no `fields` prints no payload in text (babeltrace2: `name: `), an empty object in JSON")
+    func eventWithoutPayload() throws {
+        let dir = SharedDaemon.scratch.appendingPathComponent("no-payload-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+        trace { major = 1; minor = 8; byte_order = le; };
+        stream { event.header := struct { uint8_t id; }; };
+        event { name = e; id = 1; };
+        event { name = f; id = 2; fields := struct { uint8_t x; }; };
+        """.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        try Data([1, 2, 7, 1]).write(to: dir.appendingPathComponent("stream_0"))
+        let (buffer, lines) = try FormatTrace.dump(dir.path, style: .text)
+        #expect(lines == ["[0.000000000] (+?.?????????) e: \n", "[0.000000000] (+0.000000000) f: { x = 7 }\n", "[0.000000000] (+0.000000000) e: \n"])
+        #expect(buffer == lines.joined())
+        let (jsonBuffer, json) = try FormatTrace.dump(dir.path, style: .json)
+        #expect(json.first?.hasSuffix(",\"fields\":{}}\n") == true, "\(json)")
+        #expect(jsonBuffer == json.joined())
+    }
+
     @Test("a buffer flushed to a file descriptor writes exactly its bytes and empties")
     func flush() throws {
         let path = SharedDaemon.scratch.appendingPathComponent("flush-\(UUID().uuidString.prefix(6))").path
