@@ -57,8 +57,8 @@ public final class CTFStream: @unchecked Sendable {
 
     let cls: CompiledStreamClass
     @usableFromInline let base: UnsafeRawPointer
-    /// Bytes mapped from the file (0: an 8-byte placeholder owned by the stream; -1: `base` is
-    /// memory the stream does not own, see LiveStream.swift).
+    /// Bytes mapped from the file (0: memory owned by the stream — a file of one page at most, read whole, or an
+    /// 8-byte placeholder for an empty one; -1: `base` is memory the stream does not own, see LiveStream.swift).
     let mapLength: Int
     /// Bytes of data: the file's size, or what a live stream was fed (LiveStream.swift).
     var fileSize: Int
@@ -210,14 +210,37 @@ public final class CTFStream: @unchecked Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
         fileSize = Int(st.st_size)
-        if fileSize > 0 {
+        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+        if fileSize > 0 && fileSize <= page {
+            // A file of one page at most is read into memory of its own: a mapping each would use one of the
+            // process's vm.max_map_count (65 530) entries per stream, and a trace of 65 536 small streams (ctf-
+            // testsuite's stress/many-streams) failed. Zero-filled to whole 8-byte words (`wideLoadLimit`).
+            let size = (fileSize + 7) / 8 * 8
+            let b = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+            b.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+            var got = 0
+            while got < fileSize {
+                let n = pread(fd, b + got, fileSize - got, off_t(got))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    b.deallocate()
+                    throw CTFReaderError.io(path: path, message: n < 0 ? "read failed: \(String(cString: strerror(errno)))" : "the file shrank to \(got) bytes while read")
+                }
+                got += n
+            }
+            base = UnsafeRawPointer(b)
+            mapLength = 0
+            wideLoadLimit = size
+        } else if fileSize > 0 {
             guard let m = mmap(nil, fileSize, PROT_READ, MAP_PRIVATE, fd, 0), m != MAP_FAILED else {
-                throw CTFReaderError.io(path: path, message: "mmap failed: \(String(cString: strerror(errno)))")
+                let e = errno
+                let limit = (try? String(contentsOfFile: "/proc/sys/vm/max_map_count", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+                throw CTFReaderError.io(path: path, message: "mmap failed: \(String(cString: strerror(e)))" +
+                    (e == ENOMEM ? " (every stream file of more than a page is mapped: more such streams than vm.max_map_count = \(limit ?? "?") allows?)" : ""))
             }
             _ = madvise(m, fileSize, MADV_SEQUENTIAL)
             base = UnsafeRawPointer(m)
             mapLength = fileSize
-            let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
             wideLoadLimit = (fileSize + page - 1) / page * page
         } else {
             base = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 8))

@@ -246,4 +246,36 @@ struct MalformedTests {
         try Data(bin).write(to: URL(fileURLWithPath: p).appendingPathComponent("metadata"))
         #expect(try expectAgreesWithBabeltrace([p]) == 4)
     }
+
+    @Test("stream files of a page or less are read, not mapped: a trace of thousands of small streams uses no mapping each")
+    func smallStreamsAreNotMapped() throws {
+        // A mapping per stream spent the process's vm.max_map_count (65 530): ctf-testsuite's stress/many-streams
+        // with 65 536 one-event streams failed with "mmap failed". Here 3000 streams, whose events all decode in order.
+        let p = try TinyTrace.write("many-small", packets: [.init(events: TinyTrace.events(1), seq: 0)])
+        let one = try Data(contentsOf: URL(fileURLWithPath: p).appendingPathComponent("stream_0"))
+        #expect(one.count <= 4096)
+        for i in 1..<3000 { try one.write(to: URL(fileURLWithPath: p).appendingPathComponent("stream_\(i)")) }
+        func mappings() throws -> Int {   // (read to its end: procfs files report a size of 0)
+            let h = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+            defer { try? h.close() }
+            return h.readDataToEndOfFile().split(separator: UInt8(ascii: "\n")).count
+        }
+        let before = try mappings()
+        let set = try CTFTraceSet(paths: [p])
+        #expect(set.streams.count == 3000)
+        var it = set.makeMergedIterator()
+        var n = 0
+        var during = 0
+        while try it.next() {
+            if n == 0 { during = try mappings() }   // every stream is open, its first event read
+            n += 1
+        }
+        #expect(n == 3000)
+        #expect(during - before < 100, "\(during - before) mappings for 3000 streams")
+        // A file of more than a page is mapped, and decodes the same way.
+        let big = try TinyTrace.write("one-big", packets: [.init(events: TinyTrace.events(400), seq: 0)])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: big).appendingPathComponent("stream_0")).count > 4096)
+        #expect(try expectAgreesWithBabeltrace([big]) == 400)
+    }
+
 }
