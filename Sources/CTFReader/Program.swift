@@ -264,7 +264,10 @@ struct ProgramCompiler {
             }
             let slot = allocSlots(1)
             var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: dotted)
-            let labels = Set(maps.map(\.label))
+            // Each label's ranges, found once (a variant of 2^19 options matched them option by option, label by
+            // label: ctf-testsuite's stress/variant-many-tags ran past 120 s).
+            var rangesOfLabel: [String: [(lo: Int64, hi: Int64)]] = [:]
+            for m in maps { rangesOfLabel[m.label, default: []].append((m.lower, m.upper)) }
             let knownAtStart = known
             for opt in options {
                 known = knownAtStart
@@ -276,8 +279,8 @@ struct ProgramCompiler {
                 let pidx = cls.programs.count
                 cls.programs.append((cls.ops.count, subOps.count))
                 cls.ops.append(contentsOf: subOps)
-                for m in maps where opt.isOption(for: m.label, among: labels) {
-                    table.ranges.append((m.lower, m.upper, pidx))
+                for r in rangesOfLabel[opt.writtenName] ?? rangesOfLabel[opt.name] ?? [] {
+                    table.ranges.append((r.lo, r.hi, pidx))
                 }
             }
             if table.ranges.isEmpty && !options.isEmpty {

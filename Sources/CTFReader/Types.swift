@@ -77,11 +77,6 @@ public struct CTFField: Sendable {
         self.type = type
         self.writtenName = writtenName ?? name
     }
-
-    /// Whether this variant option is selected by the label `label` of the tag among `labels` (all the tag's labels).
-    func isOption(for label: String, among labels: Set<String>) -> Bool {
-        labels.contains(writtenName) ? label == writtenName : label == name
-    }
 }
 
 /// A CTF 1.8 field type.

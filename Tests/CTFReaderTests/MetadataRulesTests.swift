@@ -363,4 +363,27 @@ struct MetadataRulesTests {
         }
     }
 
+
+    @Test("a variant of 3000 options selects by label (each label's ranges found once, not option by option)")
+    func largeVariant() throws {
+        // ctf-testsuite's stress/variant-many-tags (2^19 options) ran past 120 s when every option scanned every label.
+        let n = 3000
+        let labels = (0..<n).map { "\"l\($0)\"" }.joined(separator: ", ")
+        let options = (0..<n).map { "uint8_t l\($0);" }.joined(separator: " ")
+        let m = TinyTrace.metadata
+            .replacingOccurrences(of: "trace {", with: "typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\ntrace {")
+            .replacingOccurrences(of: lenField, with: "enum : uint16_t { \(labels) } _t; variant <_t> { \(options) } _v; " + lenField)
+        var evs = TinyTrace.events(1)
+        evs[0].data = []
+        let p = try TinyTrace.write("large-variant", packets: [.init(events: evs, seq: 0)], metadata: m)
+        let url = URL(fileURLWithPath: p).appendingPathComponent("stream_0")
+        var bytes = [UInt8](try Data(contentsOf: url))
+        bytes.insert(contentsOf: [UInt8(2999 & 0xFF), UInt8(2999 >> 8), 0x7B], at: HandBuiltTrace.packetPrefixSize + 9)
+        bytes.replaceSubrange(24..<32, with: TinyTrace.u64(UInt64(bytes.count * 8)))
+        bytes.replaceSubrange(32..<40, with: TinyTrace.u64(UInt64(bytes.count * 8)))
+        try Data(bytes).write(to: url)
+        let lines = try readerLines([p]).lines
+        #expect(lines.count == 1 && lines[0].contains(#"t = ( "l2999" : container = 2999 ), v = { 123 }"#), "\(lines)")
+    }
+
 }
