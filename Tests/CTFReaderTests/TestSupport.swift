@@ -70,9 +70,16 @@ func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LTTngSess
     let r = try runTool(try builtProduct("ctf-testgen"), args, environment: daemon.applicationEnvironment)
     // Per-PID buffers belong to the process: the session daemon flushes them when it handles the
     // exited process's unregistration, asynchronously. A stop that overtakes that handling can
-    // leave the process's last packets unwritten (seen once in ~4 runs on a loaded 2-core VM:
-    // 3798 of 10800 events missing, none counted as discarded). Give the daemon that moment.
-    if buffers == .perPID { usleep(300_000) }
+    // leave the process's last packets unwritten (3798 of 10800 events missing, none counted as
+    // discarded, in ~1 of 4 runs on a loaded 2-core VM; a fixed 300 ms pause still lost 2284 in a
+    // CI run). So wait until the daemon lists the process no more (`lttng list -u` names every
+    // registered application), at most 10 s.
+    if buffers == .perPID {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, let apps = try? daemon.cli.run(["list", "-u"], timeout: 10), apps.contains("ctf-testgen") {
+            usleep(20_000)
+        }
+    }
     try session.stop()
     try session.destroy()
     if r.status != 0 { throw TestSetupError(message: "ctf-testgen \(args) exited \(r.status): \(r.err)") }
