@@ -120,7 +120,7 @@ public final class ViewerConnection: @unchecked Sendable {
                 let n = Glibc.send(fd, b.baseAddress! + off, b.count - off, Int32(MSG_NOSIGNAL))
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw LiveError.connection(endpoint: endpoint, command: cmd.name, reason: errno == EAGAIN ? "timed out sending" : "send failed: \(String(cString: strerror(errno)))")
+                    throw LiveError.connection(endpoint: endpoint, command: cmd.name, reason: errno == EAGAIN ? "timed out sending" : Self.failure("send", errno))
                 }
                 off += n
             }
@@ -135,10 +135,17 @@ public final class ViewerConnection: @unchecked Sendable {
             if n == 0 { throw LiveError.connection(endpoint: endpoint, command: cmd.name, reason: "the relay daemon closed the connection") }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw LiveError.connection(endpoint: endpoint, command: cmd.name, reason: errno == EAGAIN ? "no answer in time (timed out)" : "receive failed: \(String(cString: strerror(errno)))")
+                throw LiveError.connection(endpoint: endpoint, command: cmd.name, reason: errno == EAGAIN ? "no answer in time (timed out)" : Self.failure("receive", errno))
             }
             off += n
         }
+    }
+
+    /// The reason of a failed `send`/`recv`: a relay daemon that went away resets the connection as often as it
+    /// closes it (which of the two depends on what was still unread when it died), and both read the same.
+    static func failure(_ what: String, _ e: Int32) -> String {
+        if e == ECONNRESET || e == EPIPE { return "the relay daemon closed the connection (\(String(cString: strerror(e))))" }
+        return "\(what) failed: \(String(cString: strerror(e)))"
     }
 
     /// Receives exactly `count` bytes into the scratch buffer (valid until the next call).

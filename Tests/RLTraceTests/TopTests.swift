@@ -1,6 +1,6 @@
 import Foundation
 import LTTngControl
-import LTTngLive
+@testable import LTTngLive
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -36,6 +36,15 @@ extension TopTests {
 @Suite("rltrace top: the live protocol's structs")
 struct Wire {
     func bytes(_ f: (inout WireWriter) -> Void) -> [UInt8] { var w = WireWriter(); f(&w); return w.bytes }
+
+    @Test("a connection reset or a broken pipe reads as the relay daemon closing the connection, as an end of file does")
+    func resetReadsAsClosed() {
+        // A relay daemon killed under a viewer resets the connection or closes it, depending on what was unread
+        // (a CI run read "GET_NEXT_INDEX: receive failed: Connection reset by peer").
+        #expect(ViewerConnection.failure("receive", ECONNRESET) == "the relay daemon closed the connection (Connection reset by peer)")
+        #expect(ViewerConnection.failure("send", EPIPE) == "the relay daemon closed the connection (Broken pipe)")
+        #expect(ViewerConnection.failure("receive", EBADF) == "receive failed: Bad file descriptor")
+    }
 
     @Test("command header and CONNECT: struct lttng_viewer_cmd, struct lttng_viewer_connect")
     func connect() {
