@@ -127,34 +127,8 @@ public struct CTFEventFormatter {
         return "( \(l) : container = \(container) )"
     }
 
-    /// A string in babeltrace2's text form, escaped as its `pretty` sink does: `\\`, `\'`, `\"` and `\?`; the
-    /// control characters C names (`\a \b \e \f \n \r \t \v`); any other control character (and DEL) as `\xNN`.
-    static func quote(_ s: String) -> String {
-        var r = "\""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\\": r += "\\\\"
-            case "'": r += "\\'"
-            case "\"": r += "\\\""
-            case "?": r += "\\?"
-            case "\u{7}": r += "\\a"
-            case "\u{8}": r += "\\b"
-            case "\u{1b}": r += "\\e"
-            case "\u{c}": r += "\\f"
-            case "\n": r += "\\n"
-            case "\r": r += "\\r"
-            case "\t": r += "\\t"
-            case "\u{b}": r += "\\v"
-            default:
-                if c.value < 0x20 || c.value == 0x7f {
-                    r += "\\x" + (c.value < 16 ? "0" : "") + String(c.value, radix: 16)
-                } else {
-                    r.unicodeScalars.append(c)
-                }
-            }
-        }
-        return r + "\""
-    }
+    /// A string in babeltrace2's text form, escaped as its `pretty` sink does (``StringEscapes``).
+    static func quote(_ s: String) -> String { escaped(s, json: false) }
 
     static func json(_ v: CTFValue) -> String {
         switch v {
@@ -170,27 +144,20 @@ public struct CTFEventFormatter {
         }
     }
 
-    /// A JSON string literal (control characters as `\u00NN`).
-    static func jsonString(_ s: String) -> String {
-        escaped(s) { v in
-            let h = String(v, radix: 16)
-            return "\\u" + String(repeating: "0", count: 4 - h.count) + h
-        }
-    }
+    /// A JSON string literal (``StringEscapes``).
+    static func jsonString(_ s: String) -> String { escaped(s, json: true) }
 
-    /// `s` in double quotes with `"`, `\`, newline, tab and return escaped, and other control
-    /// characters written by `control`.
-    private static func escaped(_ s: String, control: (UInt32) -> String) -> String {
+    /// `s` in double quotes, escaped for text or JSON as ``ByteWriter`` escapes the bytes it quotes.
+    private static func escaped(_ s: String, json: Bool) -> String {
         var r = "\""
         for c in s.unicodeScalars {
-            switch c {
-            case "\"": r += "\\\""
-            case "\\": r += "\\\\"
-            case "\n": r += "\\n"
-            case "\t": r += "\\t"
-            case "\r": r += "\\r"
-            default:
-                if c.value < 0x20 { r += control(c.value) } else { r.unicodeScalars.append(c) }
+            guard c.value < 0x80, StringEscapes.needsEscape(UInt8(c.value), json: json) else { r.unicodeScalars.append(c); continue }
+            let b = UInt8(c.value)
+            if let l = StringEscapes.named(b, json: json) {
+                r += "\\" + String(UnicodeScalar(l))
+            } else {
+                let hex = (b < 16 ? "0" : "") + String(b, radix: 16)
+                r += json ? "\\u00" + hex : "\\x" + hex
             }
         }
         return r + "\""

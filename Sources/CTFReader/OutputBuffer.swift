@@ -266,8 +266,8 @@ struct ByteWriter {
         s.withUTF8 { quoted(UnsafeRawBufferPointer($0), json: json) }
     }
 
-    /// Whether none of the `n` bytes at `p` needs an escape or UTF-8 repair (all are ASCII from 0x20, not `"` or
-    /// `\`, and for text not `'`, `?` or DEL either): checked eight bytes at a time.
+    /// Whether none of the `n` bytes at `p` needs an escape or UTF-8 repair: ``StringEscapes/needsEscape(_:json:)``
+    /// and the bytes from 0x80, checked eight bytes at a time.
     @inline(__always)
     private func isPlain(_ p: UnsafeRawPointer, _ n: Int, json: Bool) -> Bool {
         @inline(__always) func special(_ x: UInt64) -> UInt64 {
@@ -321,27 +321,15 @@ struct ByteWriter {
         var i = 0
         while i < n {
             let c = p[i]
-            if c >= 0x20 && c != 34 && c != 92 && (json || (c != 39 && c != 63 && c != 127)) { i += 1; continue }
+            if !StringEscapes.needsEscape(c, json: json) { i += 1; continue }
             if i > run { bytes(p + run, i - run) }
             run = i + 1
             i += 1
             reserve(6)
             base[count] = 92
-            switch c {
-            case 34: base[count + 1] = 34; count &+= 2
-            case 92: base[count + 1] = 92; count &+= 2
-            case 10: base[count + 1] = 110; count &+= 2
-            case 9: base[count + 1] = 116; count &+= 2
-            case 13: base[count + 1] = 114; count &+= 2
-            // Text only (babeltrace2's `pretty` sink): `'`, `?` and the control characters C names.
-            case 39 where !json: base[count + 1] = 39; count &+= 2
-            case 63 where !json: base[count + 1] = 63; count &+= 2
-            case 7 where !json: base[count + 1] = 97; count &+= 2
-            case 8 where !json: base[count + 1] = 98; count &+= 2
-            case 27 where !json: base[count + 1] = 101; count &+= 2
-            case 12 where !json: base[count + 1] = 102; count &+= 2
-            case 11 where !json: base[count + 1] = 118; count &+= 2
-            default:
+            if let l = StringEscapes.named(c, json: json) {
+                base[count + 1] = l; count &+= 2
+            } else {
                 let h = lowerHex.utf8Start
                 if json {
                     base[count + 1] = 117; base[count + 2] = 48; base[count + 3] = 48
@@ -355,5 +343,35 @@ struct ByteWriter {
         }
         if n > run { bytes(p + run, n - run) }
         byte(34)
+    }
+}
+
+/// The escapes of quoted strings, one table for the byte writer and the `String` formatter. JSON escapes `"`, `\`
+/// and the control characters (`\n \t \r` by name, the others as `\u00NN`). Text escapes as babeltrace2's `pretty`
+/// sink does: also `'` and `?`, and the control characters C names (`\a \b \e \f \v`), the others and DEL as `\xNN`.
+enum StringEscapes {
+    /// Whether the ASCII byte `c` is written escaped.
+    @inline(__always)
+    static func needsEscape(_ c: UInt8, json: Bool) -> Bool {
+        c < 0x20 || c == 34 || c == 92 || (!json && (c == 39 || c == 63 || c == 127))
+    }
+
+    /// The letter after the backslash when `c` has a named escape (`n` for a newline, `"` for a quote), else nil
+    /// (a control character written in hexadecimal).
+    @inline(__always)
+    static func named(_ c: UInt8, json: Bool) -> UInt8? {
+        switch c {
+        case 34, 92: return c
+        case 10: return 110
+        case 9: return 116
+        case 13: return 114
+        case 39, 63: return json ? nil : c
+        case 7: return json ? nil : 97
+        case 8: return json ? nil : 98
+        case 27: return json ? nil : 101
+        case 12: return json ? nil : 102
+        case 11: return json ? nil : 118
+        default: return nil
+        }
     }
 }

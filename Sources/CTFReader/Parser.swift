@@ -124,8 +124,7 @@ struct MetadataParser {
     /// its only clock, or, when it declares none, an implicit 1 GHz clock named `default` with no offset (the
     /// timestamps of lttng-modules 2.0's traces, for one). With several clocks the choice would be a guess: refused.
     mutating func mapUnmappedTimestamps() throws {
-        func mapped(_ t: CTFType?, _ names: Set<String>, _ scope: String) throws -> CTFType? {
-            guard let t else { return nil }
+        func mapped(_ t: CTFType, _ names: Set<String>, _ scope: String) throws -> CTFType {
             switch t {
             case .structure(let fs, let a):
                 return .structure(try fs.map { try mappedField($0, names, scope) }, alignment: a)
@@ -145,7 +144,7 @@ struct MetadataParser {
                 i.mappedClock = try implicitClock(scope + "." + f.name)
                 f.type = .enumeration(i, maps)
             default:
-                f.type = try mapped(f.type, names, scope + "." + f.name)!
+                f.type = try mapped(f.type, names, scope + "." + f.name)
             }
             return f
         }
@@ -162,8 +161,8 @@ struct MetadataParser {
         }
         for sid in meta.streamClasses.keys.sorted() {
             var sc = meta.streamClasses[sid]!
-            sc.eventHeader = try mapped(sc.eventHeader, ["timestamp"], "stream.event.header")
-            sc.packetContext = try mapped(sc.packetContext, ["timestamp_begin", "timestamp_end"], "stream.packet.context")
+            sc.eventHeader = try sc.eventHeader.map { try mapped($0, ["timestamp"], "stream.event.header") }
+            sc.packetContext = try sc.packetContext.map { try mapped($0, ["timestamp_begin", "timestamp_end"], "stream.packet.context") }
             meta.streamClasses[sid] = sc
         }
     }

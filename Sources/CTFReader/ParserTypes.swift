@@ -311,7 +311,7 @@ extension MetadataParser {
         switch t {
         case .enumeration(_, let maps):
             let labels = Set(maps.map(\.label))
-            if !options.isEmpty && !options.contains(where: { labels.contains($0.writtenName) || labels.contains($0.name) }) {
+            if !options.isEmpty && !options.contains(where: { $0.selectingLabel(labels.contains) != nil }) {
                 throw semantic("variant tag `\(tag)`: no option of the variant matches a label of the enumeration (\(maps.prefix(4).map { "\"\($0.label)\"" }.joined(separator: ", ")))", tok)
             }
             return

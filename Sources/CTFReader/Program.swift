@@ -279,7 +279,7 @@ struct ProgramCompiler {
                 let pidx = cls.programs.count
                 cls.programs.append((cls.ops.count, subOps.count))
                 cls.ops.append(contentsOf: subOps)
-                for r in rangesOfLabel[opt.writtenName] ?? rangesOfLabel[opt.name] ?? [] {
+                for r in opt.selectingLabel({ rangesOfLabel[$0] != nil }).flatMap({ rangesOfLabel[$0] }) ?? [] {
                     table.ranges.append((r.lo, r.hi, pidx))
                 }
             }

@@ -72,6 +72,13 @@ public struct CTFField: Sendable {
     /// equal to it (as babeltrace2 matches), or, when no label is, by the label equal to ``name``.
     public var writtenName: String
 
+    /// The tag label that selects this variant option, given which strings are labels of the tag: its written
+    /// name, else its name, else none.
+    @inline(__always)
+    func selectingLabel(_ isLabel: (String) -> Bool) -> String? {
+        isLabel(writtenName) ? writtenName : isLabel(name) ? name : nil
+    }
+
     init(name: String, type: CTFType, writtenName: String? = nil) {
         self.name = name
         self.type = type

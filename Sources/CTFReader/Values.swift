@@ -112,10 +112,9 @@ struct GenericWalker {
             guard let maps = tv.maps else { throw fail(pos, field, "variant tag `\(tag)` is not an enumeration") }
             let labels = enumLabels(maps, raw: tv.raw, signed: tv.signed)
             let t = tv.int
-            // The option named as written by a label of the value, else by its unescaped name (as compiled: an
-            // option whose written name is a label of the tag is chosen by that label only).
-            guard let opt = options.first(where: { labels.contains($0.writtenName) })
-                    ?? options.first(where: { o in labels.contains(o.name) && !maps.contains { $0.label == o.writtenName } }) else {
+            // The first option whose selecting label is one of the value's (as compiled).
+            let tagLabels = Set(maps.map(\.label))
+            guard let opt = options.first(where: { $0.selectingLabel(tagLabels.contains).map(labels.contains) ?? false }) else {
                 throw fail(pos, field, "variant tag `\(tag)` value \(t) selects no option")
             }
             let v = try walk(opt.type, &pos, field: opt.name, decode: decode, scope: &scope, depth: depth + 1)

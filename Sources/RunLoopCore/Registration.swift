@@ -483,7 +483,8 @@ extension RLRunLoop {
     /// past date, from another thread), and the doorbell ends the loop's wait as a timer wake at
     /// once; a timerfd set to a past time is a slow system call on a VM (`Waiter.arm`;
     /// docs/benchmarks.md, "A timer due at once"). Rung after the unlock: the woken loop takes the
-    /// lock at once, and finding it still held it would park and need a second wake-up.
+    /// lock at once, and finding it still held it would park and need a second wake-up. Removals
+    /// ignore it: they only move the deadline later, and a deadline past before was rung for then.
     @inline(__always) @discardableResult
     func rearmIfSleepingLocked() -> Bool {
         sleeping ? rearmSleepingLocked() : false

@@ -141,8 +141,15 @@ struct MetadataRulesTests {
 
     /// Appends `extra` to the single event of a one-packet TinyTrace and fixes the packet's sizes.
     static func appendToSingleEvent(_ dir: String, _ extra: [UInt8]) throws {
+        try insertIntoPacket(dir, [(extra, nil)])
+    }
+
+    /// Inserts each chunk at its byte offset in the one packet of a TinyTrace (at the end for nil; offsets in the
+    /// original file, later ones first) and fixes the packet's sizes.
+    static func insertIntoPacket(_ dir: String, _ chunks: [(bytes: [UInt8], at: Int?)]) throws {
         let streamURL = URL(fileURLWithPath: dir).appendingPathComponent("stream_0")
-        var bytes = [UInt8](try Data(contentsOf: streamURL)) + extra
+        var bytes = [UInt8](try Data(contentsOf: streamURL))
+        for c in chunks.sorted(by: { ($0.at ?? .max) > ($1.at ?? .max) }) { bytes.insert(contentsOf: c.bytes, at: c.at ?? bytes.count) }
         let size = UInt64(bytes.count * 8)
         bytes.replaceSubrange(24..<32, with: TinyTrace.u64(size))   // content_size
         bytes.replaceSubrange(32..<40, with: TinyTrace.u64(size))   // packet_size
@@ -325,16 +332,9 @@ struct MetadataRulesTests {
             evs[0].data = []; evs[1].data = []
             let p = try TinyTrace.write("variant-written", packets: [.init(events: evs, seq: 0)], metadata: m)
             // Put the tag and the option before each event's _len: tag 1 (the second option, 4 bytes), then tag 0 (1 byte).
-            let url = URL(fileURLWithPath: p).appendingPathComponent("stream_0")
-            var bytes = [UInt8](try Data(contentsOf: url))
             // Each event: id (1 byte), timestamp (8), then its fields; event 0's are _len 0 and "ev0\0" (8 bytes).
             let first = HandBuiltTrace.packetPrefixSize + 9, second = first + 8 + 9
-            bytes.insert(contentsOf: [0, 0x2A], at: second)
-            bytes.insert(contentsOf: [1, 0x44, 0x33, 0x22, 0x11], at: first)
-            let size = UInt64(bytes.count * 8)
-            bytes.replaceSubrange(24..<32, with: TinyTrace.u64(size))
-            bytes.replaceSubrange(32..<40, with: TinyTrace.u64(size))
-            try Data(bytes).write(to: url)
+            try Self.insertIntoPacket(p, [([1, 0x44, 0x33, 0x22, 0x11], first), ([0, 0x2A], second)])
             let lines = try readerLines([p]).lines
             #expect(lines.count == 2)
             #expect(lines.first?.contains("v = { 0x11223344 }") == true || lines.first?.contains("v = { 287454020 }") == true, "\(lines)")
@@ -376,12 +376,7 @@ struct MetadataRulesTests {
         var evs = TinyTrace.events(1)
         evs[0].data = []
         let p = try TinyTrace.write("large-variant", packets: [.init(events: evs, seq: 0)], metadata: m)
-        let url = URL(fileURLWithPath: p).appendingPathComponent("stream_0")
-        var bytes = [UInt8](try Data(contentsOf: url))
-        bytes.insert(contentsOf: [UInt8(2999 & 0xFF), UInt8(2999 >> 8), 0x7B], at: HandBuiltTrace.packetPrefixSize + 9)
-        bytes.replaceSubrange(24..<32, with: TinyTrace.u64(UInt64(bytes.count * 8)))
-        bytes.replaceSubrange(32..<40, with: TinyTrace.u64(UInt64(bytes.count * 8)))
-        try Data(bytes).write(to: url)
+        try Self.insertIntoPacket(p, [([UInt8(2999 & 0xFF), UInt8(2999 >> 8), 0x7B], HandBuiltTrace.packetPrefixSize + 9)])
         let lines = try readerLines([p]).lines
         #expect(lines.count == 1 && lines[0].contains(#"t = ( "l2999" : container = 2999 ), v = { 123 }"#), "\(lines)")
     }
