@@ -307,6 +307,31 @@ struct MergeOrderTests {
         #expect(got == ref.events, "public forEachInTimeOrder, \(k) streams")
     }
 
+    /// The concurrent merge decodes streams on different threads: the state each stream writes at
+    /// every event must share no cache line with another stream's (or any other allocation), or
+    /// the line bounces between the cores at every event (``CTFStream/ownCacheLines(_:_:)``).
+    @Test("each stream's per-event state is on cache lines of its own")
+    func perEventStateOnOwnLines() throws {
+        let dir = try Self.write(streams: 3, events: 10)
+        let set = try CTFTraceSet(paths: [dir])
+        #expect(set.streams.count == 3)
+        let block = CTFStream.cacheBlock
+        var blocks: [Int: String] = [:]
+        for (i, s) in set.streams.enumerated() {
+            let regions: [(String, UnsafeRawPointer, Int)] = [
+                ("hot", UnsafeRawPointer(s.hot), MemoryLayout<CTFStream.HotState>.stride),
+                ("slots", UnsafeRawPointer(s.slots), 8), ("segmentBase", UnsafeRawPointer(s.segmentBase), 8)]
+            for (name, p, bytes) in regions {
+                let a = Int(bitPattern: p)
+                #expect(a % block == 0, "stream \(i) \(name) at \(a) is not aligned to \(block) bytes")
+                for b in stride(from: a / block, through: (a + bytes - 1) / block, by: 1) {
+                    #expect(blocks[b] == nil, "stream \(i) \(name) shares a \(block)-byte block with \(blocks[b] ?? "")")
+                    blocks[b] = "stream \(i) \(name)"
+                }
+            }
+        }
+    }
+
     @Test("a stream failing mid-trace: the events before the error in order, then the error", arguments: [0, 1])
     func failing(_ bad: Int) throws {
         let dir = try Self.write(streams: 2, events: 300, bad: bad)
