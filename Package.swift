@@ -79,7 +79,9 @@ let package = Package(
 
         // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
         .target(name: "LTTngControl"),
-        .target(name: "CTFReader"),
+        // The real stack pointer for the nesting budget (CTFReader/Nesting.swift).
+        .target(name: "CCTFReaderShims"),
+        .target(name: "CTFReader", dependencies: ["CCTFReaderShims"]),
         // issue 14: a client of lttng-relayd's live (viewer) protocol feeding CTFReader's decoder.
         .target(name: "LTTngLive", dependencies: ["CTFReader"]),
         // Records LTTng-UST events of many shapes for CTFReader's tests and benchmark.

@@ -58,25 +58,83 @@ public struct CTFEventFormatter {
 
     /// Formats a value with its type (integer display bases, nested types).
     static func text(_ v: CTFValue, _ t: CTFType) -> String {
-        switch (v, t) {
-        case (.signed, .integer(let it)), (.unsigned, .integer(let it)):
-            return intText(v, it)
-        case (.enumeration(let labels, let value), .enumeration(let it, _)):
-            return enumText(labels, intText(value, it))
-        case (.array(let a), .array(let e, _)), (.array(let a), .sequence(let e, _)):
-            if a.isEmpty { return "[ ]" }
-            return "[ " + a.enumerated().map { "[\($0.offset)] = \(text($0.element, e))" }.joined(separator: ", ") + " ]"
-        case (.structure(let f), .structure(let tf, _)):
-            if f.isEmpty { return "{ }" }
-            return "{ " + f.map { nv in
-                let ft = tf.first(where: { $0.name == nv.name })?.type
-                return "\(nv.name) = \(ft.map { text(nv.value, $0) } ?? text(nv.value))"
-            }.joined(separator: ", ") + " }"
-        case (.variant(let o, let inner), .variant(_, let opts)):
-            let ot = opts.first(where: { $0.name == o })?.type
-            return "{ \(ot.map { text(inner, $0) } ?? text(inner)) }"
+        var out = ""
+        appendText(v, t, to: &out)
+        return out
+    }
+
+    /// Formats a value without its type (decimal integers).
+    static func text(_ v: CTFValue) -> String {
+        var out = ""
+        appendText(v, nil, to: &out)
+        return out
+    }
+
+    // The value's text is appended to one string, one call per level of nesting with few locals: a
+    // value nests as deep as its type (2048 levels, Nesting.swift), and building each level's text
+    // from its children's strings cost the square of the depth in copies and a large frame a level.
+
+    /// Appends `v`'s text; with its type `t` (nil: printed as untyped, integers in decimal).
+    private static func appendText(_ v: CTFValue, _ t: CTFType?, to out: inout String) {
+        switch v {
+        case .array(let a):
+            let e: CTFType?
+            switch t { case .array(let et, _)?, .sequence(let et, _)?: e = et; default: e = nil }
+            appendArray(a, e, to: &out)
+        case .structure(let f):
+            var types: [CTFField]? = nil
+            if case .structure(let tf, _)? = t { types = tf }
+            appendStructure(f, types, to: &out)
+        case .variant(let o, let inner):
+            var ot: CTFType? = nil
+            if case .variant(_, let opts)? = t { ot = opts.first(where: { $0.name == o })?.type }
+            out += "{ "
+            appendText(inner, ot, to: &out)
+            out += " }"
         default:
-            return text(v)
+            out += scalarText(v, t)
+        }
+    }
+
+    @inline(never)
+    private static func appendArray(_ a: [CTFValue], _ e: CTFType?, to out: inout String) {
+        if a.isEmpty { out += "[ ]"; return }
+        out += "[ "
+        for (i, x) in a.enumerated() {
+            if i > 0 { out += ", " }
+            out += "[\(i)] = "
+            appendText(x, e, to: &out)
+        }
+        out += " ]"
+    }
+
+    @inline(never)
+    private static func appendStructure(_ f: [CTFNamedValue], _ types: [CTFField]?, to out: inout String) {
+        if f.isEmpty { out += "{ }"; return }
+        out += "{ "
+        for (i, nv) in f.enumerated() {
+            if i > 0 { out += ", " }
+            out += nv.name
+            out += " = "
+            appendText(nv.value, types?.first(where: { $0.name == nv.name })?.type, to: &out)
+        }
+        out += " }"
+    }
+
+    /// An integer, float, string or enumeration (with its type: the integer's display base).
+    @inline(never)
+    private static func scalarText(_ v: CTFValue, _ t: CTFType?) -> String {
+        switch (v, t) {
+        case (.signed, .integer(let it)?), (.unsigned, .integer(let it)?):
+            return intText(v, it)
+        case (.enumeration(let labels, let value), .enumeration(let it, _)?):
+            return enumText(labels, intText(value, it))
+        case (.signed(let i), _): return String(i)
+        case (.unsigned(let u), _): return String(u)
+        case (.float(let d), _): return formatG(d)
+        case (.string(let s), _): return quote(s)
+        case (.enumeration(let labels, let value), _): return enumText(labels, scalarText(value, nil))
+        default: return text(v)
         }
     }
 
@@ -95,27 +153,6 @@ public struct CTFEventFormatter {
         }
     }
 
-    private static func textStruct(_ fields: [CTFNamedValue]) -> String {
-        if fields.isEmpty { return "{ }" }
-        return "{ " + fields.map { "\($0.name) = \(text($0.value))" }.joined(separator: ", ") + " }"
-    }
-
-    static func text(_ v: CTFValue) -> String {
-        switch v {
-        case .signed(let i): return String(i)
-        case .unsigned(let u): return String(u)
-        case .float(let d): return formatG(d)
-        case .string(let s): return quote(s)
-        case .enumeration(let labels, let value):
-            return enumText(labels, text(value))
-        case .array(let a):
-            if a.isEmpty { return "[ ]" }
-            return "[ " + a.enumerated().map { "[\($0.offset)] = \(text($0.element))" }.joined(separator: ", ") + " ]"
-        case .structure(let f): return textStruct(f)
-        case .variant(_, let v): return "{ \(text(v)) }"
-        }
-    }
-
     /// An enumeration in babeltrace2's text form: its label(s) and its container value.
     private static func enumText(_ labels: [String], _ container: String) -> String {
         let l: String
@@ -131,16 +168,34 @@ public struct CTFEventFormatter {
     static func quote(_ s: String) -> String { escaped(s, json: false) }
 
     static func json(_ v: CTFValue) -> String {
+        var out = ""
+        appendJSON(v, to: &out)
+        return out
+    }
+
+    /// Appends `v`'s JSON (one call per level of nesting, as ``appendText(_:_:to:)``).
+    private static func appendJSON(_ v: CTFValue, to out: inout String) {
         switch v {
-        case .signed(let i): return String(i)
-        case .unsigned(let u): return String(u)
-        case .float(let d): return d.isFinite ? "\(d)" : jsonString("\(d)")
-        case .string(let s): return jsonString(s)
+        case .signed(let i): out += String(i)
+        case .unsigned(let u): out += String(u)
+        case .float(let d): out += d.isFinite ? "\(d)" : jsonString("\(d)")
+        case .string(let s): out += jsonString(s)
         case .enumeration(let labels, let value):
-            return "{\"value\":\(json(value)),\"labels\":[" + labels.map(jsonString).joined(separator: ",") + "]}"
-        case .array(let a): return "[" + a.map(json).joined(separator: ",") + "]"
-        case .structure(let f): return "{" + f.map { jsonString($0.name) + ":" + json($0.value) }.joined(separator: ",") + "}"
-        case .variant(let o, let v): return "{" + jsonString(o) + ":" + json(v) + "}"
+            out += "{\"value\":"
+            appendJSON(value, to: &out)
+            out += ",\"labels\":[" + labels.map(jsonString).joined(separator: ",") + "]}"
+        case .array(let a):
+            out += "["
+            for (i, x) in a.enumerated() { if i > 0 { out += "," }; appendJSON(x, to: &out) }
+            out += "]"
+        case .structure(let f):
+            out += "{"
+            for (i, nv) in f.enumerated() { if i > 0 { out += "," }; out += jsonString(nv.name) + ":"; appendJSON(nv.value, to: &out) }
+            out += "}"
+        case .variant(let o, let inner):
+            out += "{" + jsonString(o) + ":"
+            appendJSON(inner, to: &out)
+            out += "}"
         }
     }
 

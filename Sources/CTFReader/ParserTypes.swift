@@ -9,7 +9,9 @@ extension MetadataParser {
         let start = cur
         depth += 1
         defer { depth -= 1 }
-        guard depth <= 64 else { throw err("type declarations nested more than 64 deep") }
+        // (The count includes the scope's own structure and the innermost type: a field inside `maxDepth` compound
+        // types is at depth `maxDepth + 2`. The compiler checks the exact bound for each field.)
+        guard depth <= Nesting.maxDepth + 2 else { throw err("type declarations nested more than \(Nesting.maxDepth) deep") }
         guard cur.kind == .identifier else { throw err("expected a type but found `\(cur.text)`") }
         switch cur.text {
         case "integer":
@@ -370,7 +372,7 @@ extension MetadataParser {
         var dims: [(Int?, String?)] = []
         while isPunct("[") {
             // Each dimension is a level of nesting: counted against the same limit as nested types.
-            guard depth + dims.count < 64 else { throw err("declarator `\(raw)` nests arrays and types more than 64 deep") }
+            guard depth + dims.count <= Nesting.maxDepth + 1 else { throw err("declarator `\(raw)` nests arrays and types more than \(Nesting.maxDepth) deep") }
             _ = advance()
             if cur.kind == .integer {
                 let t = advance()

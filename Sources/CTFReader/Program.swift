@@ -169,15 +169,21 @@ struct ProgramCompiler {
     }
 
     private mutating func compileField(_ f: CTFField, prefix: String, into ops: inout [Op], depth: Int) throws -> FieldLayout {
-        guard depth < 32 else { throw CTFReaderError.metadataSemantic(path: path, message: "types nested too deeply at `\(prefix)\(f.name)`") }
+        guard depth <= Nesting.maxDepth else {
+            // (Named by its first and last levels: the whole path of so deep a field is tens of kilobytes.)
+            let levels = (prefix + f.name).split(separator: ".")
+            let at = levels.count <= 6 ? levels.joined(separator: ".") : (levels.prefix(3) + ["…"] + levels.suffix(2)).joined(separator: ".")
+            throw CTFReaderError.metadataSemantic(path: path, message: "types nested more than \(Nesting.maxDepth) deep at `\(scopeName).\(at)`")
+        }
         let dotted = scopeName + "." + prefix + f.name
         let fieldIdx = nameIndex(dotted)
         let t = f.type
-        if t.alignment > known { ops.append(Op(kind: .align, align: Int32(t.alignment), field: fieldIdx)) }
-        known = max(known, t.alignment)
+        let (tAlignment, tBits) = t.layout
+        if tAlignment > known { ops.append(Op(kind: .align, align: Int32(tAlignment), field: fieldIdx)) }
+        known = max(known, tAlignment)
         // After this field the position is aligned to the largest power of two dividing its size (if fixed).
         defer {
-            if let bits = t.fixedBitSize, bits > 0 {
+            if let bits = tBits, bits > 0 {
                 let low = bits & -bits
                 known = min(known, low)
             } else if case .string = t {

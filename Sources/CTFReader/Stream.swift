@@ -54,6 +54,8 @@ public final class CTFStream: @unchecked Sendable {
     public internal(set) var losses: [CTFLoss] = []
     /// Warnings found so far (e.g. a truncated final packet).
     public internal(set) var warnings: [CTFWarning] = []
+    /// The messages of ``warnings`` about fields left out (StreamFields.swift), each warned once.
+    var warnedUnreadable: Set<String> = []
 
     let cls: CompiledStreamClass
     @usableFromInline let base: UnsafeRawPointer

@@ -43,8 +43,13 @@ extension CTFStream {
             var out: [CTFValue] = []
             out.reserveCapacity(n)
             for _ in 0..<n {
-                guard let v = try? w.walk(elem, &p, field: f.name, decode: true, scope: &scope) else { return nil }
-                out.append(v)
+                do {
+                    guard let v = try w.walk(elem, &p, field: f.name, decode: true, scope: &scope) else { return nil }
+                    out.append(v)
+                } catch {
+                    noteUnreadable(f, error)
+                    return nil
+                }
             }
             return .array(out)
         case .generic, .nestedStruct, .variant:
@@ -52,8 +57,19 @@ extension CTFStream {
             let w = walker()
             var scope: [String: ScopeValue] = [:]
             if case .variant(let tag, _) = f.type, let tv = resolveRuntime(tag) { scope[tag] = tv }
-            return try? w.walk(f.type, &p, field: f.name, decode: true, scope: &scope)
+            do { return try w.walk(f.type, &p, field: f.name, decode: true, scope: &scope) } catch {
+                noteUnreadable(f, error)
+                return nil
+            }
         }
+    }
+
+    /// A field whose value could not be decoded though its event was (the walk's own limits: a value
+    /// nested deeper than the thread's stack holds): a warning, once per field and reason — the value
+    /// is left out of what is printed, not silently.
+    private func noteUnreadable(_ f: FieldLayout, _ error: Error) {
+        let message = "field `\(f.name)` left out: \(error)"
+        if warnedUnreadable.insert(message).inserted { warn(Int(slots[f.slot]) >> 3, message) }
     }
 
     /// The number of top-level payload fields of the current event's class.

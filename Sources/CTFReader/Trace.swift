@@ -22,9 +22,24 @@ public final class CTFTrace: @unchecked Sendable {
     init(path: String, metadataText: String, packetByteOrder: CTFByteOrder?) throws {
         self.path = path
         let metaPath = path + "/metadata"
-        var parser = try MetadataParser(text: metadataText, path: metaPath, packetByteOrder: packetByteOrder)
-        metadata = try parser.parse()
-        compiled = try CTFTrace.compile(metadata, path: metaPath)
+        (metadata, compiled) = try CTFTrace.parseAndCompile(metadataText, path: metaPath, packetByteOrder: packetByteOrder)
+    }
+
+    /// Parses metadata text and compiles its decoding programs, on a thread whose stack holds types
+    /// nested as deep as the reader accepts (Nesting.swift): the caller's may be small.
+    /// Then checks that the calling thread's stack holds values as deeply nested as the types, for
+    /// walking, formatting and releasing them (``Nesting/checkStack(_:forDepth:path:)``).
+    static func parseAndCompile(_ text: String, path: String, packetByteOrder: CTFByteOrder?) throws -> (CTFMetadata, [UInt64: CompiledStreamClass]) {
+        // (The caller's stack is measured here, on its thread, and checked on the large one: refused
+        // types are released there, where their release cannot overflow.)
+        let callerStack = Nesting.StackBudget(withStackEnd: ())
+        return try Nesting.onLargeStack {
+            var parser = try MetadataParser(text: text, path: path, packetByteOrder: packetByteOrder)
+            let metadata = try parser.parse()
+            let compiled = try CTFTrace.compile(metadata, path: path)
+            try Nesting.checkStack(callerStack, forDepth: metadata.nestingDepth, path: path)
+            return (metadata, compiled)
+        }
     }
 
     /// Opens the trace in `directory`: reads and parses its metadata, compiles the decoding programs and
@@ -33,9 +48,7 @@ public final class CTFTrace: @unchecked Sendable {
         path = directory
         let metaPath = (directory as NSString).appendingPathComponent("metadata")
         let (text, packetOrder) = try CTFTrace.readMetadata(metaPath)
-        var parser = try MetadataParser(text: text, path: metaPath, packetByteOrder: packetOrder)
-        metadata = try parser.parse()
-        compiled = try CTFTrace.compile(metadata, path: metaPath)
+        (metadata, compiled) = try CTFTrace.parseAndCompile(text, path: metaPath, packetByteOrder: packetOrder)
         let fm = FileManager.default
         guard let names = try? fm.contentsOfDirectory(atPath: directory) else {
             throw CTFReaderError.io(path: directory, message: "cannot list directory")

@@ -57,8 +57,90 @@ struct GenericWalker {
     }
 
     /// Decodes (when `decode`) or skips a value of `type` at `pos`, advancing `pos`.
-    func walk(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int = 0) throws -> CTFValue? {
-        guard depth < 64 else { throw fail(pos, field, "values nested too deeply") }
+    /// `depth` and `budget`: how deep this call is in a walk, and the stack the walk started with (a
+    /// walk deeper than the type bound, or than the thread's stack holds, fails instead of crashing).
+    ///
+    /// The recursion goes through this function and `walkStructure`/`walkVariant`/`walkElements`
+    /// only, each with few locals: the scalar cases are in `walkScalar`, out of line, so that a level
+    /// of nesting costs small frames (a debug build's frame holds every case's locals: with them all
+    /// here, a level took ~4.9 KiB of stack).
+    func walk(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue],
+              depth: Int = 0, budget: Nesting.StackBudget = Nesting.StackBudget()) throws -> CTFValue? {
+        if depth & (Nesting.StackBudget.every - 1) == 0 || depth > Nesting.maxDepth {
+            try checkDepth(depth, budget, pos, field)
+        }
+        switch type {
+        case .structure(let fields, _):
+            return try walkStructure(type, fields, &pos, decode: decode, scope: scope, depth: depth, budget: budget)
+        case .variant:
+            return try walkVariant(type, &pos, field: field, decode: decode, scope: &scope, depth: depth, budget: budget)
+        case .array, .sequence:
+            return try walkArray(type, &pos, field: field, decode: decode, scope: &scope, depth: depth, budget: budget)
+        case .integer, .enumeration, .floatingPoint, .string:
+            return try walkScalar(type, &pos, field: field, decode: decode, scope: &scope)
+        }
+    }
+
+    /// Throws when a walk at `depth` is deeper than any type may nest, or than the stack it started
+    /// with holds for ``Nesting/StackBudget/every`` more levels.
+    @inline(never)
+    private func checkDepth(_ depth: Int, _ budget: Nesting.StackBudget, _ pos: Int, _ field: String) throws {
+        guard depth <= Nesting.maxDepth else { throw fail(pos, field, "values nested more than \(Nesting.maxDepth) deep") }
+        if depth > 0 && !budget.allows(depth: depth) {
+            throw fail(pos, field, "values nested \(depth) deep and deeper: more than this thread's stack can take")
+        }
+    }
+
+    @inline(never)
+    private func walkArray(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue],
+                           depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
+        switch type {
+        case .array(let e, let n):
+            pos = alignUp(pos, e.alignment)
+            return try walkElements(e, count: n, &pos, field: field, decode: decode, scope: &scope, depth: depth, budget: budget)
+        case .sequence(let e, let lf):
+            pos = alignUp(pos, e.alignment)
+            guard let nv = scope[lf] ?? outer(lf) else { throw fail(pos, field, "sequence length field `\(lf)` not found") }
+            let n = nv.int
+            guard n >= 0 else { throw fail(pos, field, "negative sequence length \(n)") }
+            return try walkElements(e, count: Int(n), &pos, field: field, decode: decode, scope: &scope, depth: depth, budget: budget)
+        default:
+            return nil
+        }
+    }
+
+    @inline(never)
+    private func walkStructure(_ type: CTFType, _ fields: [CTFField], _ pos: inout Int, decode: Bool, scope: [String: ScopeValue],
+                               depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
+        pos = alignUp(pos, type.alignment)
+        var inner = scope
+        var out: [CTFNamedValue] = []
+        for f in fields {
+            let v = try walk(f.type, &pos, field: f.name, decode: decode, scope: &inner, depth: depth + 1, budget: budget)
+            if let v { out.append(CTFNamedValue(name: f.name, value: v)) }
+        }
+        return decode ? .structure(out) : nil
+    }
+
+    @inline(never)
+    private func walkVariant(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool,
+                             scope: inout [String: ScopeValue], depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
+        guard case .variant(let tag, let options) = type else { return nil }
+        guard let tv = scope[tag] ?? outer(tag) else { throw fail(pos, field, "variant tag `\(tag)` not found") }
+        guard let maps = tv.maps else { throw fail(pos, field, "variant tag `\(tag)` is not an enumeration") }
+        let labels = enumLabels(maps, raw: tv.raw, signed: tv.signed)
+        // The first option whose selecting label is one of the value's (as compiled).
+        let tagLabels = Set(maps.map(\.label))
+        guard let opt = options.first(where: { $0.selectingLabel(tagLabels.contains).map(labels.contains) ?? false }) else {
+            throw fail(pos, field, "variant tag `\(tag)` value \(tv.int) selects no option")
+        }
+        let v = try walk(opt.type, &pos, field: opt.name, decode: decode, scope: &scope, depth: depth + 1, budget: budget)
+        return decode ? .variant(option: opt.name, value: v!) : nil
+    }
+
+    /// An integer, enumeration, floating point number or string (no recursion).
+    @inline(never)
+    private func walkScalar(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue]) throws -> CTFValue? {
         pos = alignUp(pos, type.alignment)
         switch type {
         case .integer(let it) where it.size > 64:
@@ -92,38 +174,13 @@ struct GenericWalker {
             let (s, len) = try scanString(pos, field: field)
             pos += (len + 1) * 8
             return decode ? .string(s) : nil
-        case .array(let e, let n):
-            return try walkElements(e, count: n, &pos, field: field, decode: decode, scope: &scope, depth: depth)
-        case .sequence(let e, let lf):
-            guard let nv = scope[lf] ?? outer(lf) else { throw fail(pos, field, "sequence length field `\(lf)` not found") }
-            let n = nv.int
-            guard n >= 0 else { throw fail(pos, field, "negative sequence length \(n)") }
-            return try walkElements(e, count: Int(n), &pos, field: field, decode: decode, scope: &scope, depth: depth)
-        case .structure(let fields, _):
-            var inner = scope
-            var out: [CTFNamedValue] = []
-            for f in fields {
-                let v = try walk(f.type, &pos, field: f.name, decode: decode, scope: &inner, depth: depth + 1)
-                if let v { out.append(CTFNamedValue(name: f.name, value: v)) }
-            }
-            return decode ? .structure(out) : nil
-        case .variant(let tag, let options):
-            guard let tv = scope[tag] ?? outer(tag) else { throw fail(pos, field, "variant tag `\(tag)` not found") }
-            guard let maps = tv.maps else { throw fail(pos, field, "variant tag `\(tag)` is not an enumeration") }
-            let labels = enumLabels(maps, raw: tv.raw, signed: tv.signed)
-            let t = tv.int
-            // The first option whose selecting label is one of the value's (as compiled).
-            let tagLabels = Set(maps.map(\.label))
-            guard let opt = options.first(where: { $0.selectingLabel(tagLabels.contains).map(labels.contains) ?? false }) else {
-                throw fail(pos, field, "variant tag `\(tag)` value \(t) selects no option")
-            }
-            let v = try walk(opt.type, &pos, field: opt.name, decode: decode, scope: &scope, depth: depth + 1)
-            return decode ? .variant(option: opt.name, value: v!) : nil
+        default:
+            return nil
         }
     }
 
-
-    private func walkElements(_ e: CTFType, count n: Int, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int) throws -> CTFValue? {
+    @inline(never)
+    private func walkElements(_ e: CTFType, count n: Int, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
         // Never trust the count: each element needs at least its minimum size (8 bits when that is zero-sized).
         let minBits = max(1, e.minimumBitSize)
         let remaining = end - pos
@@ -144,7 +201,7 @@ struct GenericWalker {
         if decode { out.reserveCapacity(min(n, 4096)) }
         var dummy = scope
         for _ in 0..<n {
-            let v = try walk(e, &pos, field: field, decode: decode, scope: &dummy, depth: depth + 1)
+            let v = try walk(e, &pos, field: field, decode: decode, scope: &dummy, depth: depth + 1, budget: budget)
             if let v { out.append(v) }
         }
         return decode ? .array(out) : nil

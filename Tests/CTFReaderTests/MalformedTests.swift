@@ -111,12 +111,13 @@ struct MalformedTests {
         expectReaderError([p3]) { e in "\(e)".contains("unsupported integer size 65537 bits (at most 65536)") }
     }
 
-    @Test("absurd declarations (nesting 200 deep, arrays of 2^28 × 2^28 elements) are refused or bounded, never a crash")
+    @Test("absurd declarations (nesting 2049 deep, arrays of 2^28 × 2^28 elements) are refused or bounded, never a crash")
     func absurdDeclarations() throws {
-        let deep = String(repeating: "struct { ", count: 200) + "uint8_t x; " + String(repeating: "} y; ", count: 199) + "} _deep;"
+        // (NestingTests: 2048 levels are read.)
+        let deep = String(repeating: "struct { ", count: 2049) + "uint8_t x; " + String(repeating: "} y; ", count: 2048) + "} _deep;"
         let m1 = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: deep + " uint32_t _len;")
         let p1 = try TinyTrace.write("deep", packets: [.init(events: TinyTrace.events(1), seq: 0)], metadata: m1)
-        expectReaderError([p1]) { e in "\(e)".contains("nested more than 64 deep") }
+        expectReaderError([p1]) { e in "\(e)".contains("nested more than 2048 deep") }
         let huge = "uint64_t _huge[268435456][268435456];"
         let m2 = TinyTrace.metadata.replacingOccurrences(of: "uint32_t _len;", with: huge + " uint32_t _len;")
         let p2 = try TinyTrace.write("huge", packets: [.init(events: TinyTrace.events(2), seq: 0)], metadata: m2)

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import CTFReader
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Types nested as deep as the reader accepts (Nesting.swift): ctf-testsuite's
+/// `stress/struct-nest-n-deep` shape — one event whose payload is `depth` structures inside one
+/// another around a `uint8_t` — read and printed as babeltrace2 prints it, one level more refused,
+/// and a thread whose stack cannot take the values refused with what to do, never a crash.
+@Suite("types nested 2048 deep: read as babeltrace2 reads them, or refused, never a crash", .serialized)
+struct NestingTests {
+    /// A trace of one event whose payload nests `depth` structures (`s_depth_<depth-1>` outermost)
+    /// around `uint8_t field = 42`, as ctf-testsuite's generator writes it; or, with `arrays`, one
+    /// field of `depth` one-element array dimensions.
+    static func write(depth: Int, arrays: Bool = false) throws -> String {
+        var m = """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; base = 10; } := uint8_t;
+        typealias integer { size = 32; align = 32; signed = false; base = hex; } := uint32_t;
+        trace { major = 1; minor = 8; uuid = "2a6422d0-6cee-11e0-8c08-cb07d7b3a564"; byte_order = le;
+            packet.header := struct { uint32_t magic; uint8_t uuid[16]; }; };
+        event { name = myevent; fields := struct {
+
+        """
+        if arrays {
+            m += "uint8_t a" + String(repeating: "[1]", count: depth) + ";\n"
+        } else {
+            m += String(repeating: "struct {\n", count: depth) + "uint8_t field;\n"
+            for i in 0..<depth { m += "} s_depth_\(i);\n" }
+        }
+        m += "}; };\n"
+        let dir = SharedDaemon.scratch.appendingPathComponent("nest-\(depth)\(arrays ? "a" : "s")-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try m.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        let header: [UInt8] = [0xC1, 0x1F, 0xFC, 0xC1, 0x2A, 0x64, 0x22, 0xD0, 0x6C, 0xEE, 0x11, 0xE0,
+                               0x8C, 0x08, 0xCB, 0x07, 0xD7, 0xB3, 0xA5, 0x64]
+        try Data(header + [42]).write(to: dir.appendingPathComponent("stream"))
+        return dir.path
+    }
+
+    /// Runs `body` on a thread with a `stackBytes` stack, and waits for it.
+    static func onThread<T>(stackBytes: Int, _ body: @escaping @Sendable () -> T) -> T {
+        let box = ThreadResult<T>()
+        let t = Thread { box.value = body(); box.done.signal() }
+        t.stackSize = stackBytes
+        t.start()
+        box.done.wait()
+        return box.value!
+    }
+
+    /// Opens `dir` and prints every event as `rltrace dump` does; the error's text if any, and the
+    /// warnings. Everything (the values, the types) is released on the calling thread.
+    static func dump(_ dir: String) -> (text: String, error: String, warnings: [String]) {
+        do {
+            let set = try CTFTraceSet(paths: [dir])
+            var it = set.makeMergedIterator()
+            var f = CTFEventFormatter(style: .text)
+            var out = ""
+            while try it.next() { it.withCurrent { f.format($0, into: &out) } }
+            return (out, "", set.warnings.map { "\($0)" })
+        } catch {
+            return ("", "\(error)", [])
+        }
+    }
+
+    /// babeltrace2's text with the timestamp columns `rltrace dump` adds taken off.
+    static func payload(_ text: String) -> [String] {
+        text.split(separator: "\n").map { line in
+            guard line.hasPrefix("["), let r = line.range(of: ") ") else { return String(line) }
+            return String(line[r.upperBound...])
+        }
+    }
+
+    @Test("2048 nested structures print what babeltrace2 prints, on a thread with the stack for them; 2049 are refused")
+    func deepestStructure() throws {
+        let dir = try Self.write(depth: Nesting.maxDepth)
+        let got = Self.onThread(stackBytes: 64 << 20) { Self.dump(dir) }
+        #expect(got.error.isEmpty, "\(got.error)")
+        #expect(got.warnings.isEmpty, "\(got.warnings)")
+        let bt = try babeltrace([dir]).map(String.init)
+        #expect(bt.count == 1 && bt[0].hasPrefix("myevent: { s_depth_2047 = { s_depth_2046 = {"))
+        #expect(Self.payload(got.text) == bt)
+        #expect(got.text.contains("{ field = 42 }" + String(repeating: " }", count: 2048)))
+
+        let over = try Self.write(depth: Nesting.maxDepth + 1)
+        let refused = Self.onThread(stackBytes: 64 << 20) { Self.dump(over) }
+        #expect(refused.error.contains("metadata") && refused.error.contains("nested more than 2048 deep"), "\(refused.error)")
+    }
+
+    @Test("300 nested array dimensions read as babeltrace2 reads them")
+    func deepArrays() throws {
+        let dir = try Self.write(depth: 300, arrays: true)
+        let got = Self.onThread(stackBytes: 64 << 20) { Self.dump(dir) }
+        #expect(got.error.isEmpty, "\(got.error)")
+        let bt = try babeltrace([dir]).map(String.init)
+        #expect(Self.payload(got.text) == bt)
+        #expect(got.text.contains(String(repeating: "[ [0] = ", count: 300) + "42" + String(repeating: " ]", count: 300)))
+    }
+
+    @Test("a thread whose stack cannot take the nesting: refused when the trace is opened, with what to do")
+    func smallStackRefusedAtOpen() throws {
+        let dir = try Self.write(depth: Nesting.maxDepth)
+        // 512 KiB: less than 2048 levels need (bytesPerLevel each) in any build.
+        let got = Self.onThread(stackBytes: 512 << 10) { Self.dump(dir) }
+        #expect(got.text.isEmpty)
+        #expect(got.error.contains("types nest 2048 deep") && got.error.contains("read the trace on a thread with a larger stack"), "\(got.error)")
+        // Shallow nesting is never checked: 20 levels open on the same stack.
+        let shallow = try Self.write(depth: 20)
+        let ok = Self.onThread(stackBytes: 512 << 10) { Self.dump(shallow) }
+        #expect(ok.error.isEmpty && ok.text.contains("{ field = 42 }"), "\(ok.error)")
+    }
+
+    @Test("a value walked on a thread with less stack than where the trace was opened: left out with a warning, not silently")
+    func walkBudgetWarns() throws {
+        let dir = try Self.write(depth: Nesting.maxDepth)
+        final class Held: @unchecked Sendable { var set: CTFTraceSet?; var it: CTFMergedIterator? }
+        let held = Held()
+        let opened: String = Self.onThread(stackBytes: 64 << 20) {
+            do { held.set = try CTFTraceSet(paths: [dir]); held.it = held.set!.makeMergedIterator(); return "" } catch { return "\(error)" }
+        }
+        #expect(opened.isEmpty, "\(opened)")
+        guard held.set != nil else { return }
+        // Formatting on a 512 KiB thread: the walk stops where its stack budget ends.
+        let printed: String = Self.onThread(stackBytes: 512 << 10) {
+            var f = CTFEventFormatter(style: .text)
+            var out = ""
+            do { while try held.it!.next() { held.it!.withCurrent { f.format($0, into: &out) } } } catch { return "error: \(error)" }
+            return out
+        }
+        #expect(printed.hasSuffix("myevent: { }\n"), "\(printed.prefix(200))")
+        let warnings = held.set!.warnings.map { "\($0)" }
+        #expect(warnings.count == 1 && warnings[0].contains("field `s_depth_2047` left out") && warnings[0].contains("more than this thread's stack can take"),
+                "\(warnings)")
+        // Released where the stack holds the types.
+        Self.onThread(stackBytes: 64 << 20) { held.it = nil; held.set = nil }
+    }
+}
+
+/// ``NestingTests/onThread(stackBytes:_:)``'s result, read after `done`.
+private final class ThreadResult<T>: @unchecked Sendable {
+    var value: T?
+    let done = DispatchSemaphore(value: 0)
+}
