@@ -77,7 +77,7 @@ enum Nesting {
         /// The end of the stack, when found where the budget was taken (`withStackEnd`); 0: the end of
         /// the stack of the thread asking (found then, once per thread).
         let low: UInt
-        /// How often (in levels) the stack left is checked.
+        /// How often (in levels) the stack left is checked: a power of two (the walk tests `depth & (every - 1)`).
         static let every = 32
 
         /// The calling thread's stack from here (its end found only when first needed).

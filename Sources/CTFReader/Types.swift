@@ -107,32 +107,27 @@ public indirect enum CTFType: Sendable {
 
     /// The alignment of the type in bits: for a structure, the largest of its own and its fields'.
     public var alignment: Int {
-        switch self {
-        case .integer(let i): return i.alignment
-        case .floatingPoint(let f): return f.alignment
-        case .enumeration(let i, _): return i.alignment
-        case .string: return 8
-        case .variant: return 1
-        case .structure, .array, .sequence:
-            // The largest alignment in the tree (a variant counts 1 and ends its branch), with a list
-            // of types to visit instead of a recursion: a value walk computes this at every level, on
-            // whatever stack its thread has (Nesting.swift), for types nested 2048 deep.
-            var m = 0
-            var pending: [CTFType] = [self]
-            while let t = pending.popLast() {
-                switch t {
-                case .integer(let i): m = max(m, i.alignment)
-                case .floatingPoint(let f): m = max(m, f.alignment)
-                case .enumeration(let i, _): m = max(m, i.alignment)
-                case .string: m = max(m, 8)
-                case .variant: m = max(m, 1)
-                case .array(let e, _), .sequence(let e, _): pending.append(e)
-                case .structure(let fields, let a):
-                    m = max(m, a)
-                    for f in fields { pending.append(f.type) }
-                }
+        // The largest alignment in the tree (a variant counts 1 and ends its branch), visiting a list of
+        // types instead of recursing: a value walk computes this at every level, on whatever stack its
+        // thread has (Nesting.swift), for types nested 2048 deep. (A scalar, or an array of scalars,
+        // never appends: the empty list allocates nothing.)
+        var m = 0
+        var t = self
+        var pending: [CTFType] = []
+        while true {
+            switch t {
+            case .integer(let i): m = max(m, i.alignment)
+            case .floatingPoint(let f): m = max(m, f.alignment)
+            case .enumeration(let i, _): m = max(m, i.alignment)
+            case .string: m = max(m, 8)
+            case .variant: m = max(m, 1)
+            case .array(let e, _), .sequence(let e, _): t = e; continue
+            case .structure(let fields, let a):
+                m = max(m, a)
+                for f in fields { pending.append(f.type) }
             }
-            return m
+            guard let next = pending.popLast() else { return m }
+            t = next
         }
     }
 
@@ -192,39 +187,30 @@ public indirect enum CTFType: Sendable {
 
     /// The minimal size in bits of any value (used to bound untrusted sequence lengths), at most
     /// `sizeCap`: the sum over the scalars of their size times the lengths of the arrays around them
-    /// (a variant or a sequence may be empty), with a list of types to visit instead of a recursion,
-    /// as ``alignment``.
+    /// (a variant or a sequence may be empty), visiting a list of types instead of recursing, as
+    /// ``alignment``.
     var minimumBitSize: Int {
-        switch self {
-        case .integer(let i): return i.size
-        case .floatingPoint(let f): return f.size
-        case .enumeration(let i, _): return i.size
-        case .string: return 8
-        case .variant, .sequence: return 0
-        case .array, .structure: break
-        }
         var total = 0
-        var pending: [(CTFType, Int)] = [(self, 1)]
-        while let (t, k) = pending.popLast() {
-            let bits: Int
+        var (t, k) = (self, 1)
+        var pending: [(CTFType, Int)] = []
+        while true {
             switch t {
-            case .integer(let i): bits = i.size
-            case .floatingPoint(let f): bits = f.size
-            case .enumeration(let i, _): bits = i.size
-            case .string: bits = 8
-            case .variant, .sequence: bits = 0
+            case .integer(let i): total = min(sizeCap, total + i.size * k)
+            case .floatingPoint(let f): total = min(sizeCap, total + f.size * k)
+            case .enumeration(let i, _): total = min(sizeCap, total + i.size * k)
+            case .string: total = min(sizeCap, total + 8 * k)
+            case .variant, .sequence: break
             case .array(let e, let n):
                 let (r, o) = k.multipliedReportingOverflow(by: n)
-                pending.append((e, o ? sizeCap : min(r, sizeCap)))
+                (t, k) = (e, o ? sizeCap : min(r, sizeCap))
                 continue
             case .structure(let fields, _):
                 for f in fields { pending.append((f.type, k)) }
-                continue
             }
-            // (bits ≤ 65536 and k ≤ sizeCap = 2^40: the product fits.)
-            total = min(sizeCap, total + bits * k)
+            // (A size ≤ 65536 times k ≤ sizeCap = 2^40 fits.)
+            guard let next = pending.popLast() else { return total }
+            (t, k) = next
         }
-        return total
     }
 }
 
@@ -364,6 +350,6 @@ public struct CTFMetadata: Sendable {
         var types: [CTFType?] = [packetHeader]
         for sc in streamClasses.values { types += [sc.packetContext, sc.eventHeader, sc.eventContext] }
         for e in eventClasses { types += [e.context, e.payload] }
-        return types.reduce(0) { max($0, ($1?.nestingDepth ?? 1) - 1) }
+        return types.reduce(0) { max($0, $1.map { $0.nestingDepth - 1 } ?? 0) }
     }
 }

@@ -70,8 +70,8 @@ struct GenericWalker {
             try checkDepth(depth, budget, pos, field)
         }
         switch type {
-        case .structure(let fields, _):
-            return try walkStructure(type, fields, &pos, decode: decode, scope: scope, depth: depth, budget: budget)
+        case .structure:
+            return try walkStructure(type, &pos, decode: decode, scope: scope, depth: depth, budget: budget)
         case .variant:
             return try walkVariant(type, &pos, field: field, decode: decode, scope: &scope, depth: depth, budget: budget)
         case .array, .sequence:
@@ -110,8 +110,9 @@ struct GenericWalker {
     }
 
     @inline(never)
-    private func walkStructure(_ type: CTFType, _ fields: [CTFField], _ pos: inout Int, decode: Bool, scope: [String: ScopeValue],
+    private func walkStructure(_ type: CTFType, _ pos: inout Int, decode: Bool, scope: [String: ScopeValue],
                                depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
+        guard case .structure(let fields, _) = type else { return nil }
         pos = alignUp(pos, type.alignment)
         var inner = scope
         var out: [CTFNamedValue] = []
