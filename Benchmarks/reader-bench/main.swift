@@ -6,7 +6,7 @@
 //   reader-bench --decode DIR    (child mode: decode every event of DIR with CTFReader and print the count)
 //   reader-bench --decode-all DIR (child mode: same, also reading every integer field of every event)
 //   reader-bench --decode-concurrent DIR (child mode: --decode with the streams decoded on threads of their
-//                                own and the merge on the main thread: CTFTraceSet.forEachInTimeOrder)
+//                                own and the merge on the main thread: CTFTraceSet.forEachTimestampInTimeOrder)
 //   reader-bench --record N DIR  (only record a trace of N events into DIR)
 import Foundation
 import CTFReader
@@ -52,7 +52,7 @@ func decodeConcurrentMode(_ dir: String) -> Int32 {
         let sums = UnsafeMutablePointer<Int64>.allocate(capacity: 2)
         sums.initialize(repeating: 0, count: 2)
         defer { sums.deallocate() }
-        try set.forEachInTimeOrder(extract: { $0.timestamp }) { ts in
+        try set.forEachTimestampInTimeOrder { ts in
             sums[0] &+= 1
             sums[1] = sums[1] &* 31 &+ ts
         }

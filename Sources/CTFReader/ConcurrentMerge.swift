@@ -63,16 +63,42 @@ extension CTFTraceSet {
         try forEachInTimeOrder(chunk: CTFTraceSet.concurrentChunk(for: T.self), extract: extract, body)
     }
 
+    /// ``forEachInTimeOrder(extract:_:)`` for the timestamps alone: `body` gets every event's
+    /// ``CTFStream/timestamp`` (ns since the epoch), in time order, with no per-event call on the
+    /// decoding threads (the merge key is all that is kept) — for counts, rates and histograms of
+    /// event times.
+    @inlinable @inline(__always)
+    public func forEachTimestampInTimeOrder(_ body: (Int64) throws -> Void) throws {
+        try forEachTimestampInTimeOrder(chunk: CTFTraceSet.concurrentChunk(for: Void.self), body)
+    }
+
+    /// ``forEachTimestampInTimeOrder(_:)`` with chunks of `chunk` events.
+    @inlinable @inline(__always)
+    func forEachTimestampInTimeOrder(chunk: Int, inline: Bool? = nil, _ body: (Int64) throws -> Void) throws {
+        try mergeInTimeOrder(chunk: chunk, inline: inline, extract: nil) { (ts: Int64, _: Void) in try body(ts) }
+    }
+
     /// ``forEachInTimeOrder(extract:_:)`` with chunks of `chunk` events (small ones in tests, to
     /// cross many chunk boundaries); `inline`: whether the calling thread decodes a stream itself
     /// (nil: ``concurrentInline(streams:)`` decides).
     @inlinable @inline(__always)
     func forEachInTimeOrder<T>(chunk: Int, inline: Bool? = nil,
                                extract: @escaping @Sendable (CTFStream) throws -> T, _ body: (T) throws -> Void) throws {
+        try mergeInTimeOrder(chunk: chunk, inline: inline, extract: extract) { _, v in try body(v) }
+    }
+
+    /// The merge of both: `body` gets each event's timestamp and `extract`'s value (nil `extract`:
+    /// `T` is `Void`, and nothing is called on the decoding threads).
+    @inlinable @inline(__always)
+    func mergeInTimeOrder<T>(chunk: Int, inline: Bool?, extract: (@Sendable (CTFStream) throws -> T)?,
+                             _ body: (Int64, T) throws -> Void) throws {
         let streams = self.streams
         if streams.count <= 1 || streams.count > 64 {
             var it = makeMergedIterator()
-            while try it.next() { try body(try it.withCurrent(extract)) }
+            while try it.next() {
+                if let extract { try body(it.currentTimestamp, try it.withCurrent(extract)) }
+                else { try body(it.currentTimestamp, unsafeBitCast((), to: T.self)) }
+            }
             return
         }
         let queues = streams.map { StreamQueue<T>(stream: $0, chunk: chunk, extract: extract) }
@@ -152,12 +178,13 @@ extension CTFTraceSet {
                     while steps > 0 {
                         // Ties go to `a`, the lower stream index. `i < na` and `j < nb` hold
                         // (steps ≤ both remainders): both loads are inside the chunks.
-                        let takeA = ta[i] <= tb[j]
+                        let x = ta[i], y = tb[j]
+                        let takeA = x <= y
                         let v = takeA ? va + i : vb + j
                         i &+= takeA ? 1 : 0
                         j &+= takeA ? 0 : 1
                         steps &-= 1
-                        try body(v.pointee)
+                        try body(takeA ? x : y, v.pointee)
                     }
                 }
                 heads[a].pos = i; heads[b].pos = j
@@ -173,11 +200,12 @@ extension CTFTraceSet {
             let stop = limitIndex < best ? limit : limit &+ 1
             if stop == .min {
                 // (limit == Int64.max with limitIndex > best: every remaining event of `best` goes.)
-                while p < n { try body(values[p]); p &+= 1 }
+                while p < n { try body(times[p], values[p]); p &+= 1 }
             } else {
                 while p < n {
-                    if times[p] >= stop { break }
-                    try body(values[p])
+                    let t = times[p]
+                    if t >= stop { break }
+                    try body(t, values[p])
                     p &+= 1
                 }
             }
@@ -219,7 +247,8 @@ final class StreamQueue<T>: @unchecked Sendable {
         deinit { values.deinitialize(count: count); values.deallocate(); timestamps.deallocate() }
     }
     @usableFromInline let stream: CTFStream
-    @usableFromInline let extract: (CTFStream) throws -> T
+    /// nil: `T` is `Void` (timestamps only), nothing to call per event.
+    @usableFromInline let extract: ((CTFStream) throws -> T)?
     @usableFromInline let lock = NSCondition()
     @usableFromInline var full: [Chunk] = []
     @usableFromInline var free: [Chunk]
@@ -231,7 +260,7 @@ final class StreamQueue<T>: @unchecked Sendable {
     @usableFromInline var fillerWaits = false
 
     @inlinable
-    init(stream: CTFStream, chunk: Int, extract: @escaping (CTFStream) throws -> T) {
+    init(stream: CTFStream, chunk: Int, extract: ((CTFStream) throws -> T)?) {
         self.stream = stream
         self.extract = extract
         size = max(1, chunk)
@@ -303,11 +332,20 @@ final class StreamQueue<T>: @unchecked Sendable {
         let times = c.timestamps, values = c.values, size = self.size, stream = self.stream, extract = self.extract
         var n = 0
         do {
-            while n < size {
-                guard try stream.next() else { ended = true; break }
-                times[n] = stream.timestamp
-                (values + n).initialize(to: try extract(stream))
-                n += 1
+            if let extract {
+                while n < size {
+                    guard try stream.next() else { ended = true; break }
+                    times[n] = stream.timestamp
+                    (values + n).initialize(to: try extract(stream))
+                    n += 1
+                }
+            } else {
+                // (`T` is `Void`: nothing to store but the timestamp.)
+                while n < size {
+                    guard try stream.next() else { ended = true; break }
+                    times[n] = stream.timestamp
+                    n += 1
+                }
             }
         } catch {
             c.error = error

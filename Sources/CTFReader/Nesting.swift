@@ -30,7 +30,7 @@ enum Nesting {
     static func onLargeStack<T>(_ body: () throws -> T) throws -> T {
         try withoutActuallyEscaping(body) { body in
             var result: Result<T, Error>?
-            try withoutActuallyEscaping({ result = Result { try body() } }) { run in
+            withoutActuallyEscaping({ result = Result { try body() } }) { run in
                 let call = StackCall(run)
                 var attr = pthread_attr_t()
                 pthread_attr_init(&attr)

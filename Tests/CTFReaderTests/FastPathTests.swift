@@ -279,11 +279,19 @@ struct MergeOrderTests {
                 for j in got.indices { got[j].n = counts[got[j].stream]; counts[got[j].stream] += 1 }
                 #expect(got == ref.events, "\(label): forEachInTimeOrder, chunks of \(chunk), inline \(inline)")
                 #expect(failure == ref.error, "\(label): forEachInTimeOrder, chunks of \(chunk), inline \(inline)")
+                // The timestamps alone (no value kept, nothing called on the decoding threads).
+                var times: [Int64] = []
+                failure = ""
+                do {
+                    try CTFTraceSet(paths: [dir]).forEachTimestampInTimeOrder(chunk: chunk, inline: inline) { times.append($0) }
+                } catch { failure = "\(error)" }
+                #expect(times == ref.events.map(\.ts), "\(label): forEachTimestampInTimeOrder, chunks of \(chunk), inline \(inline)")
+                #expect(failure == ref.error, "\(label): forEachTimestampInTimeOrder, chunks of \(chunk), inline \(inline)")
             }
         }
     }
 
-    @Test("two, three and five finely interleaved streams with ties", arguments: [2, 3, 5])
+    @Test("one stream, and two, three and five finely interleaved streams with ties", arguments: [1, 2, 3, 5])
     func interleaved(_ k: Int) throws {
         let dir = try Self.write(streams: k, events: 400)
         let ref = try Self.reference(dir)
@@ -305,6 +313,9 @@ struct MergeOrderTests {
             got.append(Tagged(ts: v.ts, stream: v.stream, n: counts[v.stream])); counts[v.stream] += 1
         }
         #expect(got == ref.events, "public forEachInTimeOrder, \(k) streams")
+        var times: [Int64] = []
+        try CTFTraceSet(paths: [dir]).forEachTimestampInTimeOrder { times.append($0) }
+        #expect(times == ref.events.map(\.ts), "public forEachTimestampInTimeOrder, \(k) streams")
     }
 
     /// The concurrent merge decodes streams on different threads: the state each stream writes at
