@@ -97,7 +97,7 @@ extension CTFTraceSet {
             var it = makeMergedIterator()
             while try it.next() {
                 if let extract { try body(it.currentTimestamp, try it.withCurrent(extract)) }
-                else { try body(it.currentTimestamp, unsafeBitCast((), to: T.self)) }
+                else { try body(it.currentTimestamp, () as! T) }
             }
             return
         }
