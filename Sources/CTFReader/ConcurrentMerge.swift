@@ -9,7 +9,8 @@ import Foundation
 // order of ``CTFMergedIterator`` (timestamp, then stream index). With a core to spare for the
 // merge (more cores than streams) every stream has a thread; otherwise the caller's thread also
 // decodes one stream itself, a chunk when it needs one — the one with the fewest bytes left, as
-// it already does the merge. Memory stays bounded: each stream has a ring of a few chunks of at
+// it already does the merge (and another stream's thread releases that stream's consumed pages
+// for it). Memory stays bounded: each stream has a ring of a few chunks of at
 // most 64 KiB, and its thread waits when they are all full.
 //
 // Handing a chunk over costs a wake-up when the other side sleeps (microseconds, and a context
@@ -103,8 +104,21 @@ extension CTFTraceSet {
         }
         let queues = streams.map { StreamQueue<T>(stream: $0, chunk: chunk, extract: extract) }
         let inlined = inline ?? CTFTraceSet.concurrentInline(streams: streams.count) ? CTFTraceSet.inlineStream(streams) : -1
+        // The calling thread merges every event and decodes a stream: another stream's thread
+        // releases that stream's consumed pages for it (`madvise` and the TLB flushes it makes the
+        // kernel do), which moves work to the lighter thread (the longer thread's share of a run's
+        // samples: 54 → 52 %; docs/benchmarks.md).
+        let releaser = inlined >= 0 ? queues.indices.first { $0 != inlined } : nil
+        if let r = releaser {
+            streams[inlined].handOffReleases()
+            queues[r].releases = streams[inlined]
+        }
         for (i, q) in queues.enumerated() { q.start(inline: i == inlined) }
-        defer { for q in queues { q.cancel() } }
+        defer {
+            for q in queues { q.cancel() }
+            // (The threads have stopped: the calling thread releases the rest itself again.)
+            if releaser != nil { streams[inlined].takeBackReleases() }
+        }
         // A head per stream: the chunk being merged (kept in `chunks`, touched only to change
         // chunks) and, in raw memory, its storage and the position in it, so that the per-event
         // loop retains nothing and checks no exclusivity. A stream that has ended has no chunk.
@@ -270,6 +284,9 @@ final class StreamQueue<T>: @unchecked Sendable {
     /// Whether the merging thread decodes this stream itself, a chunk at a time when it needs one
     /// (the first stream: with two streams on two cores, two threads do all the work).
     @usableFromInline var inline = false
+    /// The stream whose consumed pages this queue's thread releases (the one the calling thread
+    /// decodes), set before the thread starts.
+    @usableFromInline var releases: CTFStream?
 
     @inlinable
     func start(inline: Bool) {
@@ -359,6 +376,7 @@ final class StreamQueue<T>: @unchecked Sendable {
     func run() {
         defer { lock.lock(); stopped = true; lock.broadcast(); lock.unlock() }
         while true {
+            releases?.releaseHandedOff()
             lock.lock()
             while free.isEmpty && !cancelled { fillerWaits = true; lock.wait() }
             fillerWaits = false

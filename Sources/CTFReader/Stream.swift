@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,6 +10,12 @@ extension CTFStream {
     /// Streams opened while this is set decode every event with ``nextGeneral()`` (tests compare the
     /// two paths; a stream opened meanwhile by another test only takes the slower, equivalent path).
     nonisolated(unsafe) static var fastPathDisabled = false
+}
+
+/// How far a stream decoded on one thread has consumed its file, for the thread that releases the
+/// consumed pages (``CTFStream/releaseHandedOff()``).
+final class ReleaseHandoff: Sendable {
+    let upTo = Atomic<Int>(0)
 }
 
 /// A loss the tracer reported or that the packet sequence reveals.
@@ -173,6 +180,11 @@ public final class CTFStream: @unchecked Sendable {
     var lastPacketEndNS: Int64?
     var lastPacketBeginNS: Int64 = 0
     var releasedUpTo = 0
+    /// Set while another thread releases this stream's consumed pages: ``releaseConsumed(upTo:)``
+    /// only publishes how far (set and cleared while that thread is not running).
+    var releaseHandoff: ReleaseHandoff?
+    /// Releases ``releaseHandedOff()`` made (read by tests once the releasing thread has stopped).
+    var releasesByOtherThread = 0
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// The index into the stream class's event classes of the current event.
@@ -427,14 +439,46 @@ public final class CTFStream: @unchecked Sendable {
         return nil
     }
 
-    /// Releases the pages of packets already consumed so resident memory does not grow with the trace.
+    /// Releases the pages of packets already consumed so resident memory does not grow with the trace
+    /// (or, with a ``releaseHandoff``, publishes how far for another thread to release them).
     func releaseConsumed(upTo offset: Int) {
+        if let h = releaseHandoff { h.upTo.store(offset, ordering: .releasing); return }
         let start = releasedUpTo & ~(pageSize - 1)
         let stop = offset & ~(pageSize - 1)
         if stop > start && mapLength > 0 {
             _ = madvise(UnsafeMutableRawPointer(mutating: base).advanced(by: start), stop - start, MADV_DONTNEED)
             releasedUpTo = stop
         }
+    }
+
+    /// Releases the pages up to where ``releaseHandoff`` says the decoding has gone: called on the
+    /// thread that took the releases over (ConcurrentMerge.swift). What keeps it safe while this
+    /// stream is decoded on another thread: only pages before the packet being read are released
+    /// (the decoding thread publishes an offset once it has moved past it), and the mapping is
+    /// private and read-only — a released page read again is read again from the file, the same
+    /// bytes — so the two threads never need to agree on more than that offset.
+    @usableFromInline func releaseHandedOff() {
+        guard let h = releaseHandoff, mapLength > 0 else { return }
+        let start = releasedUpTo & ~(pageSize - 1)
+        let stop = h.upTo.load(ordering: .acquiring) & ~(pageSize - 1)
+        if stop > start {
+            _ = madvise(UnsafeMutableRawPointer(mutating: base).advanced(by: start), stop - start, MADV_DONTNEED)
+            releasedUpTo = stop
+            releasesByOtherThread &+= 1
+        }
+    }
+
+    /// Hands the releases of consumed pages over to another thread (``releaseHandedOff()``), until
+    /// ``takeBackReleases()``; call both while that thread is not running.
+    @usableFromInline func handOffReleases() {
+        releaseHandoff = ReleaseHandoff()
+    }
+
+    /// Releases what was consumed and not yet released, and releases on this thread again.
+    @usableFromInline func takeBackReleases() {
+        guard let h = releaseHandoff else { return }
+        releaseHandoff = nil
+        releaseConsumed(upTo: h.upTo.load(ordering: .acquiring))
     }
 
     func warn(_ offset: Int, _ msg: String) {

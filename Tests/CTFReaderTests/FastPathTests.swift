@@ -318,6 +318,34 @@ struct MergeOrderTests {
         #expect(times == ref.events.map(\.ts), "public forEachTimestampInTimeOrder, \(k) streams")
     }
 
+    /// The calling thread merges and decodes one stream; the other stream's thread releases that
+    /// stream's consumed pages for it (``CTFStream/releaseHandedOff()``): the events are the same,
+    /// the releases were made there, and the calling thread takes them back at the end.
+    @Test("the calling thread's stream has its consumed pages released by the other stream's thread")
+    func releasesHandedOff() throws {
+        let dir = try Self.write(streams: 2, events: 20_000)
+        let ref = try Self.reference(dir)
+        for run in 0..<2 {
+            let set = try CTFTraceSet(paths: [dir])
+            #expect(set.streams.allSatisfy { $0.mapLength > 0 }, "the files are mapped (more than a page each)")
+            let inlined = CTFTraceSet.inlineStream(set.streams)
+            let s = set.streams[inlined]
+            var times: [Int64] = [], handedOff = false
+            let body: (Int64) throws -> Void = { t in
+                if times.isEmpty { handedOff = s.releaseHandoff != nil }
+                times.append(t)
+            }
+            if run == 0 { try set.forEachTimestampInTimeOrder(chunk: 64, inline: true, body) }
+            else { try set.forEachInTimeOrder(chunk: 64, inline: true, extract: { $0.timestamp }, body) }
+            #expect(times == ref.events.map(\.ts))
+            #expect(handedOff, "run \(run): the releases were handed over during the merge")
+            #expect(s.releaseHandoff == nil, "run \(run): and taken back at its end")
+            #expect(s.releasesByOtherThread > 0, "run \(run): the other stream's thread released pages")
+            #expect(s.releasedUpTo == s.fileSize & ~(s.pageSize - 1), "run \(run): every consumed page released at the end")
+            #expect(set.streams.allSatisfy { $0 === s || $0.releaseHandoff == nil && $0.releasesByOtherThread == 0 })
+        }
+    }
+
     /// The concurrent merge decodes streams on different threads: the state each stream writes at
     /// every event must share no cache line with another stream's (or any other allocation), or
     /// the line bounces between the cores at every event (``CTFStream/ownCacheLines(_:_:)``).
