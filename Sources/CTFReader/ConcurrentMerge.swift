@@ -10,7 +10,8 @@ import Foundation
 // merge (more cores than streams) every stream has a thread; otherwise the caller's thread also
 // decodes one stream itself, a chunk when it needs one — the one with the fewest bytes left, as
 // it already does the merge (and another stream's thread releases that stream's consumed pages
-// for it). Memory stays bounded: each stream has a ring of a few chunks of at
+// for it, and decodes its next chunks when its own ring is full: the merge is then the one behind).
+// Memory stays bounded: each stream has a ring of a few chunks of at
 // most 64 KiB, and its thread waits when they are all full.
 //
 // Handing a chunk over costs a wake-up when the other side sleeps (microseconds, and a context
@@ -112,6 +113,7 @@ extension CTFTraceSet {
         if let r = releaser {
             streams[inlined].handOffReleases()
             queues[r].releases = streams[inlined]
+            queues[r].stealsFrom = queues[inlined]
         }
         for (i, q) in queues.enumerated() { q.start(inline: i == inlined) }
         defer {
@@ -287,6 +289,13 @@ final class StreamQueue<T>: @unchecked Sendable {
     /// The stream whose consumed pages this queue's thread releases (the one the calling thread
     /// decodes), set before the thread starts.
     @usableFromInline var releases: CTFStream?
+    /// The queue of the stream the calling thread decodes, whose chunks this queue's thread decodes
+    /// ahead when its own ring is full (``steal()``); set before the thread starts.
+    @usableFromInline var stealsFrom: StreamQueue<T>?
+    /// An inline stream's decoding: held by whichever thread decodes its next chunk.
+    @usableFromInline let decodeLock = NSLock()
+    /// An inline stream's last chunk has been decoded (under `decodeLock`).
+    @usableFromInline var decodedLast = false
 
     @inlinable
     func start(inline: Bool) {
@@ -303,9 +312,21 @@ final class StreamQueue<T>: @unchecked Sendable {
     func take() -> Chunk? {
         if inline {
             if finished { return nil }
-            let c = free.removeLast()
+            // The chunks another stream's thread decoded ahead (`steal()`) come first; else this
+            // thread decodes the next one. (`decodeLock` orders the two: whoever holds it decodes the
+            // stream's next events, so chunks are made, and listed, in the stream's order.)
+            decodeLock.lock(); defer { decodeLock.unlock() }
+            lock.lock()
+            if !full.isEmpty {
+                let c = full.removeFirst()
+                lock.unlock()
+                if c.last { finished = true }
+                return c
+            }
+            let c = free.popLast() ?? Chunk(size)
+            lock.unlock()
             fill(c)
-            if c.last { finished = true }
+            if c.last { finished = true; decodedLast = true }
             return c
         }
         lock.lock(); defer { lock.unlock() }
@@ -316,6 +337,27 @@ final class StreamQueue<T>: @unchecked Sendable {
         let c = full.removeFirst()
         if c.last { finished = true }
         return c
+    }
+
+    /// For the stream the calling thread decodes: decodes its next chunk on this (another stream's)
+    /// thread, ahead of the merge, when no one else is decoding it and fewer than `stealAhead`
+    /// chunks wait; false when it did not. Called by that thread when its own ring is full — when
+    /// the calling thread, which also merges, is the one behind.
+    @inlinable
+    func steal() -> Bool {
+        guard decodeLock.try() else { return false }
+        defer { decodeLock.unlock() }
+        if decodedLast { return false }
+        lock.lock()
+        guard full.count < CTFTraceSet.concurrentRing / 2, let c = free.popLast() else { lock.unlock(); return false }
+        lock.unlock()
+        fill(c)
+        stream.chunksDecodedElsewhere &+= 1
+        if c.last { decodedLast = true }
+        lock.lock()
+        full.append(c)
+        lock.unlock()
+        return true
     }
 
     /// Returns a merged chunk for reuse.
@@ -378,6 +420,12 @@ final class StreamQueue<T>: @unchecked Sendable {
         while true {
             releases?.releaseHandedOff()
             lock.lock()
+            if free.isEmpty && !cancelled, let other = stealsFrom {
+                // The merge is behind: decode a chunk of the calling thread's stream for it.
+                lock.unlock()
+                if other.steal() { continue }
+                lock.lock()
+            }
             while free.isEmpty && !cancelled { fillerWaits = true; lock.wait() }
             fillerWaits = false
             if cancelled { lock.unlock(); return }

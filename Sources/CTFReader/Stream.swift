@@ -185,6 +185,9 @@ public final class CTFStream: @unchecked Sendable {
     var releaseHandoff: ReleaseHandoff?
     /// Releases ``releaseHandedOff()`` made (read by tests once the releasing thread has stopped).
     var releasesByOtherThread = 0
+    /// Chunks of this stream another stream's thread decoded ahead of the calling thread in
+    /// ``CTFTraceSet/forEachInTimeOrder(extract:_:)`` (read by tests once the threads have stopped).
+    @usableFromInline var chunksDecodedElsewhere = 0
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// The index into the stream class's event classes of the current event.

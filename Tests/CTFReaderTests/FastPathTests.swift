@@ -346,6 +346,32 @@ struct MergeOrderTests {
         }
     }
 
+    /// When the merge is behind (a slow body here), the other stream's thread decodes chunks of the
+    /// calling thread's stream ahead of it (``StreamQueue/steal()``): the same events in the same
+    /// order, a reader error delivered at the same point, whichever thread decoded it.
+    @Test("a merge that is behind gets its own stream decoded ahead by the other thread", arguments: [nil, 0, 1])
+    func decodedAheadForTheCaller(_ bad: Int?) throws {
+        let dir = try Self.write(streams: 2, events: 20_000, bad: bad)
+        let ref = try Self.reference(dir)
+        for run in 0..<2 {
+            let set = try CTFTraceSet(paths: [dir])
+            let inlined = CTFTraceSet.inlineStream(set.streams)
+            var times: [Int64] = [], failure = ""
+            let body: (Int64) throws -> Void = { t in
+                times.append(t)
+                if times.count % 500 == 0 { usleep(300) }
+            }
+            do {
+                if run == 0 { try set.forEachTimestampInTimeOrder(chunk: 64, inline: true, body) }
+                else { try set.forEachInTimeOrder(chunk: 64, inline: true, extract: { $0.timestamp }, body) }
+            } catch { failure = "\(error)" }
+            #expect(times == ref.events.map(\.ts), "bad \(bad.map(String.init) ?? "none"), run \(run)")
+            #expect(failure == ref.error, "bad \(bad.map(String.init) ?? "none"), run \(run)")
+            #expect(set.streams[inlined].chunksDecodedElsewhere > 0, "bad \(bad.map(String.init) ?? "none"), run \(run): decoded ahead by the other thread")
+            #expect(set.streams[1 - inlined].chunksDecodedElsewhere == 0)
+        }
+    }
+
     /// The concurrent merge decodes streams on different threads: the state each stream writes at
     /// every event must share no cache line with another stream's (or any other allocation), or
     /// the line bounces between the cores at every event (``CTFStream/ownCacheLines(_:_:)``).
