@@ -598,8 +598,8 @@ func readerRows(_ opt: Options) {
                             ours: p.wall, cf: nil, floor: b.wall, ratio: (p.wall != nil && b.wall != nil && b.wall! > 0) ? p.wall! / b.wall! : nil,
                             ratio_of: "ours/babeltrace2", target: large ? "≥100 M ev/s" : nil,
                             pass: large ? (p.wall ?? 0) >= 100 : nil,
-                            note: (found ? "" : "CTFTraceSet.forEachTimestampInTimeOrder: the streams decoded on two threads (the caller's decodes one and merges), their timestamps merged on the caller's")
-                                + (block.contains { $0.contains("concurrent decoding differs") } ? " ORDER DIFFERS" : "")))
+                            note: { (n: String) in n.isEmpty ? nil : n }((found ? "" : "CTFTraceSet.forEachTimestampInTimeOrder: the streams decoded on two threads (the caller's decodes one and merges), their timestamps merged on the caller's")
+                                + (block.contains { $0.contains("concurrent decoding differs") } ? " ORDER DIFFERS" : ""))))
             rows.append(Row(id: "decode_\(Int(n))_concurrent_rss", workload: "   same, peak RSS", unit: "MB", ours: p.rss, cf: nil, floor: b.rss,
                             ratio: (p.rss != nil && b.rss != nil && b.rss! > 0) ? p.rss! / b.rss! : nil, ratio_of: "ours/babeltrace2",
                             target: nil, pass: nil, note: nil))

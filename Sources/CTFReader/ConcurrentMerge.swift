@@ -416,7 +416,11 @@ final class StreamQueue<T>: @unchecked Sendable {
 
     @inlinable
     func run() {
-        defer { lock.lock(); stopped = true; lock.broadcast(); lock.unlock() }
+        defer {
+            // This thread releases another stream's pages no more (nor decodes it ahead).
+            releases?.stopReleasingHandedOff()
+            lock.lock(); stopped = true; lock.broadcast(); lock.unlock()
+        }
         while true {
             releases?.releaseHandedOff()
             lock.lock()

@@ -16,6 +16,9 @@ extension CTFStream {
 /// consumed pages (``CTFStream/releaseHandedOff()``).
 final class ReleaseHandoff: Sendable {
     let upTo = Atomic<Int>(0)
+    /// Cleared by the releasing thread when it stops releasing (its own stream ended): the
+    /// decoding thread releases its pages itself again from there.
+    let active = Atomic<Bool>(true)
 }
 
 /// A loss the tracer reported or that the packet sequence reveals.
@@ -445,7 +448,12 @@ public final class CTFStream: @unchecked Sendable {
     /// Releases the pages of packets already consumed so resident memory does not grow with the trace
     /// (or, with a ``releaseHandoff``, publishes how far for another thread to release them).
     func releaseConsumed(upTo offset: Int) {
-        if let h = releaseHandoff { h.upTo.store(offset, ordering: .releasing); return }
+        if let h = releaseHandoff {
+            h.upTo.store(offset, ordering: .releasing)
+            // (After the releasing thread has let go, `releasedUpTo` is this thread's again: the
+            // acquiring load sees that thread's last write of it.)
+            if h.active.load(ordering: .acquiring) { return }
+        }
         let start = releasedUpTo & ~(pageSize - 1)
         let stop = offset & ~(pageSize - 1)
         if stop > start && mapLength > 0 {
@@ -461,7 +469,7 @@ public final class CTFStream: @unchecked Sendable {
     /// private and read-only — a released page read again is read again from the file, the same
     /// bytes — so the two threads never need to agree on more than that offset.
     @usableFromInline func releaseHandedOff() {
-        guard let h = releaseHandoff, mapLength > 0 else { return }
+        guard let h = releaseHandoff, mapLength > 0, h.active.load(ordering: .relaxed) else { return }
         let start = releasedUpTo & ~(pageSize - 1)
         let stop = h.upTo.load(ordering: .acquiring) & ~(pageSize - 1)
         if stop > start {
@@ -469,6 +477,14 @@ public final class CTFStream: @unchecked Sendable {
             releasedUpTo = stop
             releasesByOtherThread &+= 1
         }
+    }
+
+    /// Called by the releasing thread when it stops (its own stream ended, or the merge is over):
+    /// releases what was published, then lets the decoding thread release its pages itself.
+    @usableFromInline func stopReleasingHandedOff() {
+        guard let h = releaseHandoff, h.active.load(ordering: .relaxed) else { return }
+        releaseHandedOff()
+        h.active.store(false, ordering: .releasing)
     }
 
     /// Hands the releases of consumed pages over to another thread (``releaseHandedOff()``), until
@@ -481,6 +497,7 @@ public final class CTFStream: @unchecked Sendable {
     @usableFromInline func takeBackReleases() {
         guard let h = releaseHandoff else { return }
         releaseHandoff = nil
+        _ = h.active.load(ordering: .acquiring)
         releaseConsumed(upTo: h.upTo.load(ordering: .acquiring))
     }
 

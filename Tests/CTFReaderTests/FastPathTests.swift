@@ -206,15 +206,19 @@ struct MergeOrderTests {
 
     /// `streams` streams (stream_0…), finely interleaved (runs of one or two events, many ties);
     /// the stream `bad`, if any, ends in an event cut by its packet's content size.
-    static func write(streams k: Int, events n: Int, bad: Int? = nil) throws -> String {
+    /// `steps`: stream `i`'s events are `steps[i]` cycles apart (and `counts[i]` of them) instead.
+    static func write(streams k: Int, events n: Int, bad: Int? = nil, counts: [Int]? = nil, steps: [UInt64]? = nil) throws -> String {
         let dir = SharedDaemon.scratch.appendingPathComponent("merge-\(k)-\(UUID().uuidString.prefix(6))").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try StreamFastPathTests.metadata(.large).write(toFile: dir + "/metadata", atomically: true, encoding: .utf8)
         for i in 0..<k {
-            var evs = StreamFastPathTests.events(n, seed: UInt64(10 + i))
+            var evs = StreamFastPathTests.events(counts?[i] ?? n, seed: UInt64(10 + i))
             // Timestamps from a small set of values: runs of one or two events per stream, ties.
             var t: UInt64 = 5_000
-            for j in evs.indices { t += UInt64((j * 7 + i * 3) % 5 == 0 ? 0 : 1 + (j + i) % 3); evs[j].cycles = t }
+            for j in evs.indices {
+                if let steps { t += steps[i] } else { t += UInt64((j * 7 + i * 3) % 5 == 0 ? 0 : 1 + (j + i) % 3) }
+                evs[j].cycles = t
+            }
             let one = try StreamFastPathTests.write("m\(i)", .large, evs, perPacket: 50, cut: i == bad ? 3 : 0)
             try FileManager.default.copyItem(atPath: one + "/stream_0", toPath: dir + "/stream_\(i)")
         }
@@ -344,6 +348,32 @@ struct MergeOrderTests {
             #expect(s.releasedUpTo == s.fileSize & ~(s.pageSize - 1), "run \(run): every consumed page released at the end")
             #expect(set.streams.allSatisfy { $0 === s || $0.releaseHandoff == nil && $0.releasesByOtherThread == 0 })
         }
+    }
+
+    /// The releasing thread's own stream ends long before the calling thread's (its 30 000 events
+    /// are 1 cycle apart, the other's 10 000 are 10 apart): from then on the calling thread releases
+    /// its stream's pages itself again, rather than keep them mapped to the end.
+    @Test("the calling thread releases its pages itself again once the other stream's thread has ended")
+    func releasesTakenBackWhenTheOtherThreadEnds() throws {
+        let dir = try Self.write(streams: 2, events: 0, counts: [30_000, 10_000], steps: [1, 10])
+        let ref = try Self.reference(dir)
+        let set = try CTFTraceSet(paths: [dir])
+        let inlined = CTFTraceSet.inlineStream(set.streams)
+        #expect(inlined == 1, "the stream with the fewest bytes")
+        let s = set.streams[inlined]
+        var times: [Int64] = []
+        var releasedWhenLetGo: Int?, releasedLater = false
+        try set.forEachTimestampInTimeOrder(chunk: 64, inline: true) { t in
+            times.append(t)
+            guard let h = s.releaseHandoff, !h.active.load(ordering: .acquiring) else { return }
+            // (The other thread has let go: `releasedUpTo` is this thread's to read.)
+            if let r = releasedWhenLetGo { if s.releasedUpTo > r { releasedLater = true } } else { releasedWhenLetGo = s.releasedUpTo }
+        }
+        #expect(times == ref.events.map(\.ts))
+        #expect(releasedWhenLetGo != nil, "the other stream's thread let go before the merge ended")
+        #expect(releasedLater, "and the calling thread released pages itself after that")
+        #expect(s.releasesByOtherThread > 0)
+        #expect(s.releasedUpTo == s.fileSize & ~(s.pageSize - 1))
     }
 
     /// When the merge is behind (a slow body here), the other stream's thread decodes chunks of the
