@@ -340,7 +340,7 @@ final class StreamQueue<T>: @unchecked Sendable {
     }
 
     /// For the stream the calling thread decodes: decodes its next chunk on this (another stream's)
-    /// thread, ahead of the merge, when no one else is decoding it and fewer than `stealAhead`
+    /// thread, ahead of the merge, when no one else is decoding it and fewer than half a ring of
     /// chunks wait; false when it did not. Called by that thread when its own ring is full — when
     /// the calling thread, which also merges, is the one behind.
     @inlinable
