@@ -594,12 +594,13 @@ func readerRows(_ opt: Options) {
         if let parLine = block.first(where: { $0.contains("own threads") && $0.contains("wall") }) {
             let p = rates(parLine)
             let large = k > lines.firstIndex(where: { $0.hasPrefix("trace of ") })!
+            let parNote = (found ? "" : "CTFTraceSet.forEachTimestampInTimeOrder: the streams decoded on two threads (the caller's decodes one and merges), their timestamps merged on the caller's")
+                + (block.contains { $0.contains("concurrent decoding differs") } ? " ORDER DIFFERS" : "")
             rows.append(Row(id: "decode_\(Int(n))_concurrent", workload: "   streams on their own threads, wall", unit: "M events/s",
                             ours: p.wall, cf: nil, floor: b.wall, ratio: (p.wall != nil && b.wall != nil && b.wall! > 0) ? p.wall! / b.wall! : nil,
                             ratio_of: "ours/babeltrace2", target: large ? "≥100 M ev/s" : nil,
                             pass: large ? (p.wall ?? 0) >= 100 : nil,
-                            note: { (n: String) in n.isEmpty ? nil : n }((found ? "" : "CTFTraceSet.forEachTimestampInTimeOrder: the streams decoded on two threads (the caller's decodes one and merges), their timestamps merged on the caller's")
-                                + (block.contains { $0.contains("concurrent decoding differs") } ? " ORDER DIFFERS" : ""))))
+                            note: parNote.isEmpty ? nil : parNote))
             rows.append(Row(id: "decode_\(Int(n))_concurrent_rss", workload: "   same, peak RSS", unit: "MB", ours: p.rss, cf: nil, floor: b.rss,
                             ratio: (p.rss != nil && b.rss != nil && b.rss! > 0) ? p.rss! / b.rss! : nil, ratio_of: "ours/babeltrace2",
                             target: nil, pass: nil, note: nil))

@@ -454,12 +454,17 @@ public final class CTFStream: @unchecked Sendable {
             // acquiring load sees that thread's last write of it.)
             if h.active.load(ordering: .acquiring) { return }
         }
+        _ = releasePages(upTo: offset)
+    }
+
+    /// Releases the mapped pages from `releasedUpTo` to the page of `offset`; whether there were any.
+    private func releasePages(upTo offset: Int) -> Bool {
         let start = releasedUpTo & ~(pageSize - 1)
         let stop = offset & ~(pageSize - 1)
-        if stop > start && mapLength > 0 {
-            _ = madvise(UnsafeMutableRawPointer(mutating: base).advanced(by: start), stop - start, MADV_DONTNEED)
-            releasedUpTo = stop
-        }
+        guard stop > start && mapLength > 0 else { return false }
+        _ = madvise(UnsafeMutableRawPointer(mutating: base).advanced(by: start), stop - start, MADV_DONTNEED)
+        releasedUpTo = stop
+        return true
     }
 
     /// Releases the pages up to where ``releaseHandoff`` says the decoding has gone: called on the
@@ -469,14 +474,8 @@ public final class CTFStream: @unchecked Sendable {
     /// private and read-only — a released page read again is read again from the file, the same
     /// bytes — so the two threads never need to agree on more than that offset.
     @usableFromInline func releaseHandedOff() {
-        guard let h = releaseHandoff, mapLength > 0, h.active.load(ordering: .relaxed) else { return }
-        let start = releasedUpTo & ~(pageSize - 1)
-        let stop = h.upTo.load(ordering: .acquiring) & ~(pageSize - 1)
-        if stop > start {
-            _ = madvise(UnsafeMutableRawPointer(mutating: base).advanced(by: start), stop - start, MADV_DONTNEED)
-            releasedUpTo = stop
-            releasesByOtherThread &+= 1
-        }
+        guard let h = releaseHandoff, h.active.load(ordering: .relaxed) else { return }
+        if releasePages(upTo: h.upTo.load(ordering: .acquiring)) { releasesByOtherThread &+= 1 }
     }
 
     /// Called by the releasing thread when it stops (its own stream ended, or the merge is over):
@@ -497,8 +496,8 @@ public final class CTFStream: @unchecked Sendable {
     @usableFromInline func takeBackReleases() {
         guard let h = releaseHandoff else { return }
         releaseHandoff = nil
-        _ = h.active.load(ordering: .acquiring)
-        releaseConsumed(upTo: h.upTo.load(ordering: .acquiring))
+        // (The releasing thread has stopped and been joined: its writes are visible.)
+        _ = releasePages(upTo: h.upTo.load(ordering: .relaxed))
     }
 
     func warn(_ offset: Int, _ msg: String) {

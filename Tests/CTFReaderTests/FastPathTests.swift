@@ -363,8 +363,17 @@ struct MergeOrderTests {
         let s = set.streams[inlined]
         var times: [Int64] = []
         var releasedWhenLetGo: Int?, releasedLater = false
+        // The other stream's last event: past it, the merge waits (up to 5 s) for that stream's
+        // thread to let go, which it does right after handing its last chunk over — else, on a
+        // loaded machine, the merge could finish this stream before that thread is scheduled again.
+        let otherEnd = ref.events.last { $0.stream != inlined }!.ts
+        var waited = false
         try set.forEachTimestampInTimeOrder(chunk: 64, inline: true) { t in
             times.append(t)
+            if t > otherEnd && !waited, let h = s.releaseHandoff {
+                waited = true
+                for _ in 0..<5000 where h.active.load(ordering: .acquiring) { usleep(1000) }
+            }
             guard let h = s.releaseHandoff, !h.active.load(ordering: .acquiring) else { return }
             // (The other thread has let go: `releasedUpTo` is this thread's to read.)
             if let r = releasedWhenLetGo { if s.releasedUpTo > r { releasedLater = true } } else { releasedWhenLetGo = s.releasedUpTo }
