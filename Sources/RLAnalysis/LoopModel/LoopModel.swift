@@ -430,10 +430,16 @@ public final class LoopModel {
             // the whole window has no event in it).
             if s.stack[idx].begin < s.info.first { s.info.first = s.stack[idx].begin }
             if s.stack[idx].end > s.info.last { s.info.last = s.stack[idx].end }
-            // Handed over from the array's storage: a copy of the record (an `s.stack[idx]`
-            // argument) would retain and release its arrays. Safe: sinks only read the model
-            // (names, loops), so `s.stack` is not mutated during the call.
-            s.stack.withUnsafeBufferPointer { sink.iteration($0[idx], of: s.info) }
+            // Handed over moved out of the stack into a local, and moved back after (its arrays'
+            // storage is reused): passed from the stack's storage, the record was copied around the
+            // call, its arrays retained and released, since the compiler cannot know the sink
+            // leaves the stack alone. Meanwhile the stack holds an empty record, at an index past
+            // the open ones (`s.open` is `idx`), which nothing reads: sinks only read the model's
+            // names and loops, and open iterations.
+            var it = IterationRecord(key: s.stack[idx].key, number: 0, begin: 0, depth: 0, mode: 0)
+            swap(&it, &s.stack[idx])
+            sink.iteration(it, of: s.info)
+            swap(&it, &s.stack[idx])
         }
     }
 

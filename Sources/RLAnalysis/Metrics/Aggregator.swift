@@ -49,6 +49,12 @@ public final class Aggregator: LoopModelSink, NameResolving {
         var currentSpin: (first: UInt64, count: Int, begin: Int64, end: Int64)?
         var spinKey: LoopKey?
         var slowest: [(busy: Int64, it: IterationRecord)] = []
+        /// The busy time of the last of `slowest`.
+        var slowestFloor: Int64 = .min
+        /// The caller last added to `wakeUpTids`, and the (item, caller) last added to `signalTids`:
+        /// a loop is usually woken by the same few threads in turn, so most calls skip the set.
+        var lastWakeUpTid: Int64?
+        var lastSignal: (item: UInt64, tid: Int64)?
     }
     /// An item of the per-item figures: (kind, item id), except blocks, which are one item per name
     /// (item 0): every perform-block has its own id, and one entry each would grow with the trace.
@@ -167,11 +173,13 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 l.spinItems[i].total &+= c.duration
             }
         }
-        // The slowest five.
-        if l.slowest.count < 5 || busy > l.slowest.last!.busy {
+        // The slowest five (compared with the fifth's busy time kept apart: reading the last entry
+        // copied its record, arrays retained and released, at every top-level iteration).
+        if l.slowest.count < 5 || busy > l.slowestFloor {
             l.slowest.append((busy, it))
             l.slowest.sort { $0.busy > $1.busy }
             if l.slowest.count > 5 { l.slowest.removeLast() }
+            l.slowestFloor = l.slowest[l.slowest.count - 1].busy
         }
     }
 
@@ -269,14 +277,19 @@ public final class Aggregator: LoopModelSink, NameResolving {
         forward?.signalLatency(ns, item: item, callerTid: callerTid, of: key)
         let l = loop(key)
         l.signal[item, default: DurationAccumulator()].add(ns)
+        if let last = l.lastSignal, last.item == item, last.tid == callerTid { return }
         l.signalTids[item, default: []].insert(callerTid)
+        l.lastSignal = (item, callerTid)
     }
 
     public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {
         forward?.wakeUpLatency(ns, callerTid: callerTid, of: key)
         withLoop(key) { l in
             l.wakeUp.add(ns)
-            l.wakeUpTids.insert(callerTid)
+            if l.lastWakeUpTid != callerTid {
+                l.wakeUpTids.insert(callerTid)
+                l.lastWakeUpTid = callerTid
+            }
         }
     }
 
