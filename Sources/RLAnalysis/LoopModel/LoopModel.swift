@@ -447,14 +447,22 @@ public final class LoopModel {
     public func consume(_ events: UnsafeBufferPointer<RunLoopEvent>) {
         // The sink is taken once per batch and passed down +0: no retain or release per event.
         let sink = self.sink
-        for e in events { consume(e, sink) }
+        // By address, straight from the chunk: passed by value, each event (104 bytes) was copied
+        // to the stack first.
+        guard var p = events.baseAddress else { return }
+        let end = p + events.count
+        while p < end {
+            consume(p, sink)
+            p += 1
+        }
     }
 
     /// Feeds one event (timestamps never decreasing: the source guarantees it).
-    public func consume(_ e: RunLoopEvent) { consume(e, sink) }
+    public func consume(_ e: RunLoopEvent) { withUnsafePointer(to: e) { consume($0, sink) } }
 
     @inline(__always)
-    private func consume(_ e: RunLoopEvent, _ sink: LoopModelSink) {
+    private func consume(_ ep: UnsafePointer<RunLoopEvent>, _ sink: LoopModelSink) {
+        var e: RunLoopEvent { ep.pointee }
         if e.ts > hi {
             if !pastWindow { closeAtWindowEnd() }
             return
@@ -472,12 +480,13 @@ public final class LoopModel {
         if e.kind == .gap { forgetOpenState(); return }
         let key = LoopKey(pid: e.pid, loop: e.loop)
         // The state is used +0 (no retain or release per event): `states` owns it.
-        state(key)._withUnsafeGuaranteedRef { s in apply(e, to: s, key: key, now: now, sink) }
+        state(key)._withUnsafeGuaranteedRef { s in apply(ep, to: s, key: key, now: now, sink) }
     }
 
     /// The per-loop part of ``consume(_:)``.
     @inline(__always)
-    private func apply(_ e: RunLoopEvent, to s: State, key: LoopKey, now: Bool, _ sink: LoopModelSink) {
+    private func apply(_ ep: UnsafePointer<RunLoopEvent>, to s: State, key: LoopKey, now: Bool, _ sink: LoopModelSink) {
+        var e: RunLoopEvent { ep.pointee }
         if now {
             if e.ts < s.info.first { s.info.first = e.ts }
             if e.ts > s.info.last { s.info.last = e.ts }
