@@ -31,7 +31,8 @@ struct VariantTable {
     var tagSlot: Int
     var tagSigned: Bool
     var ranges: [(lo: Int64, hi: Int64, program: Int)]
-    var field: String
+    /// The variant field's entry in the stream class's ``CompiledStreamClass/names``.
+    var field: Int32
 }
 
 /// How one top-level field of a scope is stored in the slot buffer.
@@ -50,7 +51,8 @@ final class CompiledStreamClass {
     var programs: [(start: Int, count: Int)] = []
     var variants: [VariantTable] = []
     var types: [CTFType] = []
-    var names: [String] = []
+    /// Every field's dotted name, for error messages (``Op/field`` indexes it).
+    var names = FieldNames()
     var slotCount = 0
     /// Integer values of named scope fields by slot (used to resolve lengths and tags during compilation).
     var slotTypes: [Int: CTFType] = [:]
@@ -122,7 +124,6 @@ struct ProgramCompiler {
     }
 
     private mutating func allocSlots(_ n: Int) -> Int { let s = cls.slotCount; cls.slotCount += n; return s }
-    private mutating func nameIndex(_ s: String) -> Int32 { cls.names.append(s); return Int32(cls.names.count - 1) }
 
     private func resolve(_ ref: String) -> Int? {
         let prefixes = ["trace.packet.header.", "stream.packet.context.", "stream.event.header.", "stream.event.context.", "event.context.", "event.fields."]
@@ -155,10 +156,11 @@ struct ProgramCompiler {
             guard case .structure(let fields, _) = t else {
                 throw CTFReaderError.metadataSemantic(path: path, message: "\(scope) must be a structure")
             }
-            if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment), field: nameIndex(scope))) }
+            let scopeEntry = cls.names.add(scope, parent: -1)
+            if t.alignment > 1 { ops.append(Op(kind: .align, align: Int32(t.alignment), field: scopeEntry)) }
             known = max(1, t.alignment)
             for f in fields {
-                layouts.append(try compileField(f, prefix: "", into: &ops, depth: 0))
+                layouts.append(try compileField(f, parent: scopeEntry, into: &ops, depth: 0))
             }
         }
         absolute[scope] = local.first ?? [:]
@@ -168,15 +170,17 @@ struct ProgramCompiler {
         return (idx, layouts)
     }
 
-    private mutating func compileField(_ f: CTFField, prefix: String, into ops: inout [Op], depth: Int) throws -> FieldLayout {
+    /// Compiles field `f`, enclosed by the field (or scope) whose name entry is `parent`.
+    private mutating func compileField(_ f: CTFField, parent: Int32, into ops: inout [Op], depth: Int) throws -> FieldLayout {
         guard depth <= Nesting.maxDepth else {
             // (Named by its first and last levels: the whole path of so deep a field is tens of kilobytes.)
-            let levels = (prefix + f.name).split(separator: ".")
+            let levels = cls.names.components(Int(parent)).dropFirst() + [f.name]
             let at = levels.count <= 6 ? levels.joined(separator: ".") : (levels.prefix(3) + ["…"] + levels.suffix(2)).joined(separator: ".")
             throw CTFReaderError.metadataSemantic(path: path, message: "types nested more than \(Nesting.maxDepth) deep at `\(scopeName).\(at)`")
         }
-        let dotted = scopeName + "." + prefix + f.name
-        let fieldIdx = nameIndex(dotted)
+        let fieldIdx = cls.names.add(f.name, parent: parent)
+        // The field's dotted name, put together for an error message only.
+        var dotted: String { cls.names[Int(fieldIdx)] }
         let t = f.type
         let (tAlignment, tBits) = t.layout
         if tAlignment > known { ops.append(Op(kind: .align, align: Int32(tAlignment), field: fieldIdx)) }
@@ -198,6 +202,7 @@ struct ProgramCompiler {
             let slot = allocSlots(2)
             cls.types.append(t)
             ops.append(Op(kind: .generic, slot: Int32(slot), aux2: Int32(cls.types.count - 1), field: fieldIdx))
+            cls.names.keepWhole(fieldIdx)
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .generic)
         case .integer(let it), .enumeration(let it, _):
             let slot = allocSlots(1)
@@ -206,7 +211,7 @@ struct ProgramCompiler {
             if it.isSigned { op.flags |= 1 }
             if be { op.flags |= 2 }
             if it.mappedClock != nil {
-                if scopeName == "stream.event.header" || (scopeName == "stream.packet.context" && f.name == "timestamp_begin" && prefix.isEmpty) {
+                if scopeName == "stream.event.header" || (scopeName == "stream.packet.context" && f.name == "timestamp_begin" && depth == 0) {
                     op.flags |= 4
                 }
             }
@@ -237,6 +242,7 @@ struct ProgramCompiler {
             }
             cls.types.append(t)
             ops.append(Op(kind: .generic, slot: Int32(slot), aux2: Int32(cls.types.count - 1), field: fieldIdx))
+            cls.names.keepWhole(fieldIdx)
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .generic)
         case .sequence(let e, let lengthField):
             guard let lslot = resolve(lengthField) else {
@@ -251,13 +257,14 @@ struct ProgramCompiler {
             } else {
                 cls.types.append(e)
                 ops.append(Op(kind: .seqGeneric, slot: Int32(slot), aux: Int32(lslot), aux2: Int32(cls.types.count - 1), field: fieldIdx))
+                cls.names.keepWhole(fieldIdx)
             }
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .sequence)
         case .structure(let fields, _):
             let slot = allocSlots(1)
             ops.append(Op(kind: .mark, slot: Int32(slot), field: fieldIdx))
             local.append([:])
-            for sub in fields { _ = try compileField(sub, prefix: prefix + f.name + ".", into: &ops, depth: depth + 1) }
+            for sub in fields { _ = try compileField(sub, parent: fieldIdx, into: &ops, depth: depth + 1) }
             let inner = local.removeLast()
             for (k, v) in inner { local[local.count - 1][f.name + "." + k] = v }
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .nestedStruct)
@@ -269,7 +276,7 @@ struct ProgramCompiler {
                 throw CTFReaderError.metadataSemantic(path: path, message: "variant `\(dotted)`: tag `\(tag)` is not an enumeration")
             }
             let slot = allocSlots(1)
-            var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: dotted)
+            var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: fieldIdx)
             // Each label's ranges, found once (a variant of 2^19 options matched them option by option, label by
             // label: ctf-testsuite's stress/variant-many-tags ran past 120 s).
             var rangesOfLabel: [String: [(lo: Int64, hi: Int64)]] = [:]
@@ -279,7 +286,7 @@ struct ProgramCompiler {
                 known = knownAtStart
                 var subOps: [Op] = []
                 local.append([:])
-                _ = try compileField(opt, prefix: prefix + f.name + ".", into: &subOps, depth: depth + 1)
+                _ = try compileField(opt, parent: fieldIdx, into: &subOps, depth: depth + 1)
                 let inner = local.removeLast()
                 for (k, v) in inner { local[local.count - 1][f.name + "." + k] = v }
                 let pidx = cls.programs.count

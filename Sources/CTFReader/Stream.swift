@@ -176,7 +176,7 @@ public final class CTFStream: @unchecked Sendable {
     /// string, as ``nextGeneral()`` does); else -1.
     @usableFromInline let fastEventBits: UnsafeMutablePointer<Int>
     @usableFromInline let fastIDCount: Int
-    let names: [String]
+    let names: FieldNames
     let types: [CTFType]
     var lastDiscarded: UInt64?
     var lastSeq: UInt64?

@@ -89,6 +89,29 @@ struct NestingTests {
         #expect(refused.error.contains("metadata") && refused.error.contains("nested more than 2048 deep"), "\(refused.error)")
     }
 
+    @Test("2048 nested structures keep each field's own name: the names grow with the depth, not its square, and a dotted name is still whole")
+    func namesGrowWithTheDepth() throws {
+        let dir = try Self.write(depth: Nesting.maxDepth)
+        // (Opened on a thread with the stack for the values, as `deepestStructure` does.)
+        let got = Self.onThread(stackBytes: 64 << 20) { () -> (stored: Int, entries: Int, innermost: String, error: String) in
+            do {
+                let set = try CTFTraceSet(paths: [dir])
+                let names = set.streams[0].names
+                let i = names.firstIndex(of: "event.fields.s_depth_2047.s_depth_2046") ?? -1
+                return (names.storedCharacters, names.count, names[names.count - 1], i >= 0 ? "" : "s_depth_2046 not found")
+            } catch {
+                return (0, 0, "", "\(error)")
+            }
+        }
+        #expect(got.error.isEmpty, "\(got.error)")
+        // Every level's own name once (≈ 12 bytes each, plus the other scopes' few fields). Dotted names
+        // stored whole took 2048²/2 components of ≈ 12 bytes: ≈ 25 MB.
+        #expect(got.stored > 2048 * 10 && got.stored < 64 * 1024, "\(got.stored) characters for \(got.entries) names")
+        // The innermost field, the last one compiled, named by its whole path.
+        let path = "event.fields." + (0..<Nesting.maxDepth).reversed().map { "s_depth_\($0)" }.joined(separator: ".") + ".field"
+        #expect(got.innermost == path)
+    }
+
     @Test("300 nested array dimensions read as babeltrace2 reads them")
     func deepArrays() throws {
         let dir = try Self.write(depth: 300, arrays: true)
