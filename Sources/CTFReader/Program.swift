@@ -99,15 +99,39 @@ final class CompiledStreamClass {
     }
 }
 
+/// The fields a scope, or a structure or variant in it, makes reachable by a relative or absolute
+/// path (a sequence's length, a variant's tag): its integer fields' slots by name, and its structures
+/// and variants as scopes of their own, so `a.b.c` is found by descending.
+///
+/// (Each finished structure once had its fields copied into the enclosing scope under `name.` +
+/// their keys: every level of a nesting copied every key below it, with a longer name — variants
+/// nested 1 000 deep, each with its tag, compiled in 4.6 s against babeltrace2's 0.55 s.)
+final class FieldScope {
+    var slots: [String: Int] = [:]
+    var children: [String: FieldScope] = [:]
+
+    /// The slot of the field at `path` (`len`, `hdr.len`) in this scope, or nil.
+    func slot(_ path: Substring) -> Int? {
+        guard let dot = path.firstIndex(of: ".") else { return slots[String(path)] }
+        return children[String(path[..<dot])]?.slot(path[path.index(after: dot)...])
+    }
+
+    /// Adds what `other` reaches (a variant's option, to the variant's scope).
+    func merge(_ other: FieldScope) {
+        for (k, v) in other.slots { slots[k] = v }
+        for (k, c) in other.children { children[k] = c }
+    }
+}
+
 /// Compiles CTF types into flat programs.
 struct ProgramCompiler {
     let cls: CompiledStreamClass
     let traceByteOrder: CTFByteOrder
     let path: String
-    /// Absolute scopes: name → (field name → slot) for already compiled scopes.
-    var absolute: [String: [String: Int]] = [:]
+    /// Absolute scopes: name → its fields, for already compiled scopes.
+    var absolute: [String: FieldScope] = [:]
     /// Relative lookup chain for the current compilation (innermost last).
-    var local: [[String: Int]] = []
+    var local: [FieldScope] = []
     /// Which scope is being compiled ("stream.event.header", …).
     var scopeName = ""
     /// Alignment (bits) the position is known to have at this point of the program (align ops below it are elided).
@@ -131,25 +155,25 @@ struct ProgramCompiler {
             let scope = String(p.dropLast())
             let rest = String(ref.dropFirst(p.count))
             if scope == scopeName, let s = lookupLocal(rest) { return s }
-            return absolute[scope]?[rest]
+            return absolute[scope]?.slot(rest[...])
         }
         if let s = lookupLocal(ref) { return s }
         // Relative references may also name fields of previously compiled scopes.
         for scope in ["event.fields", "event.context", "stream.event.context", "stream.event.header", "stream.packet.context", "trace.packet.header"] {
-            if let s = absolute[scope]?[ref] { return s }
+            if let s = absolute[scope]?.slot(ref[...]) { return s }
         }
         return nil
     }
 
     private func lookupLocal(_ name: String) -> Int? {
-        for l in local.reversed() { if let s = l[name] { return s } }
+        for l in local.reversed() { if let s = l.slot(name[...]) { return s } }
         return nil
     }
 
     /// Compiles a scope's struct type into a new program; returns (program index, top-level layouts).
     mutating func compileScope(_ type: CTFType?, scope: String) throws -> (Int, [FieldLayout]) {
         scopeName = scope
-        local = [[:]]
+        local = [FieldScope()]
         var ops: [Op] = []
         var layouts: [FieldLayout] = []
         if let t = type {
@@ -163,7 +187,7 @@ struct ProgramCompiler {
                 layouts.append(try compileField(f, parent: scopeEntry, into: &ops, depth: 0))
             }
         }
-        absolute[scope] = local.first ?? [:]
+        absolute[scope] = local.first ?? FieldScope()
         let idx = cls.programs.count
         cls.programs.append((cls.ops.count, ops.count))
         cls.ops.append(contentsOf: ops)
@@ -220,7 +244,7 @@ struct ProgramCompiler {
                 switch it.size { case 8: op.kind = .int8; case 16: op.kind = .int16; case 32: op.kind = .int32; case 64: op.kind = .int64; default: break }
             }
             ops.append(op)
-            local[local.count - 1][f.name] = slot
+            local[local.count - 1].slots[f.name] = slot
             cls.slotTypes[slot] = t
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .scalar)
         case .floatingPoint(let ft):
@@ -263,10 +287,9 @@ struct ProgramCompiler {
         case .structure(let fields, _):
             let slot = allocSlots(1)
             ops.append(Op(kind: .mark, slot: Int32(slot), field: fieldIdx))
-            local.append([:])
+            local.append(FieldScope())
             for sub in fields { _ = try compileField(sub, parent: fieldIdx, into: &ops, depth: depth + 1) }
-            let inner = local.removeLast()
-            for (k, v) in inner { local[local.count - 1][f.name + "." + k] = v }
+            local[local.count - 2].children[f.name] = local.removeLast()
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .nestedStruct)
         case .variant(let tag, let options):
             guard let tslot = resolve(tag) else {
@@ -282,13 +305,15 @@ struct ProgramCompiler {
             var rangesOfLabel: [String: [(lo: Int64, hi: Int64)]] = [:]
             for m in maps { rangesOfLabel[m.label, default: []].append((m.lower, m.upper)) }
             let knownAtStart = known
+            // The options' fields, reachable as `name.option.field` as each option is compiled.
+            let reached = FieldScope()
+            local[local.count - 1].children[f.name] = reached
             for opt in options {
                 known = knownAtStart
                 var subOps: [Op] = []
-                local.append([:])
+                local.append(FieldScope())
                 _ = try compileField(opt, parent: fieldIdx, into: &subOps, depth: depth + 1)
-                let inner = local.removeLast()
-                for (k, v) in inner { local[local.count - 1][f.name + "." + k] = v }
+                reached.merge(local.removeLast())
                 let pidx = cls.programs.count
                 cls.programs.append((cls.ops.count, subOps.count))
                 cls.ops.append(contentsOf: subOps)

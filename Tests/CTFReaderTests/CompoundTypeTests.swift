@@ -82,8 +82,85 @@ enum CompoundTrace {
     }
 }
 
+/// Lengths and tags named by paths into structures: a sibling structure's field (`hdr.len`), the same
+/// by its absolute path, a length two structures down (`hdr.inner.n`), and a variant inside a
+/// structure whose tag is in that structure (`tag`, from inside `rec`). (babeltrace2 takes only a
+/// plain name between a variant's `<>`.)
+enum PathTrace {
+    static let metadata = """
+    /* CTF 1.8 */
+    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+    typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
+    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+    trace { major = 1; minor = 8; byte_order = le;
+            packet.header := struct { uint32_t magic; uint32_t stream_id; }; };
+    enum sel_e : uint8_t { NUM, TEXT };
+    stream {
+        packet.context := struct { uint64_t timestamp_begin; uint64_t timestamp_end; uint64_t content_size; uint64_t packet_size; };
+        event.header := struct { uint8_t id; uint64_t timestamp; };
+    };
+    event {
+        name = "px:one"; id = 0;
+        fields := struct {
+            struct { uint8_t len; struct { uint8_t n; } inner; } hdr;
+            enum sel_e kind;
+            uint8_t data[hdr.len];
+            uint16_t again[event.fields.hdr.len];
+            uint8_t deep[hdr.inner.n];
+            variant <kind> { uint16_t NUM; string TEXT; } v;
+            struct { enum sel_e tag; variant <tag> { uint8_t NUM; string TEXT; } w; } rec;
+        };
+    };
+
+    """
+
+    static func write(events n: Int) throws -> String {
+        var body: [UInt8] = []
+        func u8(_ v: Int) { body.append(UInt8(truncatingIfNeeded: v)) }
+        func u16(_ v: Int) { body += withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian, Array.init) }
+        func u64(_ v: UInt64) { body += withUnsafeBytes(of: v.littleEndian, Array.init) }
+        func str(_ s: String) { body += Array(s.utf8) + [0] }
+        for i in 0..<n {
+            u8(0); u64(UInt64(10 + i))
+            let len = i % 4, n = i % 3, sel = i % 2
+            u8(len); u8(n); u8(sel)
+            for k in 0..<len { u8(i + k) }
+            for k in 0..<len { u16(1000 * i + k) }
+            for k in 0..<n { u8(100 + k) }
+            if sel == 0 { u16(7 * i) } else { str("v\(i)") }
+            u8(1 - sel)
+            if sel == 1 { u8(i) } else { str("w\(i)") }
+        }
+        var data = TinyTrace.u32(0xC1FC_1FC1) + TinyTrace.u32(0)
+        let content = UInt64(40 + body.count) * 8
+        let packet = (content + 511) / 512 * 512
+        data += TinyTrace.u64(10) + TinyTrace.u64(UInt64(10 + n)) + TinyTrace.u64(content) + TinyTrace.u64(packet)
+        data += body
+        data += [UInt8](repeating: 0, count: Int(packet / 8) - data.count)
+        let dir = SharedDaemon.scratch.appendingPathComponent("paths-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
+        return dir.path
+    }
+}
+
 @Suite("CTFReader on compound TSDL types")
 struct CompoundTypeTests {
+    @Test("lengths and tags named by paths into structures (relative, absolute, two levels down, from inside a structure) agree with babeltrace2")
+    func pathsIntoStructures() throws {
+        let dir = try PathTrace.write(events: 12)
+        #expect(try expectAgreesWithBabeltrace([dir]) == 12)
+        var it = try CTFTraceSet(paths: [dir]).makeMergedIterator()
+        for _ in 0..<3 { #expect(try it.next()) }
+        // The third event (i = 2): two bytes, two 16-bit values, two more bytes, the NUM option.
+        #expect(it.current.payloadField("data") == .array([.unsigned(2), .unsigned(3)]))
+        #expect(it.current.payloadField("again") == .array([.unsigned(2000), .unsigned(2001)]))
+        #expect(it.current.payloadField("deep") == .array([.unsigned(100), .unsigned(101)]))
+        #expect(it.current.payloadField("v") == .variant(option: "NUM", value: .unsigned(14)))
+    }
+
     @Test("variants, nested structs, arrays and sequences of structs and strings, event contexts, a 1 kHz clock agree with babeltrace2")
     func compound() throws {
         #expect(try expectAgreesWithBabeltrace([try CompoundTrace.write(events: 24)]) == 24)

@@ -112,6 +112,36 @@ struct NestingTests {
         #expect(got.innermost == path)
     }
 
+    @Test("1000 variants nested in one another, each tagged by the field before it, print what babeltrace2 prints")
+    func deepVariants() throws {
+        // `enum e tag; variant <tag> { struct { <the next level> } A; uint8_t B; } v;` 1000 times around
+        // `uint8_t field`: 2000 compound levels, every tag selecting A (0). (Compiling it once copied
+        // every tag's slot into each enclosing level under a longer name: 4.6 s; docs/reader.md.)
+        var inner = "uint8_t field;"
+        for _ in 0..<1000 { inner = "enum e tag; variant <tag> { struct { \(inner) } A; uint8_t B; } v;" }
+        let m = """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; base = 10; } := uint8_t;
+        typealias integer { size = 32; align = 32; signed = false; base = hex; } := uint32_t;
+        trace { major = 1; minor = 8; uuid = "2a6422d0-6cee-11e0-8c08-cb07d7b3a564"; byte_order = le;
+            packet.header := struct { uint32_t magic; uint8_t uuid[16]; }; };
+        enum e : uint8_t { A = 0, B = 1 };
+        event { name = myevent; fields := struct { \(inner) }; };
+
+        """
+        let dir = SharedDaemon.scratch.appendingPathComponent("nest-variants-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try m.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        let header: [UInt8] = [0xC1, 0x1F, 0xFC, 0xC1, 0x2A, 0x64, 0x22, 0xD0, 0x6C, 0xEE, 0x11, 0xE0,
+                               0x8C, 0x08, 0xCB, 0x07, 0xD7, 0xB3, 0xA5, 0x64]
+        try Data(header + [UInt8](repeating: 0, count: 1000) + [42]).write(to: dir.appendingPathComponent("stream"))
+        let got = Self.onThread(stackBytes: 64 << 20) { Self.dump(dir.path) }
+        #expect(got.error.isEmpty, "\(got.error)")
+        let bt = try babeltrace([dir.path]).map(String.init)
+        #expect(bt.count == 1 && bt[0].contains("field = 42"))
+        #expect(Self.payload(got.text) == bt)
+    }
+
     @Test("300 nested array dimensions read as babeltrace2 reads them")
     func deepArrays() throws {
         let dir = try Self.write(depth: 300, arrays: true)
