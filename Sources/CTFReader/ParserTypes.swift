@@ -73,7 +73,8 @@ extension MetadataParser {
                     align = Int(a)
                     try expect(")")
                 }
-                let t = CTFType.structure(fields, alignment: align)
+                // Stored with its fields' alignment (``CTFType/alignment`` reads a nested structure's as stored).
+                let t = CTFType.structure(fields, alignment: CTFType.structure(fields, alignment: align).alignment)
                 if let n = name { try define("struct " + n, t, at: start) }
                 return t
             }

@@ -136,6 +136,8 @@ struct ProgramCompiler {
     var scopeName = ""
     /// Alignment (bits) the position is known to have at this point of the program (align ops below it are elided).
     var known = 1
+    /// The size (bits) of the field compiled last, when fixed.
+    var lastBits: Int?
 
     init(cls: CompiledStreamClass, traceByteOrder: CTFByteOrder, path: String) {
         self.cls = cls
@@ -206,7 +208,11 @@ struct ProgramCompiler {
         // The field's dotted name, put together for an error message only.
         var dotted: String { cls.names[Int(fieldIdx)] }
         let t = f.type
-        let (tAlignment, tBits) = t.layout
+        // A structure's size is summed from its fields' as they are compiled below (`lastBits`):
+        // `layout` visits the whole type, and called at every level of a nesting it cost d².
+        let tAlignment: Int
+        var tBits: Int?
+        if case .structure = t { tAlignment = t.alignment } else { (tAlignment, tBits) = t.layout }
         if tAlignment > known { ops.append(Op(kind: .align, align: Int32(tAlignment), field: fieldIdx)) }
         known = max(known, tAlignment)
         // After this field the position is aligned to the largest power of two dividing its size (if fixed).
@@ -219,6 +225,7 @@ struct ProgramCompiler {
             } else {
                 known = 1
             }
+            lastBits = tBits
         }
         switch t {
         case .integer(let it) where it.size > 64:
@@ -288,7 +295,16 @@ struct ProgramCompiler {
             let slot = allocSlots(1)
             ops.append(Op(kind: .mark, slot: Int32(slot), field: fieldIdx))
             local.append(FieldScope())
-            for sub in fields { _ = try compileField(sub, parent: fieldIdx, into: &ops, depth: depth + 1) }
+            // Its size as `layout` sums it: fixed when every field is, each at an offset its alignment
+            // divides, and the total a multiple of the structure's alignment.
+            var total: Int? = 0
+            for sub in fields {
+                _ = try compileField(sub, parent: fieldIdx, into: &ops, depth: depth + 1)
+                let fa = sub.type.alignment
+                if let tt = total, let fs = lastBits, tt % fa == 0, tt + fs <= sizeCap { total = tt + fs } else { total = nil }
+            }
+            if let tt = total, !fields.isEmpty, tt % max(1, tAlignment) != 0 { total = nil }
+            tBits = total
             local[local.count - 2].children[f.name] = local.removeLast()
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .nestedStruct)
         case .variant(let tag, let options):

@@ -142,6 +142,68 @@ struct NestingTests {
         #expect(Self.payload(got.text) == bt)
     }
 
+    @Test("300 nested structures of fields of mixed alignments, some declared align(64), print what babeltrace2 prints")
+    func deepMixedAlignments() throws {
+        // The test's own model of the layout: a structure's alignment is the largest of its declared
+        // one and its fields'; each field starts at the next multiple of its alignment.
+        indirect enum T { case u(bits: Int, name: String); case s([(String, T)], align: Int) }
+        func alignment(_ t: T) -> Int {
+            switch t {
+            case .u(let b, _): return b
+            case .s(let fs, let a): return fs.reduce(a) { max($0, alignment($1.1)) }
+            }
+        }
+        func size(_ t: T, from pos: Int) -> Int {
+            let start = (pos + alignment(t) - 1) / alignment(t) * alignment(t)
+            switch t {
+            case .u(let b, _): return start + b
+            case .s(let fs, _): return fs.reduce(start) { size($1.1, from: $0) }
+            }
+        }
+        func tsdl(_ t: T) -> String {
+            switch t {
+            case .u(_, let n): return n
+            case .s(let fs, let a): return "struct { " + fs.map { "\(tsdl($0.1)) \($0.0);" }.joined(separator: " ") + " }" + (a > 1 ? " align(\(a))" : "")
+            }
+        }
+        let u8 = T.u(bits: 8, name: "uint8_t"), u16 = T.u(bits: 16, name: "uint16_a"), u32 = T.u(bits: 32, name: "uint32_t"), u64 = T.u(bits: 64, name: "uint64_a")
+        var t = T.s([("z", u8)], align: 1)
+        // Each structure follows a byte (`p`): where it starts depends on its alignment, which for most
+        // levels comes from a field several levels down (a 64-bit one every fourth level).
+        for k in 0..<300 {
+            let mid: [(String, T)] = k % 4 == 1 ? [("e", u64)] : k % 2 == 0 ? [("b", u32), ("c", u16)] : [("c", u16)]
+            t = .s([("a", u8)] + mid + [("p", u8), ("x", t), ("d", u8)], align: k % 7 == 3 ? 64 : 1)
+        }
+        let payloadStart = 20 * 8
+        let end = size(t, from: payloadStart)
+        #expect(end % 8 == 0)
+        guard case .s(let top, _) = t else { return }
+        let m = """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; base = 10; } := uint8_t;
+        typealias integer { size = 16; align = 16; signed = false; base = 10; } := uint16_a;
+        typealias integer { size = 32; align = 32; signed = false; base = 10; } := uint32_t;
+        typealias integer { size = 64; align = 64; signed = false; base = 10; } := uint64_a;
+        trace { major = 1; minor = 8; uuid = "2a6422d0-6cee-11e0-8c08-cb07d7b3a564"; byte_order = le;
+            packet.header := struct { uint32_t magic; uint8_t uuid[16]; }; };
+        event { name = myevent; fields := struct { \(top.map { "\(tsdl($0.1)) \($0.0);" }.joined(separator: " ")) }; };
+
+        """
+        let dir = SharedDaemon.scratch.appendingPathComponent("nest-aligned-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try m.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        let header: [UInt8] = [0xC1, 0x1F, 0xFC, 0xC1, 0x2A, 0x64, 0x22, 0xD0, 0x6C, 0xEE, 0x11, 0xE0,
+                               0x8C, 0x08, 0xCB, 0x07, 0xD7, 0xB3, 0xA5, 0x64]
+        let body = (0..<(end / 8 - header.count)).map { UInt8(truncatingIfNeeded: $0 * 7 + 3) }
+        try Data(header + body).write(to: dir.appendingPathComponent("stream"))
+        let got = Self.onThread(stackBytes: 64 << 20) { Self.dump(dir.path) }
+        #expect(got.error.isEmpty, "\(got.error)")
+        #expect(got.warnings.isEmpty, "\(got.warnings)")
+        let bt = try babeltrace([dir.path]).map(String.init)
+        #expect(bt.count == 1)
+        #expect(Self.payload(got.text) == bt)
+    }
+
     @Test("300 nested array dimensions read as babeltrace2 reads them")
     func deepArrays() throws {
         let dir = try Self.write(depth: 300, arrays: true)
