@@ -15,9 +15,12 @@ JOBS="${FUZZ_JOBS:-1}"
 B=.build-fuzz
 swift build -c release --scratch-path "$B" --target CTFReader \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -g >/dev/null
-OBJS=$(find "$B/release/CTFReader.build" -name '*.o')
+# CTFReader's objects, and its C helper module (CCTFReaderShims: inline functions, found through the
+# module map SwiftPM writes; its one object file is linked too).
+OBJS=$(find "$B/release/CTFReader.build" "$B/release/CCTFReaderShims.build" -name '*.o')
 swiftc -O -g -sanitize=fuzzer,address -parse-as-library \
-    -I "$B/release/Modules" fuzz/CTFFuzz.swift $OBJS -o "$B/ctf-fuzz" 2>&1 | { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
+    -I "$B/release/Modules" -Xcc -fmodule-map-file="$B/release/CCTFReaderShims.build/module.modulemap" \
+    -I Sources/CCTFReaderShims/include fuzz/CTFFuzz.swift $OBJS -o "$B/ctf-fuzz" 2>&1 | { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
 mkdir -p "$B/corpus" "$B/artifacts"
 if [ "${FUZZ_SEED_DEMO:-1}" = 1 ]; then
     DEMO=Tests/RLTraceTests/Fixtures/demo-trace/ust/uid/0/64-bit
