@@ -74,7 +74,7 @@ extension MetadataParser {
                     try expect(")")
                 }
                 // Stored with its fields' alignment (``CTFType/alignment`` reads a nested structure's as stored).
-                let t = CTFType.structure(fields, alignment: CTFType.structure(fields, alignment: align).alignment)
+                let t = CTFType.structure(fields, alignment: fields.reduce(align) { max($0, $1.type.storedAlignment) })
                 if let n = name { try define("struct " + n, t, at: start) }
                 return t
             }

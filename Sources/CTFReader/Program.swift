@@ -31,8 +31,6 @@ struct VariantTable {
     var tagSlot: Int
     var tagSigned: Bool
     var ranges: [(lo: Int64, hi: Int64, program: Int)]
-    /// The variant field's entry in the stream class's ``CompiledStreamClass/names``.
-    var field: Int32
 }
 
 /// How one top-level field of a scope is stored in the slot buffer.
@@ -295,16 +293,12 @@ struct ProgramCompiler {
             let slot = allocSlots(1)
             ops.append(Op(kind: .mark, slot: Int32(slot), field: fieldIdx))
             local.append(FieldScope())
-            // Its size as `layout` sums it: fixed when every field is, each at an offset its alignment
-            // divides, and the total a multiple of the structure's alignment.
-            var total: Int? = 0
+            var size = FixedStructureSize()
             for sub in fields {
                 _ = try compileField(sub, parent: fieldIdx, into: &ops, depth: depth + 1)
-                let fa = sub.type.alignment
-                if let tt = total, let fs = lastBits, tt % fa == 0, tt + fs <= sizeCap { total = tt + fs } else { total = nil }
+                size.add(alignment: sub.type.alignment, bits: lastBits)
             }
-            if let tt = total, !fields.isEmpty, tt % max(1, tAlignment) != 0 { total = nil }
-            tBits = total
+            tBits = size.total(alignment: tAlignment)
             local[local.count - 2].children[f.name] = local.removeLast()
             return FieldLayout(name: f.name, type: t, slot: slot, storage: .nestedStruct)
         case .variant(let tag, let options):
@@ -315,7 +309,7 @@ struct ProgramCompiler {
                 throw CTFReaderError.metadataSemantic(path: path, message: "variant `\(dotted)`: tag `\(tag)` is not an enumeration")
             }
             let slot = allocSlots(1)
-            var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [], field: fieldIdx)
+            var table = VariantTable(tagSlot: tslot, tagSigned: ti.isSigned, ranges: [])
             // Each label's ranges, found once (a variant of 2^19 options matched them option by option, label by
             // label: ctf-testsuite's stress/variant-many-tags ran past 120 s).
             var rangesOfLabel: [String: [(lo: Int64, hi: Int64)]] = [:]

@@ -166,16 +166,14 @@ public indirect enum CTFType: Sendable {
             let (r, o) = s.multipliedReportingOverflow(by: n)
             return (a, o || r > sizeCap ? nil : r)
         case .structure(let fields, let declared):
-            // Fixed only when every field is naturally packed (no padding that depends on the start offset).
             var align = declared
-            var total: Int? = 0
+            var size = FixedStructureSize()
             for f in fields {
                 let (fa, fs) = f.type.layout
                 align = max(align, fa)
-                if let t = total, let fs, t % fa == 0, t + fs <= sizeCap { total = t + fs } else { total = nil }
+                size.add(alignment: fa, bits: fs)
             }
-            if let t = total, !fields.isEmpty, t % max(1, align) != 0 { total = nil }
-            return (align, total)
+            return (align, size.total(alignment: align))
         }
     }
 
@@ -223,6 +221,26 @@ public indirect enum CTFType: Sendable {
 
 /// Sizes (bits) above this are treated as variable (no flat fast path) and never computed further.
 let sizeCap = 1 << 40
+
+/// A structure's size in bits summed field by field (``CTFType/layout``, and the compiler as it
+/// compiles the fields): fixed only when every field is and sits at an offset its alignment divides
+/// (no padding that depends on where the structure starts), and the total is a multiple of the
+/// structure's alignment.
+struct FixedStructureSize {
+    private var bits: Int? = 0
+    private var empty = true
+
+    mutating func add(alignment fa: Int, bits fs: Int?) {
+        empty = false
+        if let t = bits, let fs, t % fa == 0, t + fs <= sizeCap { bits = t + fs } else { bits = nil }
+    }
+
+    /// The size, for a structure of alignment `align`; nil when it varies.
+    func total(alignment align: Int) -> Int? {
+        guard let t = bits else { return nil }
+        return empty || t % max(1, align) == 0 ? t : nil
+    }
+}
 
 /// A clock declared in the metadata.
 public struct CTFClock: Sendable {

@@ -6,7 +6,8 @@ import CTFReader
 /// a variant in the payload, nested structs, arrays of structs, sequences of strings and structs, an event
 /// context, an int32 aligned on 32 bits, and a 1 kHz clock.
 enum CompoundTrace {
-    static let metadata = """
+    /// The types, trace, clock and stream (PathTrace declares its events after them too).
+    static let declarations = """
     /* CTF 1.8 */
     typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
     typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
@@ -24,6 +25,9 @@ enum CompoundTrace {
         packet.context := struct { ts_t timestamp_begin; ts_t timestamp_end; uint64_t content_size; uint64_t packet_size; };
         event.header := struct { uint8_t id; ts_t timestamp; };
     };
+
+    """
+    static let metadata = declarations + """
     event {
         name = "cx:one"; id = 0;
         fields := struct {
@@ -40,46 +44,41 @@ enum CompoundTrace {
     """
 
     static func write(events n: Int) throws -> String {
-        var body: [UInt8] = []
-        func u8(_ v: Int) { body.append(UInt8(truncatingIfNeeded: v)) }
-        func u16(_ v: Int) { body += withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian, Array.init) }
-        func u64(_ v: UInt64) { body += withUnsafeBytes(of: v.littleEndian, Array.init) }
-        func str(_ s: String) { body += Array(s.utf8) + [0] }
+        var b = EventBytes()
         let headerSize = 8 + 32
         for i in 0..<n {
             let ts = UInt64(10 + i * 3)
             if i % 4 == 3 {
-                u8(1); u64(ts); u16(i * 7); u8(i)
+                b.u8(1); b.u64(ts); b.u16(i * 7); b.u8(i)
                 continue
             }
-            u8(0); u64(ts)
+            b.u8(0); b.u64(ts)
             let kind = i % 3
-            u8(kind)
+            b.u8(kind)
             switch kind {
             case 0:
-                while (headerSize + body.count) % 4 != 0 { u8(0) }
-                body += withUnsafeBytes(of: Int32(-1000 * i).littleEndian, Array.init)
-            case 1: str("text \(i)")
-            default: u16(i); u16(i + 1)
+                while (headerSize + b.bytes.count) % 4 != 0 { b.u8(0) }
+                b.bytes += withUnsafeBytes(of: Int32(-1000 * i).littleEndian, Array.init)
+            case 1: b.str("text \(i)")
+            default: b.u16(i); b.u16(i + 1)
             }
-            u8(i % 5); u16(i); u16(2 * i); u16(3 * i); u16(4 * i)
+            b.u8(i % 5); b.u16(i); b.u16(2 * i); b.u16(3 * i); b.u16(4 * i)
             let count = i % 4
-            u8(count)
-            for k in 0..<count { str("n\(i).\(k)") }
-            for k in 0..<count { u16(k); u16(i) }
+            b.u8(count)
+            for k in 0..<count { b.str("n\(i).\(k)") }
+            for k in 0..<count { b.u16(k); b.u16(i) }
         }
-        var data = TinyTrace.u32(0xC1FC_1FC1) + TinyTrace.u32(0)
-        let content = UInt64(headerSize + body.count) * 8
-        let packet = (content + 511) / 512 * 512
-        data += TinyTrace.u64(10) + TinyTrace.u64(UInt64(10 + n * 3)) + TinyTrace.u64(content) + TinyTrace.u64(packet)
-        data += body
-        data += [UInt8](repeating: 0, count: Int(packet / 8) - data.count)
-        let dir = SharedDaemon.scratch.appendingPathComponent("compound-\(UUID().uuidString.prefix(6))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
-        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
-        return dir.path
+        return try TinyTrace.writeOnePacket("compound", metadata: metadata, begin: 10, end: UInt64(10 + n * 3), body: b.bytes)
     }
+}
+
+/// Little-endian bytes of the hand-built traces' events.
+struct EventBytes {
+    var bytes: [UInt8] = []
+    mutating func u8(_ v: Int) { bytes.append(UInt8(truncatingIfNeeded: v)) }
+    mutating func u16(_ v: Int) { bytes += withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian, Array.init) }
+    mutating func u64(_ v: UInt64) { bytes += withUnsafeBytes(of: v.littleEndian, Array.init) }
+    mutating func str(_ s: String) { bytes += Array(s.utf8) + [0] }
 }
 
 /// Lengths and tags named by paths into structures: a sibling structure's field (`hdr.len`), the same
@@ -87,19 +86,8 @@ enum CompoundTrace {
 /// structure whose tag is in that structure (`tag`, from inside `rec`). (babeltrace2 takes only a
 /// plain name between a variant's `<>`.)
 enum PathTrace {
-    static let metadata = """
-    /* CTF 1.8 */
-    typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
-    typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
-    typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
-    typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
-    trace { major = 1; minor = 8; byte_order = le;
-            packet.header := struct { uint32_t magic; uint32_t stream_id; }; };
+    static let metadata = CompoundTrace.declarations + """
     enum sel_e : uint8_t { NUM, TEXT };
-    stream {
-        packet.context := struct { uint64_t timestamp_begin; uint64_t timestamp_end; uint64_t content_size; uint64_t packet_size; };
-        event.header := struct { uint8_t id; uint64_t timestamp; };
-    };
     event {
         name = "px:one"; id = 0;
         fields := struct {
@@ -116,33 +104,19 @@ enum PathTrace {
     """
 
     static func write(events n: Int) throws -> String {
-        var body: [UInt8] = []
-        func u8(_ v: Int) { body.append(UInt8(truncatingIfNeeded: v)) }
-        func u16(_ v: Int) { body += withUnsafeBytes(of: UInt16(truncatingIfNeeded: v).littleEndian, Array.init) }
-        func u64(_ v: UInt64) { body += withUnsafeBytes(of: v.littleEndian, Array.init) }
-        func str(_ s: String) { body += Array(s.utf8) + [0] }
+        var b = EventBytes()
         for i in 0..<n {
-            u8(0); u64(UInt64(10 + i))
+            b.u8(0); b.u64(UInt64(10 + i))
             let len = i % 4, n = i % 3, sel = i % 2
-            u8(len); u8(n); u8(sel)
-            for k in 0..<len { u8(i + k) }
-            for k in 0..<len { u16(1000 * i + k) }
-            for k in 0..<n { u8(100 + k) }
-            if sel == 0 { u16(7 * i) } else { str("v\(i)") }
-            u8(1 - sel)
-            if sel == 1 { u8(i) } else { str("w\(i)") }
+            b.u8(len); b.u8(n); b.u8(sel)
+            for k in 0..<len { b.u8(i + k) }
+            for k in 0..<len { b.u16(1000 * i + k) }
+            for k in 0..<n { b.u8(100 + k) }
+            if sel == 0 { b.u16(7 * i) } else { b.str("v\(i)") }
+            b.u8(1 - sel)
+            if sel == 1 { b.u8(i) } else { b.str("w\(i)") }
         }
-        var data = TinyTrace.u32(0xC1FC_1FC1) + TinyTrace.u32(0)
-        let content = UInt64(40 + body.count) * 8
-        let packet = (content + 511) / 512 * 512
-        data += TinyTrace.u64(10) + TinyTrace.u64(UInt64(10 + n)) + TinyTrace.u64(content) + TinyTrace.u64(packet)
-        data += body
-        data += [UInt8](repeating: 0, count: Int(packet / 8) - data.count)
-        let dir = SharedDaemon.scratch.appendingPathComponent("paths-\(UUID().uuidString.prefix(6))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
-        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
-        return dir.path
+        return try TinyTrace.writeOnePacket("paths", metadata: metadata, begin: 10, end: UInt64(10 + n), body: b.bytes)
     }
 }
 

@@ -88,19 +88,8 @@ enum FormatTrace {
         header(3, t0 + 3_000_000_004)
         le(Int16(0)); le(Int16(0)); le(Int16(0)); body.append(0); body += [2, 2]
         le(Float.infinity.bitPattern); le(Double.nan.bitPattern); body.append(0); str([])
-        let headerSize = 8 + 36
-        var data = TinyTrace.u32(0xC1FC_1FC1) + TinyTrace.u32(0)
-        let content = UInt64(headerSize + body.count) * 8
-        let packet = (content + 511) / 512 * 512
-        data += TinyTrace.u64(t0) + TinyTrace.u64(t0 + 3_000_000_004) + TinyTrace.u64(content) + TinyTrace.u64(packet)
-        data += TinyTrace.u32(3)
-        data += body
-        data += [UInt8](repeating: 0, count: Int(packet / 8) - data.count)
-        let dir = SharedDaemon.scratch.appendingPathComponent("format-\(UUID().uuidString.prefix(6))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
-        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
-        return dir.path
+        return try TinyTrace.writeOnePacket("format", metadata: metadata, begin: t0, end: t0 + 3_000_000_004,
+                                            context: TinyTrace.u32(3), body: body)
     }
 
     /// Every event formatted into one `CTFOutputBuffer` and, separately, line by line into a `String`.

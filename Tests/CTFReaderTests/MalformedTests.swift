@@ -46,6 +46,23 @@ struct TinyTrace {
         return dir.path
     }
 
+    /// A trace of one packet in the layout CompoundTrace, PathTrace and FormatTrace declare: packet
+    /// header (magic, stream id 0), packet context (begin, end, content and packet sizes in bits, then
+    /// `context`), `body`, padded to whole 512-bit blocks; written as `stream_0` beside `metadata` in a
+    /// new scratch directory named `name-…`. Returns its path.
+    static func writeOnePacket(_ name: String, metadata: String, begin: UInt64, end: UInt64, context: [UInt8] = [],
+                               body: [UInt8]) throws -> String {
+        let content = UInt64(8 + 32 + context.count + body.count) * 8
+        let packet = (content + 511) / 512 * 512
+        var data = u32(0xC1FC_1FC1) + u32(0) + u64(begin) + u64(end) + u64(content) + u64(packet) + context + body
+        data += [UInt8](repeating: 0, count: Int(packet / 8) - data.count)
+        let dir = SharedDaemon.scratch.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try metadata.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        try Data(data).write(to: dir.appendingPathComponent("stream_0"))
+        return dir.path
+    }
+
     static func events(_ n: Int, from t0: UInt64 = 100) -> [Event] {
         (0..<n).map { i in Event(ts: t0 + UInt64(i) * 10, data: Array(0..<UInt8(i % 5)), text: "ev\(i)") }
     }

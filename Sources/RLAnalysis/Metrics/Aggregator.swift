@@ -49,8 +49,6 @@ public final class Aggregator: LoopModelSink, NameResolving {
         var currentSpin: (first: UInt64, count: Int, begin: Int64, end: Int64)?
         var spinKey: LoopKey?
         var slowest: [(busy: Int64, it: IterationRecord)] = []
-        /// The busy time of the last of `slowest`.
-        var slowestFloor: Int64 = .min
         /// The caller last added to `wakeUpTids`, and the (item, caller) last added to `signalTids`:
         /// a loop is usually woken by the same few threads in turn, so most calls skip the set.
         var lastWakeUpTid: Int64?
@@ -173,13 +171,12 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 l.spinItems[i].total &+= c.duration
             }
         }
-        // The slowest five (compared with the fifth's busy time kept apart: reading the last entry
-        // copied its record, arrays retained and released, at every top-level iteration).
-        if l.slowest.count < 5 || busy > l.slowestFloor {
+        // The slowest five (the fifth's busy time read in place: `slowest.last!` copied its record,
+        // arrays retained and released, at every top-level iteration).
+        if l.slowest.count < 5 || busy > l.slowest[4].busy {
             l.slowest.append((busy, it))
             l.slowest.sort { $0.busy > $1.busy }
             if l.slowest.count > 5 { l.slowest.removeLast() }
-            l.slowestFloor = l.slowest[l.slowest.count - 1].busy
         }
     }
 
