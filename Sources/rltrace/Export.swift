@@ -20,7 +20,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let out = try openOutput(output)
-        let sink = ChromeTraceSink(out: out, filter: try analysis.filter())
+        let sink = ChromeTraceSink(out: out)
         try stream(analysis, into: sink)      // the sink closes the document at the end of the stream
         do { try out.finish() } catch { warn("rltrace: \(error)"); throw ExitCode(1) }
         warn("wrote \(output)")

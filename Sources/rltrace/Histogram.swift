@@ -43,11 +43,10 @@ struct HistogramCommand: ParsableCommand {
     }
 
     func run() throws {
-        var lo = try min.map { try parseThreshold($0, "--min") } ?? 0
+        let lo = try min.map { try parseThreshold($0, "--min") } ?? 0
         let hi = try max.map { try parseThreshold($0, "--max") } ?? Int64.max
         if lo > hi { warn("rltrace: contradictory filters: --min is above --max"); throw ExitCode(2) }
-        if let md = analysis.minDuration { lo = Swift.max(lo, try parseThreshold(md, "--min-duration")) }
-        let sink = HistogramSink(of: of, by: by, lo: lo, hi: hi, kinds: try kindSet(analysis.kind), itemGlob: analysis.item)
+        let sink = HistogramSink(of: of, by: by, lo: lo, hi: hi)
         try stream(analysis, into: sink)
         writeStdout(sink.render(scale: scale, buckets: buckets))
     }

@@ -25,11 +25,8 @@ struct Timeline: ParsableCommand {
 
     func run() throws {
         var sel = TimelineSink.Selection()
-        // The common callout filters select iterations here: those with a matching callout; and
-        // --min-duration selects iterations busy at least that long.
-        sel.kinds = try kindSet(analysis.kind)
-        sel.itemGlob = analysis.item
-        sel.minBusyNs = try analysis.minDuration.map { try parseThreshold($0, "--min-duration") } ?? 0
+        // The common filters (loops, callouts, time) are the pipeline's selection: with --kind,
+        // --item or --min-duration, the iterations that hold a selected callout are listed.
         sel.mode = mode
         sel.flaggedOnly = flagged
         let opts = try thresholds.options()
