@@ -7,8 +7,9 @@ extension RLRunLoop {
 
     // MARK: - Trampolines: every callout goes through exactly one of these
     // Each is one check ("does a session record this kind's entry or exit?") and the callout; the
-    // traced path, out of line, reads the iteration before the callout (a nested run inside it
-    // advances the counter) and emits entry and exit. A session that starts during a callout sees
+    // traced path, out of line, reads the iteration once, before the callout, and emits entry and
+    // exit with it (a run nested in the callout gives the counter back when it returns, so a second
+    // read would agree: `EngineTraceTests.eventsAfterANestedRunCarryTheirOwnPassIteration`). A session that starts during a callout sees
     // the next one whole; one that stops during it gets no exit (each emitter re-checks).
     // Around the callout, two relaxed stores tell the hang watchdog which callout the thread is in
     // (`watchCalloutBegin` / `watchRestore`, Watchdog.swift): no lock, no system call, no clock.
