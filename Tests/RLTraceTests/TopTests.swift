@@ -219,7 +219,7 @@ struct Live {
         #expect(rows.reduce(0) { $0 + ($1["lateTimers"] as? Int ?? 0) } >= 1)
     }
 
-    @Test("the issue's check: top --batch --interval 1s --count 4 --format json -- rl-example --duration 5 --inject hang (a load of 5 s)")
+    @Test("four snapshots: top --batch --interval 1s --count 4 --format json -- rl-example --duration 5 --requests 3000 --inject hang")
     func doneCriterion() throws {
         let r = try rltraceTop(["top", "--batch", "--interval", "1s", "--count", "4", "--format", "json", "--",
                                 example, "--duration", "5", "--requests", "3000", "--inject", "hang"])
