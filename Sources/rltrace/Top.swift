@@ -47,6 +47,7 @@ struct Top: ParsableCommand {
     @Option(help: "With COMMAND: stream to this relay daemon (net://HOST:CONTROL:DATA) instead of starting one.") var relayd: String?
     @Option(help: "With --relayd: its live port.") var livePort = LiveURL.defaultPort
     @Option(name: .shortAndLong, help: "With COMMAND and no --relayd: the started relay daemon writes the trace here (kept).") var output: String?
+    @Flag(help: "With -o: write into the directory even if it already holds a trace.") var force = false
     @Option(help: "With COMMAND: where the program's output goes (default: a temporary file; standard error with --batch).") var log: String?
     @Flag(help: "With URLs: read the sessions from their first event (default: from now).") var fromBeginning = false
     @OptionGroup var thresholds: ThresholdOptions
@@ -168,6 +169,10 @@ struct Top: ParsableCommand {
         guard resolveCommand(command[0]).contains("/"), access(resolveCommand(command[0]), X_OK) == 0 else {
             warn("rltrace: cannot run \(command[0]): no such program (not found on PATH, or not executable)")
             throw ExitCode(127)
+        }
+        if let o = output, !force, holdsTrace(try localTraceDirectory(o)) {
+            warn("rltrace: \(o) already holds a trace; choose another -o, or --force to record into it anyway")
+            throw ExitCode(2)
         }
         var daemon: PrivateSessionDaemon?
         var relay: PrivateRelayDaemon?

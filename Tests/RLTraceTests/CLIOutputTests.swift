@@ -113,6 +113,18 @@ struct CLIOutputTests {
         }
     }
 
+    @Test("top -o DIR keeps a directory that already holds a trace without --force (exit 2), as record does")
+    func topKeepsAnEarlierTrace() throws {
+        let dir = try scratchDirectory("top-force")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir + "/ust", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: dir + "/ust/metadata", contents: Data("/* CTF 1.8 */".utf8))
+        let r = try run("rltrace", ["top", "--batch", "-o", dir, "--", "/bin/true"])
+        #expect(r.status == 2, "\(r.err)")
+        #expect(r.err.contains("already holds a trace") && r.err.contains("--force"), "\(r.err)")
+        #expect(contents(dir) == ["ust"])
+    }
+
     @Test("demo -o DIR keeps an earlier demo's report.html without --force (exit 2)")
     func demoKeepsAnEarlierReport() throws {
         let dir = try scratchDirectory("demo-force")
