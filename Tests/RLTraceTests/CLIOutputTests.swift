@@ -106,10 +106,13 @@ struct CLIOutputTests {
 
     @Test("-o into a directory that does not exist names the directory (exit 1)")
     func missingDirectoryIsNamed() throws {
+        let dir = try scratchDirectory("missing-dir")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         for args in [["report", demoTrace], ["export", demoTrace], ["diff", demoTrace, demoTrace]] {
-            let r = try run("rltrace", args + ["-o", "/nonexistent/dir/out.json"])
+            let r = try run("rltrace", args + ["-o", dir + "/no-such-dir/out.json"])
             #expect(r.status == 1, "\(args): \(r.err)")
-            #expect(r.err.contains("/nonexistent/dir does not exist"), "\(args): \(r.err)")
+            #expect(r.err.contains("\(dir)/no-such-dir does not exist"), "\(args): \(r.err)")
+            #expect(contents(dir).isEmpty)
         }
     }
 
@@ -149,10 +152,10 @@ struct CLIOptionTests {
             #expect(r.err.contains("streaming to a relay daemon is not supported yet"), "\(url): \(r.err)")
             #expect(contents(dir).isEmpty, "\(url): made \(contents(dir))")
         }
-        let r = try run("rltrace", ["record", "-o", "/nonexistent/dir/x", "--", "/bin/true"])
+        let r = try run("rltrace", ["record", "-o", dir + "/no-such-dir/x", "--", "/bin/true"])
         #expect(r.status == 1, "\(r.err)")
-        #expect(r.err.contains("/nonexistent/dir does not exist"), "\(r.err)")
-        #expect(!FileManager.default.fileExists(atPath: "/nonexistent"))
+        #expect(r.err.contains("\(dir)/no-such-dir does not exist"), "\(r.err)")
+        #expect(contents(dir).isEmpty, "made \(contents(dir))")
     }
 
     @Test("--on-hang=100ms and --on-hang 100ms both reach the recorder's checks; bare --on-hang keeps 250ms")
