@@ -10,9 +10,11 @@ struct HistogramCommand: ParsableCommand {
         discussion: """
         Examples:
           rltrace histogram TRACE --of sleep --by reason
-          rltrace histogram TRACE --of callout --by item --scale linear --buckets 20 --max 2ms
+          rltrace histogram TRACE --of callout --by item --scale linear --max 2ms
           rltrace histogram TRACE --of timer-lateness --by item
+
         Linear buckets of more than 32 values are placed from the HdrHistogram (within 0.1 %).
+
         \(exitCodesHelp)
         """
     )

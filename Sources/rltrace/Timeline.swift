@@ -10,11 +10,11 @@ struct Timeline: ParsableCommand {
         discussion: """
         Examples:
           rltrace timeline TRACE --begin 1.2s --end 1.5s
-          rltrace timeline TRACE --flagged                    (hangs, slow iterations, spins, late timers)
+          rltrace timeline TRACE --flagged
           rltrace timeline TRACE --kind timer --item 'heart*' --min-duration 1ms
-        Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start
-        column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it.
-        Iterations cut by --begin/--end are marked CLIPPED.
+
+        --flagged keeps hangs, slow iterations, spins and late timers. Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it. Iterations cut by --begin/--end are marked CLIPPED.
+
         \(exitCodesHelp)
         """
     )

@@ -288,7 +288,7 @@ struct PipelinePartsTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         func slices(_ args: [String]) throws -> [String: Int] {
             let out = dir.appendingPathComponent("x.json").path
-            let r = try run("rltrace", ["export", "--format", "chrome", "-o", out, demoTrace] + args)
+            let r = try run("rltrace", ["export", "--format", "chrome", "-o", out, "--force", demoTrace] + args)
             if tids.isEmpty && !args.isEmpty {
                 // A filter that keeps no loop is an error naming the trace's loops (exit 4).
                 #expect(r.status == 4 && r.err.contains("loop 17 (rl-example pid 5117 tid 5117)"), "\(r.err)")
