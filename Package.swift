@@ -98,7 +98,7 @@ let package = Package(
         // reader → event stream → loop model → metrics → renderers (one folder each)
         .target(
             name: "RLAnalysis",
-            dependencies: ["CTFReader", "RunLoopSchema", .product(name: "Histogram", package: "hdrhistogram-swift"),
+            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", .product(name: "Histogram", package: "hdrhistogram-swift"),
                            .product(name: "HeapModule", package: "swift-collections")],
             // The per-event path touches class-held state millions of times a second: dynamic
             // exclusivity checks were ~10 % of `report`'s time (docs/benchmarks.md). The pipeline is

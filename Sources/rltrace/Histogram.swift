@@ -36,9 +36,9 @@ struct HistogramCommand: ParsableCommand {
         if by == .item && ![.callout, .timerLateness, .signalLatency].contains(of) {
             throw ValidationError("--by item applies to --of callout, timer-lateness and signal-latency")
         }
-        if analysis.minDuration != nil && of != .callout { throw ValidationError("--min-duration applies to --of callout (use --min)") }
-        if (!analysis.kind.isEmpty) && of != .callout { throw ValidationError("--kind applies to --of callout") }
-        if analysis.item != nil && ![.callout, .timerLateness, .signalLatency].contains(of) {
+        if analysis.selection.minDuration != nil && of != .callout { throw ValidationError("--min-duration applies to --of callout (use --min)") }
+        if (!analysis.selection.kind.isEmpty) && of != .callout { throw ValidationError("--kind applies to --of callout") }
+        if analysis.selection.item != nil && ![.callout, .timerLateness, .signalLatency].contains(of) {
             throw ValidationError("--item applies to --of callout, timer-lateness and signal-latency")
         }
         if buckets < 1 || buckets > 1000 { throw ValidationError("--buckets must be 1…1000") }

@@ -42,7 +42,8 @@ struct Top: ParsableCommand {
     @Option(help: "With --batch: stop after this many snapshots.") var count: Int?
     @Option(help: "With --batch: text or json (one JSON object per line, docs/top-json.md).") var format: Format = .text
     @Option(help: "Sort column: busy, rate, p99, worst, hang, loop.") var sort: SortKey = .busy
-    @Option(help: "Only loops whose host, process, thread or loop id contains this text.") var filter: String?
+    @OptionGroup var selection: SelectionOptions
+    @Option(help: "Show only the rows whose host, process, thread or loop id contains this text (a search of the screen, as `/` is; what is analysed is chosen by the selection options).") var filter: String?
     @Option(help: "With COMMAND: the live timer period of the session (how often data is flushed to the viewer).") var livePeriod = "100ms"
     @Option(help: "With COMMAND: stream to this relay daemon (net://HOST:CONTROL:DATA) instead of starting one.") var relayd: String?
     @Option(help: "With --relayd: its live port.") var livePort = LiveURL.defaultPort
@@ -62,6 +63,9 @@ struct Top: ParsableCommand {
     var urls: [String] { Array(positional.dropLast(command.count)) }
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+    /// The loops and callouts analysed (the pipeline's selection stage).
+    var selectionFilter: EventFilter { (try? selection.filter()) ?? EventFilter() }
 
     func validate() throws {
         // (That neither a program nor a URL was given is said in run(): ArgumentParser reports an
@@ -100,7 +104,7 @@ struct Top: ParsableCommand {
                     return
                 }
                 let sessions = try attachAll(parsed)
-                let driver = TopDriver(pipelines: sessions.map { LivePipeline($0, options: options, intervalNs: intervalNs) }, view: view,
+                let driver = TopDriver(pipelines: sessions.map { LivePipeline($0, filter: selectionFilter, options: options, intervalNs: intervalNs) }, view: view,
                                        intervalNs: intervalNs, count: count)
                 try driver.run(child: nil)
             } else {
@@ -270,7 +274,7 @@ struct Top: ParsableCommand {
         }
         program = p
         let child = TopChild(process: p, session: s)
-        let driver = TopDriver(pipelines: [LivePipeline(l, options: options, intervalNs: intervalNs)], view: view, intervalNs: intervalNs, count: count)
+        let driver = TopDriver(pipelines: [LivePipeline(l, filter: selectionFilter, options: options, intervalNs: intervalNs)], view: view, intervalNs: intervalNs, count: count)
         try driver.run(child: child)
         if p.isRunning { kill(p.processIdentifier, SIGTERM) }
         p.waitUntilExit()
@@ -309,108 +313,6 @@ final class TopChild {
 
     func terminate() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-    }
-}
-
-/// One attached session and its analysis: live session → decoder → loop model → TopSink.
-///
-/// Its snapshots follow the traced host's clock: each covers `intervalNs` of trace time, from the
-/// first event on. The pump stops at an interval's end (the event past it waits in `pending`), so
-/// a backlog — the relay daemon announces a new session's streams about a second after the program
-/// starts — is shown as several snapshots of one interval each, not one long first interval.
-final class LivePipeline {
-    let live: LiveSession
-    let decoder = LiveEventDecoder()
-    let model: LoopModel
-    let sink: TopSink
-    let intervalNs: Int64
-    var ended = false
-    /// The current interval (trace clock ns; 0 before the first event).
-    var intervalBegin: Int64 = 0
-    var intervalEnd: Int64 = .max
-    /// A decoded event at or past `intervalEnd`, consumed once the interval was shown.
-    private var pending: RunLoopEvent?
-    var lastDiscarded: UInt64 = 0
-
-    init(_ live: LiveSession, options: TopSink.Options, intervalNs: UInt64) {
-        self.live = live
-        self.intervalNs = Int64(intervalNs)
-        sink = TopSink(host: live.info.hostname, session: live.info.name, options: options)
-        model = LoopModel(sink: sink, names: decoder.names)
-        model.evidence = decoder.evidence
-        sink.model = model
-    }
-
-    /// Whether an event was seen.
-    var hasData: Bool { intervalBegin != 0 }
-
-    /// Consumes what the relay daemon has, up to the current interval's end, until `deadline`
-    /// (CLOCK_MONOTONIC ns). Returns whether an event was consumed.
-    func pump(until deadline: UInt64) throws -> Bool {
-        guard !ended else { return false }
-        if let e = pending {
-            guard e.ts < intervalEnd else { return false }
-            model.consume(e)
-            pending = nil
-        }
-        var n = 0
-        while true {
-            switch try live.next() {
-            case .event(let i):
-                if let e = try decoder.decode(live.stream(i), streamIndex: i) {
-                    if intervalBegin == 0 { intervalBegin = max(1, e.ts); intervalEnd = intervalBegin &+ intervalNs }
-                    if e.ts >= intervalEnd { pending = e; return true }
-                    model.consume(e)
-                }
-                n &+= 1
-                if n & 1023 == 0 && monotonicNanoseconds() >= deadline { return true }
-            case .idle:
-                return n > 0
-            case .ended:
-                ended = true
-                model.consume(RunLoopEvent(kind: .gap, ts: decoder.lastTs))   // nothing is in progress any more
-                return n > 0
-            }
-        }
-    }
-
-    /// Ends the pipeline when every stream of its session hung up and everything was consumed:
-    /// nothing more can come. (The live session learns that the session closed from its next
-    /// GET_NEW_STREAMS, which it sends only while some stream is still asked for packets; once
-    /// all hung up together, it never asks again.)
-    func endIfEveryStreamHungUp() {
-        guard !ended, pending == nil, live.streamCount > 0, live.openStreamCount == 0 else { return }
-        ended = true
-        model.consume(RunLoopEvent(kind: .gap, ts: decoder.lastTs))
-    }
-
-    /// The live stream's newest safe time: every event before it was consumed (or is pending).
-    var horizon: Int64 {
-        if ended { return max(decoder.lastTs, intervalBegin) }
-        let h = Int64(bitPattern: live.horizon)
-        return max(h, decoder.lastTs == .min ? 0 : decoder.lastTs, intervalBegin)
-    }
-
-    /// Whether the current interval is over: an event past its end came, or the stream is known
-    /// to be quiet up to it.
-    var intervalComplete: Bool { hasData && (pending != nil || ended || horizon >= intervalEnd) }
-
-    /// The rows of the current interval, then the next interval. The interval ends at its planned
-    /// end, or where the data ends (the session over; a stalled stream shown anyway).
-    ///
-    /// The last interval ends where the recorded data does: the end of the streams' last packets
-    /// (the tracer's flush when the session stopped, a few tens of ms after the last event), so its
-    /// rates are over the time it covers, short as it may be — not over the gap between the last
-    /// two events, which a loop's last iterations fill quickly.
-    func snapshot() -> (rows: [TopLoopRow], begin: Int64, end: Int64) {
-        let begin = hasData ? intervalBegin : horizon
-        let dataEnd = ended ? max(decoder.lastTs, Int64(bitPattern: live.latest)) : min(horizon, intervalEnd)
-        let end = hasData ? max(begin, dataEnd) : begin
-        let d = live.discardedEvents
-        let rows = sink.snapshot(begin: begin, end: end, discarded: Int64(clamping: d &- lastDiscarded))
-        lastDiscarded = d
-        if hasData { intervalBegin = end; intervalEnd = end &+ intervalNs }
-        return (rows, begin, end)
     }
 }
 

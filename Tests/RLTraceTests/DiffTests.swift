@@ -7,7 +7,7 @@ import Synchronization
 // against itself, a recorded regression (rl-example with the slow callout injected vs without),
 // JSON inputs with and without distributions, --fail-on parsing and exit codes, and the HTML page.
 
-/// Two recordings of rl-example, 6 s and 4 × 1000 requests each (about 900 compute-results performs):
+/// Two recordings of rl-example, 4 × 1000 requests each until the load is done (about 900 compute-results performs):
 /// BASE without injection, NEW with `--inject slow-callout` (every 25th perform holds the loop 50 ms).
 let diffRecordings: Result<(base: String, new: String, again: String), Error> = Result {
     try diffRecordingRuns.get().dirs
@@ -26,14 +26,14 @@ let diffRecordingRuns: Result<(dirs: (base: String, new: String, again: String),
     return ((root + "/base", root + "/new", root + "/again"), runs["new"]!.out)
 }
 
-/// Records rl-example (6 s, 4 × 1000 requests) once per configuration, all at the same time, into
+/// Records rl-example (4 × 1000 requests, until the load is done; --duration 20 is only a cap) once per configuration, all at the same time, into
 /// `root/NAME`; throws unless every recording succeeded.
 func recordExamples(_ root: String, _ configs: [(name: String, inject: [String])]) throws -> [String: Run] {
     let made = Mutex<[String: Result<Run, Error>]>([:])
     DispatchQueue.concurrentPerform(iterations: configs.count) { i in
         let r = Result {
             try run("rltrace", ["record", "-o", root + "/" + configs[i].name, "--quiet", "--", binDir.appendingPathComponent("rl-example").path,
-                                "--duration", "6", "--requests", "1000"] + configs[i].inject)
+                                "--duration", "20", "--requests", "1000"] + configs[i].inject)
         }
         made.withLock { $0[configs[i].name] = r }
     }

@@ -207,16 +207,40 @@ struct Live {
         let report = try rltraceTop(["report", dir, "--format", "json"])
         #expect(report.status == 0, "\(report.err)")
         let doc = try #require(try JSONSerialization.jsonObject(with: Data(report.out.utf8)) as? [String: Any])
-        let reported = (doc["loops"] as? [[String: Any]] ?? []).map { "\($0["pid"]!)/\($0["loop"]!): \($0["iterations"]!) iterations, \($0["callouts"]!) callouts" }
-        let live = loops(final).map { "\($0["pid"]!)/\($0["loop"]!): \($0["totalIterations"]!) iterations, \($0["totalCallouts"]!) callouts" }
+        // Iterations, callouts and hangs: one definition each (a hang is a top-level iteration busy
+        // past the threshold, or the watchdog's), live and from the file.
+        let reported = (doc["loops"] as? [[String: Any]] ?? []).map {
+            "\($0["pid"]!)/\($0["loop"]!): \($0["iterations"]!) iterations, \($0["callouts"]!) callouts, \(($0["hangs"] as? [Any])?.count ?? -1) hangs"
+        }
+        let live = loops(final).map { "\($0["pid"]!)/\($0["loop"]!): \($0["totalIterations"]!) iterations, \($0["totalCallouts"]!) callouts, \($0["totalHangs"]!) hangs" }
         #expect(!reported.isEmpty)
         #expect(live.sorted() == reported.sorted())
+        #expect(reported.contains { $0.hasSuffix(" 1 hangs") }, "\(reported)")
         let events = (final["sessions"] as? [[String: Any]])?.first?["runloopEvents"] as? Int
         #expect(events == (doc["trace"] as? [String: Any])?["runloopEvents"] as? Int)
         // The spin and the late timer were seen live too.
         let rows = snaps.flatMap(loops)
         #expect(rows.reduce(0) { $0 + ($1["spins"] as? Int ?? 0) } >= 1)
         #expect(rows.reduce(0) { $0 + ($1["lateTimers"] as? Int ?? 0) } >= 1)
+    }
+
+    @Test("top takes the selection every command takes: with --kind timer its callout totals are the report's with --kind timer")
+    func selectionEqualsReport() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-top-selection-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try rltraceTop(["top", "--batch", "--interval", "1s", "--format", "json", "--kind", "timer", "-o", dir, "--",
+                                example, "--duration", "20", "--requests", "1000", "--inject", "hang"])
+        #expect(r.status == 0, "\(r.err)")
+        let final = try #require(try topSnapshots(r.out).last)
+        let report = try rltraceTop(["report", dir, "--format", "json", "--kind", "timer"])
+        #expect(report.status == 0, "\(report.err)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(report.out.utf8)) as? [String: Any])
+        let reported = (doc["loops"] as? [[String: Any]] ?? []).map { "\($0["pid"]!)/\($0["loop"]!): \($0["iterations"]!) iterations, \($0["callouts"]!) callouts" }
+        let live = loops(final).map { "\($0["pid"]!)/\($0["loop"]!): \($0["totalIterations"]!) iterations, \($0["totalCallouts"]!) callouts" }
+        #expect(!reported.isEmpty && live.sorted() == reported.sorted(), "top \(live) against report \(reported)")
+        // Only timers were counted.
+        #expect((doc["loops"] as? [[String: Any]] ?? []).allSatisfy { Set(($0["calloutKinds"] as? [String: Any] ?? [:]).keys).isSubset(of: ["timer"]) })
     }
 
     @Test("four snapshots: top --batch --interval 1s --count 4 --format json -- rl-example --duration 5 --requests 3000 --inject hang")

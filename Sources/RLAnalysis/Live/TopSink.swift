@@ -159,6 +159,7 @@ public final class TopSink: LoopModelSink {
         s.totalIterations &+= 1
         guard it.depth == 0 else { return }
         s.busyNs &+= it.busyNs
+        if it.wholeBusyNs >= options.hangThresholdNs { endedHang(it, s) }
         if it.slept || it.nestedSleeps > 0 {
             s.spinRun = 0; s.spinCounted = false
         } else {
@@ -173,16 +174,21 @@ public final class TopSink: LoopModelSink {
         s.totalCallouts &+= 1
         s.hist[TopSink.bucket(c.duration)] &+= 1
         if s.worst == nil || c.duration > s.worst!.duration { s.worst = c }
-        if c.duration >= options.hangThresholdNs {
-            // The watchdog's hang_end may have come first: the callout names what held the loop.
-            if let i = s.ended.lastIndex(where: { $0.source == "watchdog" && $0.beginNs <= c.end && $0.beginNs &+ $0.durationNs >= c.begin }) {
-                s.ended[i].kind = c.kind.label; s.ended[i].item = c.item; s.ended[i].name = model?.name(of: c, pid: key.pid) ?? ""
-                return
-            }
-            s.totalHangs &+= 1
-            s.ended.append(TopHang(inProgress: false, kind: c.kind.label, item: c.item,
-                                   name: model?.name(of: c, pid: key.pid) ?? "", beginNs: c.begin, durationNs: c.duration, source: "callout"))
+    }
+
+    /// A hang, as the report has it (docs/report-json.md): a top-level iteration busy at least the
+    /// threshold, held by its longest callout; one the watchdog already reported is the same hang.
+    private func endedHang(_ it: IterationRecord, _ s: Stats) {
+        let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+        let name = c.map { model?.name(of: $0, pid: it.key.pid) ?? "" } ?? ""
+        // The watchdog's hang_end may have come first: the callout names what held the loop.
+        if let i = s.ended.lastIndex(where: { $0.source == "watchdog" && $0.beginNs <= it.wholeEnd && $0.beginNs &+ $0.durationNs >= it.wholeBegin }) {
+            if let c { s.ended[i].kind = c.kind.label; s.ended[i].item = c.item; s.ended[i].name = name }
+            return
         }
+        s.totalHangs &+= 1
+        s.ended.append(TopHang(inProgress: false, kind: c?.kind.label ?? "loop", item: c?.item ?? 0, name: name,
+                               beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, source: "callout"))
     }
 
     public func unmatchedCallout(of key: LoopKey) { loop(key).unmatched &+= 1 }

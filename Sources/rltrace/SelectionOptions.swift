@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import RLAnalysis
+
+// The selection every command takes (docs/report-json.md, "Selection and time window"), parsed
+// here once into the one ``EventFilter`` the pipeline's selection stage applies.
+
+/// Which loops and callouts: every analysis command and `top`.
+struct SelectionOptions: ParsableArguments {
+    @Option(help: "Only this process id (vpid context); repeatable.") var pid: [Int64] = []
+    @Option(help: "Only the loop of this thread id; repeatable.") var tid: [Int64] = []
+    @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
+    @Option(help: "Only this loop id; repeatable.") var loop: [UInt64] = []
+    @Option(help: "Callout figures only for this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
+    var kind: [String] = []
+    @Option(help: "Callout figures only for items whose name matches this glob (e.g. 'client*').") var item: String?
+    @Option(help: "Callout figures only for callouts at least this long (e.g. 1ms).") var minDuration: String?
+
+    func validate() throws { _ = try filter() }
+
+    /// The loop and callout filters (no time window).
+    func filter() throws -> EventFilter {
+        var f = EventFilter()
+        f.pids = Set(pid); f.tids = Set(tid); f.procnames = Set(procname); f.loops = Set(loop)
+        f.calloutKinds = try kindSet(kind)
+        f.itemGlob = item
+        if let m = minDuration { f.minCalloutNs = try parseThreshold(m, "--min-duration") }
+        return f
+    }
+}
+
+/// Options every analysis command shares: the traces, the selection and the time window.
+struct AnalysisOptions: ParsableArguments {
+    @Argument(help: "Trace directories, or directories containing traces (LTTng session output, snapshots).")
+    var traces: [String]
+
+    @OptionGroup var selection: SelectionOptions
+    @Option(parsing: .unconditional,
+            help: "Start at this time: a duration after the trace start (250ms, +1.5s) or an absolute time of the trace clock: @SECONDS as `dump` and `timeline` print it (seconds since the epoch), @YYYY-MM-DDTHH:MM:SS[.NNNNNNNNN] (UTC), or @HH:MM:SS[.NNNNNNNNN] (UTC, on the trace's first day, as `babeltrace2 --clock-gmt` prints it).")
+    var begin: String?
+    @Option(parsing: .unconditional, help: "Stop at this time (same forms as --begin).") var end: String?
+
+    func validate() throws { _ = try filter() }
+
+    /// The selection with its time window.
+    func filter() throws -> EventFilter {
+        var f = try selection.filter()
+        for (flag, v) in [("--begin", begin), ("--end", end)] {
+            if let v, v.hasPrefix("-") {
+                throw ValidationError("\(flag): \(v.debugDescription) is before the trace start; give a time after it (+1.5s) or on the trace clock (@SECONDS)")
+            }
+        }
+        if let b = begin {
+            guard let t = EventFilter.TimeBound(parsing: b) else { throw ValidationError("--begin: cannot read the time \(b.debugDescription) (e.g. 1.5s, 250ms, +2s, @1763875200.123456789, @2026-11-23T09:52:24.5, @09:52:24.5)") }
+            f.begin = t
+        }
+        if let e = end {
+            guard let t = EventFilter.TimeBound(parsing: e) else { throw ValidationError("--end: cannot read the time \(e.debugDescription) (e.g. 1.5s, 250ms, +2s, @1763875200.123456789, @2026-11-23T09:52:24.5, @09:52:24.5)") }
+            f.end = t
+        }
+        return f
+    }
+}
