@@ -45,13 +45,13 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "CRunLoopShims", "RunLoopScenarios", "rlc-scenarios", "rl-example", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
-        // --- Tracing: LTTng-UST provider + Swift face (issue 3) --------------------------------
+        // --- Tracing: LTTng-UST provider + Swift face (docs/tracepoints.md) --------------------------------
         .target(
             name: "CRunLoopTracepoints",
             cSettings: [.headerSearchPath(".")] + (tracingDisabled ? [.define("RLTRACE_DISABLED")] : []),
             linkerSettings: tracingDisabled ? [] : [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")]
         ),
-        // issue 18: the provider's event schema (events, fields, enumerations) stated once, as data;
+        // The provider's event schema (events, fields, enumerations) stated once, as data;
         // TracingTests' SchemaTests check runloop_tp.h, RLTrace and docs/tracepoints.md against it.
         .target(name: "RunLoopSchema"),
         .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints", "RunLoopSchema"], swiftSettings: tracingDefines),
@@ -61,7 +61,7 @@ let package = Package(
                          swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
-        // issue 16: LTTng's own floor for tracing-bench (a bench-only provider `rlbench_floor`: one
+        // LTTng's own floor for tracing-bench (a bench-only provider `rlbench_floor`: one
         // integer field, and runloop:block_entry's payload emitted from C), compiled out with RLTRACE_DISABLED=1.
         .target(
             name: "CTracingBenchFloor", path: "Benchmarks/tracing-bench-floor",
@@ -71,18 +71,18 @@ let package = Package(
         .executableTarget(name: "tracing-bench", dependencies: ["RunLoopTracing", "RunLoopCore", "LTTngControl", "TestSupport", "CTracingBenchFloor"],
                           path: "Benchmarks/tracing-bench", swiftSettings: tracingDefines),
 
-        // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (issue 8; scripts/bench.sh) ---
+        // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (scripts/bench.sh) ---
         .target(name: "RLBenchMallocCounter", path: "Benchmarks/rl-bench-malloc-counter"),
         .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter", "TestSupport",
                                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Benchmarks/rl-bench", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
 
-        // --- rltrace: reader, session control, CLI (issues 4, 5) -------------------------------
+        // --- rltrace: reader, session control, CLI (docs/reader.md) -------------------------------
         .target(name: "LTTngControl"),
         // The real stack pointer for the nesting budget (CTFReader/Nesting.swift).
         .target(name: "CCTFReaderShims"),
         .target(name: "CTFReader", dependencies: ["CCTFReaderShims"]),
-        // issue 14: a client of lttng-relayd's live (viewer) protocol feeding CTFReader's decoder.
+        // A client of lttng-relayd's live (viewer) protocol feeding CTFReader's decoder.
         .target(name: "LTTngLive", dependencies: ["CTFReader"]),
         // Records LTTng-UST events of many shapes for CTFReader's tests and benchmark.
         .executableTarget(
@@ -91,7 +91,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
         .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl", "TestSupport"]),
-        // Concurrent stress, faults and hostile traces (issue 7; scripts/sanitizers.sh, fuzz.sh, soak.sh).
+        // Concurrent stress, faults and hostile traces (scripts/sanitizers.sh, fuzz.sh, soak.sh).
         .testTarget(name: "ReliabilityTests", dependencies: ["RunLoopCore", "CTFReader", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Benchmarks/reader-bench"),
@@ -118,7 +118,7 @@ let package = Package(
                                                      .product(name: "Histogram", package: "hdrhistogram-swift")],
                     exclude: ["Fixtures"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
-        // --- issue 12: the analysis pipeline's benchmark and bounded-memory workload ---------------
+        // --- the analysis pipeline's benchmark and bounded-memory workload ---------------
         // Whole rltrace commands vs babeltrace2 on recorded rl-example traces: time, CPU, peak RSS
         // (scripts/bench-pipeline.sh, docs/benchmarks.md; not part of the test suite).
         .executableTarget(name: "pipeline-bench", dependencies: ["TestSupport"], path: "Benchmarks/pipeline-bench", swiftSettings: [.swiftLanguageMode(.v5)]),
@@ -126,7 +126,7 @@ let package = Package(
         // of a chosen size; RLTraceTests' BoundedMemoryTests records it.
         .executableTarget(name: "trace-workload", dependencies: ["RunLoopCore", "CRunLoopShims"],
                           path: "Tests/Programs/trace-workload", swiftSettings: [.swiftLanguageMode(.v5)]),
-        // issue 13: a RunLoopCore program that hangs in a named function at known times (the
+        // A RunLoopCore program that hangs in a named function at known times (the
         // watchdog's stacks, the flight recorder); RLTraceTests' HangForensicsTests record it.
         .executableTarget(name: "hang-workload", dependencies: ["RunLoopCore"],
                           path: "Tests/Programs/hang-workload", swiftSettings: [.swiftLanguageMode(.v5)]),

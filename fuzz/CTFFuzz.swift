@@ -1,11 +1,11 @@
-// libFuzzer target over CTFReader's metadata parser and stream decoder (issue 7).
+// libFuzzer target over CTFReader's metadata parser and stream decoder (docs/reliability.md).
 // Built only by scripts/fuzz.sh (swiftc -sanitize=fuzzer,address against the CTFReader objects);
 // it is not a package target, so the normal `swift build` never sees it.
 //
 // Input: METADATA [ "\n@@CTF-STREAM@@\n" STREAM ] — the metadata file (TSDL text or packetized) and,
 // after the marker, one data stream file. Without a marker the stream is empty (parser only).
 //
-// Structure-aware mutation (issue 19 §5): LLVMFuzzerCustomMutator finds the packets of the stream part (the
+// Structure-aware mutation (docs/divergences.md): LLVMFuzzerCustomMutator finds the packets of the stream part (the
 // CTF packet magic 0xC1FC1FC1) and, most of the time, overwrites one 1/2/4/8-byte word of a packet header or
 // context (the first 128 bytes of a packet) with an extreme value (0, all ones, only the top bit, top bit - 1,
 // ±1, a bit flip, a power of two); otherwise it defers to libFuzzer's byte-level mutations.

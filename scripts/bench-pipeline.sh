@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12's benchmark alone: rltrace's analysis commands (report, timeline, histogram, hangs,
+# The pipeline benchmark alone (docs/benchmarks.md): rltrace's analysis commands (report, timeline, histogram, hangs,
 # export --format chrome, dump) against babeltrace2 (counter sink, text) and the bt2 analysis in
 # analysis/, on a recorded rl-example trace of ≥ 3 M events and one 10× larger, side by side: wall and
 # CPU time, events/s, peak RSS (wait4), the targets and PASS/FAIL. scripts/bench.sh runs it too.

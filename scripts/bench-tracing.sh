@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tracepoint cost, side by side: this build (tracing compiled in, no session), the same build
 # recording `runloop:*` in a private session daemon, and a build with tracing compiled out
-# (RLTRACE_DISABLED=1). Then (issue 16) recording as `rltrace record` records — contexts none /
+# (RLTRACE_DISABLED=1). Then recording as `rltrace record` records — contexts none /
 # vpid,vtid,procname / + perf:thread:task-clock — next to LTTng's own floor, a C tracepoint with
 # one integer field (`rlbench_floor:int1`) recorded by the same session.
 #

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The benchmark, side by side in one run (issue 8): RunLoopCore vs CoreFoundation's CFRunLoop vs a
+# The benchmark, side by side in one run: RunLoopCore vs CoreFoundation's CFRunLoop vs a
 # bare eventfd/timerfd+epoll floor (workloads 1-7), 1, 2 and 8 producer threads posting to one
-# running loop vs a mutex-protected queue + eventfd floor (10; issue 16), syscalls per cycle
+# running loop vs a mutex-protected queue + eventfd floor (10), syscalls per cycle
 # (strace -c -f), allocations per item (malloc interposed in rl-bench), instructions per item under
 # rows 1-5 (callgrind; ours and the floor), tracing cost against a
 # build with tracing compiled out (RLTRACE_DISABLED=1) with and without an LTTng session recording (8;
 # with it, tracing-bench's recording table: a recorded callout against LTTng's own floor), trace decoding,
 # CTFReader vs babeltrace2 (9, through reader-bench), and rltrace's analysis commands vs babeltrace2
-# on recorded rl-example traces of ≥ 3 M and ~30 M events (p, through pipeline-bench; issue 12;
+# on recorded rl-example traces of ≥ 3 M and ~30 M events (p, through pipeline-bench;
 # alone: scripts/bench-pipeline.sh; PIPELINE_BENCH_ARGS passes it options, e.g. "--traces DIR").
 #
 #   scripts/bench.sh            # builds the release binaries, prints the table
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-# rl-bench counts instructions per item with callgrind under the timed rows 1-5 (issue 16).
+# rl-bench counts instructions per item with callgrind under the timed rows 1-5.
 if ! command -v valgrind >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "bench.sh: installing valgrind (instruction counts)" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null 2>&1 \
@@ -54,7 +54,7 @@ if [ "$want_p" = 1 ]; then
         echo "bench.sh: pipeline-bench did not build; the pipeline benchmark is skipped" >&2
     fi
 fi
-# Recording against LTTng's own floor (issue 16): tracing-bench's recording table, printed after
+# Recording against LTTng's own floor: tracing-bench's recording table, printed after
 # rl-bench's rows when workload 8 is wanted (text output only).
 recording=()
 if [ "$want_rec" = 1 ] && [ "$json" = 0 ]; then

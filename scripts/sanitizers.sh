@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the reliability suite and the unit tests under ThreadSanitizer and AddressSanitizer (issue 7).
+# Runs the reliability suite and the unit tests under ThreadSanitizer and AddressSanitizer.
 #   bash scripts/sanitizers.sh [thread|address|all]      (default all)
 # Scratch folders .build-tsan / .build-asan (prefix: SANITIZER_SCRATCH, default .build). The stress
 # runs at RELIABILITY_SCALE (default 0.5: ~2 s of stress per run, sanitizers slow everything 5-15x);
@@ -10,7 +10,7 @@
 # ThreadSanitizer cannot see Synchronization.Mutex's lock on Linux (a priority-inheritance futex it does
 # not intercept): every access made under such a lock is reported as a race (282 false reports on
 # 2026-11-22; a 15-line program reproduces it). The loop's own lock, the message port's and the
-# mode-name table's (RLLock, issue 16) and the items' state locks (timers, sources, observers:
+# mode-name table's (RLLock) and the items' state locks (timers, sources, observers:
 # `withItemStateLock`) are atomic words (RLLock parks its waiters on a POSIX semaphore), which TSan
 # sees as they are; what is still `Mutex` in RunLoopCore is the hang watchdog's loop list.
 # Unless TSAN_PTHREAD_MUTEX=0,

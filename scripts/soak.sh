@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long soak with tracing at full rate in LTTng's discard mode (issue 7).
+# Long soak with tracing at full rate in LTTng's discard mode.
 #   bash scripts/soak.sh [SECONDS]     (default 180: half untraced, half traced; the trace grows ~16 MB/s
 #   and `rltrace report` needs ~1.4x its size in memory: 170 MB → 236 MB RSS — see docs/reliability.md)
 # Runs the ReliabilityTests stress (3 loops, 4 producer threads, every item kind, all its checks)

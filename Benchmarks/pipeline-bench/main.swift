@@ -1,5 +1,5 @@
 // pipeline-bench: rltrace's analysis commands against babeltrace2 on real run-loop traces, side by side
-// in one run (issue 12). It records a trace of rl-example (≥ EVENTS events, default 3 M) and one SCALE
+// in one run (docs/benchmarks.md). It records a trace of rl-example (≥ EVENTS events, default 3 M) and one SCALE
 // times larger (default 10×; a longer real recording) with `rltrace record`, then runs, as child
 // processes measured through `trace-workload --measure` (wall and CPU time, peak RSS from wait4):
 // `rltrace report|timeline|histogram|hangs|export --format chrome|dump`, `babeltrace2

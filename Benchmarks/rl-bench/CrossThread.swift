@@ -1,4 +1,4 @@
-// Workload 10 (issue 16): several producer threads posting work to one running loop.
+// Workload 10 (docs/benchmarks.md): several producer threads posting work to one running loop.
 //
 // P producer threads each make N operations against one loop that runs (`run(mode:seconds:)` in a
 // loop on its own thread), cycling through four kinds:

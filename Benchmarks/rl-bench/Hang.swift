@@ -1,4 +1,4 @@
-// rl-bench rows "h." (issue 13): what the hang watchdog costs.
+// rl-bench rows "h." (docs/hangs.md): what the hang watchdog costs.
 //
 //   h. watchdog watching, no hang    loop workloads (batch perform, chained perform) in a process whose
 //                                    watchdog watches (a private session records `runloop:hang_*`, so it

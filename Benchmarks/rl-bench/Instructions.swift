@@ -1,4 +1,4 @@
-// Instructions per item, counted by callgrind, next to the timed rows (issue 16 part 2: "instruction
+// Instructions per item, counted by callgrind, next to the timed rows ("instruction
 // counts next to the times for the rows that move, so the gains show through the machine's noise").
 //
 // A workload's child (`rl-bench --child WORKLOAD ENGINE N`) runs under `valgrind --tool=callgrind`

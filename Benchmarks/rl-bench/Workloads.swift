@@ -1,4 +1,4 @@
-// The workloads of issue 8, each written three times: RunLoopCore ("ours"), CoreFoundation's
+// The workloads of docs/benchmarks.md, each written three times: RunLoopCore ("ours"), CoreFoundation's
 // CFRunLoop ("cf"), and a floor ("floor": plain Swift for the in-thread workloads 1-4, bare
 // eventfd/timerfd + epoll for 5-7). Every function runs on a fresh thread (fresh loop) and times
 // only the part the workload names.

@@ -1,5 +1,5 @@
 // rl-bench: RunLoopCore side by side with CoreFoundation's CFRunLoop and a bare floor, in one run
-// (issue 8). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
+// (docs/benchmarks.md). `scripts/bench.sh` builds it (twice: tracing compiled in and out) and runs it.
 //
 //   rl-bench [--json] [--quick] [--baseline PATH-TO-RLTRACE_DISABLED-BUILD] [--no-strace] [--no-tracing] [--no-instructions]
 //            [--only 1,...,7,10,s,8,9,h] [--reader-bench PATH [--reader-events N]]
@@ -151,7 +151,7 @@ func speedRow(_ id: String, _ name: String, unit: String, _ s: [Engine: [Double]
                pass: target.flatMap { t in ratio.map { $0 >= t } }, note: nil)
 }
 
-/// Issue 16 part 2's target for a speed row: ours against the floor (best runs), at most `target`.
+/// The target for a speed row (docs/benchmarks.md, "Toward the floor"): ours against the floor (best runs), at most `target`.
 func floorRow(_ id: String, _ s: [Engine: [Double]], target: Double) -> Row {
     let o = s[.ours]?.min(), f = s[.floor]?.min()
     let ratio = (o != nil && f != nil && f! > 0) ? o! / f! : nil
@@ -242,7 +242,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
             let ratio = (o != nil && f != nil) ? o! / f! : nil
             rows.append(Row(id: "wake_latency_\(label)", workload: "5. cross-thread wake latency \(label)", unit: "µs",
                             ours: o, cf: c, floor: f, ratio: ratio, ratio_of: "ours/floor",
-                            // Issue 16 part 2: p50 stays ≤ 1.1× the floor, p99 comes to ≤ 1.1× (first round: p50 ≤ 1.5×).
+                            // p50 stays ≤ 1.1× the floor, p99 comes to ≤ 1.1× (first round: p50 ≤ 1.5×).
                             target: "≤1.1× floor", pass: ratio.map { $0 <= 1.1 },
                             note: "\(slices) interleaved slices of \(perSlice) rounds per engine, pooled (\(slices * perSlice) wake-ups), \(sz.wakePauseUs) µs pause"))
         }
@@ -301,7 +301,7 @@ func runSuite(_ sz: Sizes, _ opt: Options) {
     log(String(format: "suite done in %.1f s", Date().timeIntervalSince(t0)))
 }
 
-// MARK: - 10. cross-thread posting (issue 16)
+// MARK: - 10. cross-thread posting (docs/benchmarks.md)
 
 func crossThreadRows(_ sz: Sizes) {
     let all = Engine.allCases
@@ -342,7 +342,7 @@ func crossThreadRows(_ sz: Sizes) {
     }
 }
 
-// MARK: - 11. eight threads on one shared object (the siblings of issue 16, part 1)
+// MARK: - 11. eight threads on one shared object (the siblings of row 10)
 
 /// Eight threads signalling one source0 (and waking its loop), sending through one message port,
 /// posting to one worker thread, and making one mode name: the paths where a `Synchronization.Mutex` (a priority-inheritance
@@ -589,7 +589,7 @@ func readerRows(_ opt: Options) {
                 + (mismatch ? " EVENT COUNTS DIFFER" : ""))
         row("cpu", "   same, by CPU time", "M events/s", m.cpu, b.cpu, nil)
         row("rss", "   peak RSS", "MB", m.rss, b.rss, nil)
-        // The streams decoded on threads of their own, merged in time order (issue 16: ≥ 100 M
+        // The streams decoded on threads of their own, merged in time order (≥ 100 M
         // events/s on the 10× trace, using both cores).
         if let parLine = block.first(where: { $0.contains("own threads") && $0.contains("wall") }) {
             let p = rates(parLine)

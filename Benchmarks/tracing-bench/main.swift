@@ -8,7 +8,7 @@
 // (scripts/bench-tracing.sh does exactly that.) Without --baseline only this build is measured.
 // Internal modes (run as child processes): child-sites, child-enabled, child-loop, child-recording.
 //
-// Recording rows (issue 16): the same session set-up as `rltrace record` (runloop:*, contexts
+// Recording rows (docs/benchmarks.md): the same session set-up as `rltrace record` (runloop:*, contexts
 // vpid, vtid, procname, and perf:thread:task-clock as rltrace adds it for root), side by side with
 // LTTng's own floor: a C tracepoint of a bench-only provider (`rlbench_floor:int1`, one integer
 // field; Benchmarks/tracing-bench-floor) recorded by the same session with the same contexts.
@@ -277,7 +277,7 @@ func isolatedEnvironment() -> [String: String] {
 
 func fmt(_ x: Double) -> String { String(format: "%8.2f", x) }
 
-// MARK: recording as `rltrace record` records, against LTTng's floor (issue 16)
+// MARK: recording as `rltrace record` records, against LTTng's floor (docs/benchmarks.md)
 
 /// The contexts `rltrace record` adds by default for a user who may open perf counters (root here):
 /// Sources/rltrace/Record.swift `defaultContexts()` (vpid, vtid, procname, perf:thread:task-clock).
@@ -346,7 +346,7 @@ func recordingTable(me: String, quiet: [String: String], rounds: Int) throws {
     line("  ours block / floor", { $0.blockPair / $0.floorInt1Pair }, ratio: true)
     line("  ours block / C same payload", { $0.blockPair / $0.floorBlockLikePair }, ratio: true)
     line("batch perform (rl-bench 1), ns/block", { $0.batchNs })
-    // Issue 16's recording target: a recorded callout (entry + exit event) ≤ 250 ns, as its row
+    // The earlier recording target: a recorded callout (entry + exit event) ≤ 250 ns, as its row
     // "session recording, batch perform, ns/block" (355.9 when the issue was filed, recorded with
     // no context; the untraced block was 38.3 ns of it). LTTng's own two minimal events are the
     // first line: no payload can record for less.

@@ -22,7 +22,7 @@
 #include <string.h>
 
 /*
- * The probe's payload writes (issue 16). lttng-ust's stock probe (stage 5 of
+ * The probe's payload writes (docs/benchmarks.md). lttng-ust's stock probe (stage 5 of
  * <lttng/ust-tracepoint-event.h>) writes each field with its own indirect ring-buffer call:
  * `event_write` per integer (~70 instructions each: the call, the context's alignment, the
  * backend-page lookup, a memcpy) and `event_strcpy` per string, which copies byte by byte

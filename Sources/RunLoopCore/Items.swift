@@ -43,7 +43,7 @@ struct WeakLoop {
 
 /// The loop a timer is bound to (CF's `_runLoop` of a timer), held **unretained**: binding a timer
 /// to a loop costs no reference-count operation (a retained handle was one of the atomic
-/// operations of every timer add, issue 16 part 2).
+/// operations of every timer add).
 ///
 /// The bits: 0 = unbound (free for any loop); 1 = bound to a loop that is gone (not free for
 /// another loop, as a ``WeakLoop`` whose loop died); otherwise the address of the loop's

@@ -13,7 +13,7 @@ import Synchronization
 /// unlock with waiters hands the lock to a sleeping waiter in the kernel, which must be scheduled
 /// before anyone can take it. With several threads posting to one loop on few cores that made a
 /// lock convoy: the loop's thread and its producers spent most of their time spinning or waiting
-/// for a hand-off (issue 16: 8 producers, 37–70 % of all cycles in `_MutexHandle._lockSlow`).
+/// for a hand-off (8 producers, 37–70 % of all cycles in `_MutexHandle._lockSlow`).
 /// A glibc mutex fixed that (8 producers went from ~14k to ~1.2–2.8M ops/s on workload 10 of
 /// rl-bench; an adaptive mutex and a trylock-spin were within noise of it): it takes an
 /// uncontended lock with one compare-and-swap, does not spin, parks a contended waiter, and lets
@@ -22,7 +22,7 @@ import Synchronization
 /// This lock keeps exactly those properties and drops the rest of `pthread_mutex_lock`/`unlock`
 /// (type dispatch, owner bookkeeping, lock elision checks): about 55 instructions and 11 ns per
 /// uncontended lock/unlock pair on the development VM, where this one is a dozen instructions
-/// inlined at the call site and two atomic operations (issue 16 part 2: a chained perform-block
+/// inlined at the call site and two atomic operations (a chained perform-block
 /// takes 3.5 loop-lock sections). glibc offers no futex call Swift can reach (`syscall` is
 /// variadic), so waiters park on a semaphore (`sem_wait`, itself a futex) instead.
 ///
@@ -144,7 +144,7 @@ final class RLLock: @unchecked Sendable {
 ///
 /// Why not `Synchronization.Mutex` (what the sources and observers had): on Linux it is a
 /// priority-inheritance futex, and a contended acquire enters the kernel (`FUTEX_LOCK_PI`) and is
-/// handed the lock there — the convoy of issue 16, part 1. Eight threads signalling one shared
+/// handed the lock there — the convoy docs/benchmarks.md describes ("Several threads posting to one loop"). Eight threads signalling one shared
 /// source0 made 31 k signals/s (one thread: 8.7 M); docs/benchmarks.md, "Items' state locks".
 ///
 /// ThreadSanitizer sees the acquire/release pair on the word, so it needs no stand-in for it

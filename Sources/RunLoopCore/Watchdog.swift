@@ -10,7 +10,7 @@ import RunLoopTracing
 import CRunLoopTracepoints
 #endif
 
-// The hang watchdog (issue 13): one thread per process watches every loop through one word each
+// The hang watchdog (docs/hangs.md): one thread per process watches every loop through one word each
 // loop already keeps up to date on its own thread, and reports a loop stuck in one callout (or in
 // its own code) past a threshold as `runloop:hang_begin`, samples the stuck thread's stack during
 // the hang (`runloop:hang_stack`, from a signal handler on that thread) and closes it with

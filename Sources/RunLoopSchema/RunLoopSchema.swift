@@ -1,4 +1,4 @@
-// The `runloop` LTTng-UST provider's event schema, stated once (issue 18).
+// The `runloop` LTTng-UST provider's event schema, stated once (docs/tracepoints.md).
 //
 // Every event's name, log level, event class and payload fields (in order, with their CTF kind),
 // and every enumeration (labels and values). The C provider (Sources/CRunLoopTracepoints/runloop_tp.h)

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import RLAnalysis
 
-/// `rltrace diff BASE NEW`: what got slower between two traces or JSON reports (issue 15).
+/// `rltrace diff BASE NEW`: what got slower between two traces or JSON reports (docs/diff-json.md).
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-// Issue 12: rltrace's analyses stream the trace, so their memory must not depend on its length.
+// Rltrace's analyses stream the trace, so their memory must not depend on its length.
 // Two real run-loop traces are recorded here (trace-workload, a deterministic RunLoopCore program, under
 // a private lttng-sessiond with a blocking channel: nothing is discarded), one about four times as long
 // as the other. Every analysis command then runs on each as a child process, as users run it, and its
@@ -182,7 +182,7 @@ final class Mutex2<T>: @unchecked Sendable {
     func withLock<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&value) }
 }
 
-@Suite("rltrace's peak memory is bounded and does not grow with the trace (issue 12)", .serialized)
+@Suite("rltrace's peak memory is bounded and does not grow with the trace (docs/benchmarks.md)", .serialized)
 struct BoundedMemoryTests {
     @Test func theTwoTracesAreCompleteAndTheSecondAboutFourTimesLonger() throws {
         let f = try boundedMemory.get()

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-// rltrace's command line as its users expect it (issue 17): thresholds with units shared by the
+// rltrace's command line as its users expect it (docs/report-json.md): thresholds with units shared by the
 // commands, exit codes and messages, --version, help with examples and enumerated values.
 
 @Suite("rltrace's command line: thresholds, exit codes, messages, help")

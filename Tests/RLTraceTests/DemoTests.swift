@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-// `rltrace demo` (issue 19 §3): on every run the findings name each problem rl-example injected —
+// `rltrace demo` (docs/divergences.md): on every run the findings name each problem rl-example injected —
 // the hang by "hang-timer", the slow callout "compute-results", the late timer "late-timer" and the
 // spin of "spinner" — and rltrace measures what the program measured itself (its `injected …` lines).
 // Each run records rl-example under LTTng (a private session daemon when none is running) until its load is done and each problem was made (--duration 20 is only a cap, for a loaded machine).

@@ -3,7 +3,7 @@ import Testing
 import RLAnalysis
 import Synchronization
 
-// `rltrace diff BASE NEW` (issue 15): the statistics against hand-computed and SciPy values, a trace
+// `rltrace diff BASE NEW` (docs/diff-json.md): the statistics against hand-computed and SciPy values, a trace
 // against itself, a recorded regression (rl-example with the slow callout injected vs without),
 // JSON inputs with and without distributions, --fail-on parsing and exit codes, and the HTML page.
 

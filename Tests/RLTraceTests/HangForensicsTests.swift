@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-// Issue 13: the hang watchdog's stack samples, symbolized from the trace's own state dump; the
+// The hang watchdog's stack samples, symbolized from the trace's own state dump; the
 // flight recorder (`rltrace record --on-hang`). Real recordings of `hang-workload` (a RunLoopCore
 // program whose main loop computes for 300 ms in `parseHugeDocument` at known times) under a
 // private lttng-sessiond started by `rltrace record`.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-// Hostile traces through the whole pipeline (issue 19 §5): mutated copies of the committed demo
+// Hostile traces through the whole pipeline (docs/divergences.md): mutated copies of the committed demo
 // trace — packet header and context fields set to extreme values — given to `rltrace report`,
 // `timeline` and `export`. Each must end with a report or a clear error (exit 0 or 1), never a
 // trap (a signal).

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 // `rltrace lami` and `rltrace report --format lami` as Trace Compass and lttng-analyses expect them
-// (issue 17): every phase of LAMI 1.0, fed to the strict validator of LAMIValidator.swift, on the
+// (docs/report-json.md): every phase of LAMI 1.0, fed to the strict validator of LAMIValidator.swift, on the
 // demo trace (Fixtures/demo-trace: rl-example with its injected problems; the 300 ms hang in timer
 // "hang-timer" begins 301 ms after the first event).
 
@@ -156,7 +156,7 @@ struct LAMITests {
         #expect(!LAMIValidator.validateResults(r.out, metadata: try metadata()).isEmpty)
     }
 
-    /// The validator refuses what issue 17 found, and accepts the specification's own example.
+    /// The validator refuses the defects LAMITests pins, and accepts the specification's own example.
     @Test func theValidatorRefusesWhatTraceCompassRefuses() throws {
         #expect(!LAMIValidator.validateVersionOutput("{\"major\": 1, \"minor\": 0}\n").isEmpty)
         #expect(!LAMIValidator.validateVersionOutput("1.0\n2.0\n").isEmpty)

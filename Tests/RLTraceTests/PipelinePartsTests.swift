@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import RLAnalysis
 
-// The pieces the streaming pipeline's speed rests on (issue 12), against the plain formulations they
+// The pieces the streaming pipeline's speed rests on (docs/benchmarks.md), against the plain formulations they
 // replace: decimal formatting through the byte cursor, the name table's cache, one-pass percentiles.
 
 @Suite("Pipeline parts")

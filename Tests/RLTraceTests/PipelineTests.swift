@@ -2,15 +2,15 @@ import Foundation
 import Testing
 import TestSupport
 
-// The streaming pipeline (issue 12) on a committed real trace (Fixtures/demo-trace, recorded by
+// The streaming pipeline (docs/benchmarks.md) on a committed real trace (Fixtures/demo-trace, recorded by
 // `rltrace demo`), against the outputs the previous, whole-trace-in-memory pipeline wrote for it
 // (Fixtures/demo-before, written by the rltrace of commit ad4fe0b). What legitimately differs is
 // listed in docs/report-json.md ("Outputs before and after the streaming pipeline"):
 // - `trace.paths` holds the absolute path the trace was read from;
 // - the timeline flags SPIN per loop, as the report does (the old timeline lost runs that another
-//   loop's iterations interleaved, issue 17): only SPIN flags may differ;
+//   loop's iterations interleaved): only SPIN flags may differ;
 // - the Chrome export's busy-ratio counters are computed from bounded-memory bins (≤ 0.01 off);
-// - issue 17: `procname` names a loop's process by its main thread (loop 18, on the
+// - `procname` names a loop's process by its main thread (loop 18, on the
 //   `compute-worker` thread, now reads `rl-example`), and a wake is spurious only if the next
 //   iteration did no work either (`spuriousWakes` falls).
 
@@ -41,10 +41,10 @@ func withoutChangedFields(_ json: String) throws -> (rest: NSDictionary, procnam
     var trace = doc["trace"] as! [String: Any]
     trace["paths"] = nil
     doc["trace"] = trace
-    // The meaning of two fields changed (issue 17): rltrace-report/1 → /2.
+    // The meaning of two fields changed (docs/report-json.md): rltrace-report/1 → /2.
     #expect(doc["schema"] as? String == "rltrace-report/1" || doc["schema"] as? String == "rltrace-report/2")
     doc["schema"] = nil
-    // Thresholds the findings use, now options (issue 17): added to `options`.
+    // Thresholds the findings use, now options (docs/report-json.md): added to `options`.
     var options = doc["options"] as! [String: Any]
     options["slowCalloutNs"] = nil; options["lateTimerNs"] = nil
     doc["options"] = options
@@ -55,7 +55,7 @@ func withoutChangedFields(_ json: String) throws -> (rest: NSDictionary, procnam
     return (doc as NSDictionary, procnames, spurious)
 }
 
-/// Whether a line of text output differs from the previous pipeline's only as issue 17 meant it
+/// Whether a line of text output differs from the previous pipeline's only as docs/report-json.md's "Changes from rltrace-report/1" say
 /// to: the process name of loop 18, or the spurious-wake count.
 func changedAsIntended(_ new: Substring, _ old: Substring) -> Bool {
     if new == old { return true }
@@ -174,7 +174,7 @@ struct PipelineTests {
         #expect(r.status == 0, "\(r.err)")
         let new = try chromeEvents(try String(contentsOfFile: out, encoding: .utf8))
         let old = try chromeEvents(try fixtureText("chrome.json.gz"))
-        // Issue 17 changed two things: a flow from a loop's thread starts at the callout it was
+        // rltrace-report/2 changed two things: a flow from a loop's thread starts at the callout it was
         // requested in (no 1 µs anchor slice, which could outlast that callout: the old export had
         // 920, every requester here is a loop thread), and callouts outside any iteration (a run's
         // entry and exit observers) are exported too.
@@ -219,7 +219,7 @@ struct PipelineTests {
     }
 
     @Test func htmlPlotsHaveAxesTitlesAndExactHoverText() throws {
-        // Issue 15: every plot says what it counts, has a scale with ticks and units, bucket
+        // Every plot says what it counts, has a scale with ticks and units, bucket
         // ranges, and hover text with the exact figures; the busy strip a 0–100 % scale and a time axis.
         let out = NSTemporaryDirectory() + "rltrace-html-\(getpid()).html"
         defer { try? FileManager.default.removeItem(atPath: out) }

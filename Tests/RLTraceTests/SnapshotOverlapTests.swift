@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 // Flight-recorder snapshots of one session overlap: the same packets, byte for byte, in two
-// snapshot directories (issue 13). Built here from the committed demo trace (a real recording) by
+// snapshot directories (docs/hangs.md). Built here from the committed demo trace (a real recording) by
 // cutting its stream files at packet boundaries into two "snapshots", as LTTng writes them: same
 // trace UUID, same stream file names, each holding a run of packets.
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import RLAnalysis
 
-// Time windows and the clock (issue 17), on the committed demo trace: its main loop (loop 17)
+// Time windows and the clock (docs/report-json.md), on the committed demo trace: its main loop (loop 17)
 // holds a 300 ms hang in timer "hang-timer" from +301 ms (iteration 446); the source0
 // "compute-results" and the loop's names are first seen well before +1 s.
 

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-// Issue 14: `rltrace top`, a live view over LTTng's live protocol. The wire structs against the
+// `rltrace top` (docs/live.md), a live view over LTTng's live protocol. The wire structs against the
 // byte layouts of lttng-viewer-abi.h; then real lttng-sessiond and lttng-relayd daemons (started
 // here, or by `rltrace top -- COMMAND`, and stopped by pid): a hang seen in progress, totals equal
 // to `rltrace report` on the relay daemon's copy of the trace, the full-screen view driven

@@ -155,7 +155,7 @@ let hostileCases: [HostileCase] = {
     c.append(.init(name: "unterminated-string-to-eof", metadata: m, stream: Hostile.bytes(.init(terminateString: false))))
     c.append(.init(name: "timestamps-UInt64.max", metadata: m, stream: Hostile.bytes(.init(tsBegin: .max, tsEnd: .max))))
     c.append(.init(name: "discarded-UInt64.max-seq-UInt64.max", metadata: m, stream: Hostile.bytes(.init(seq: .max, discarded: .max)) + Hostile.bytes(.init(seq: 0, discarded: 0))))
-    // Issue 19 §5: arithmetic on packet-context counters and clocks (each trapped before).
+    // Arithmetic on packet-context counters and clocks (each trapped before).
     c.append(.init(name: "seq-UInt64.max-then-1", metadata: m, stream: Hostile.bytes(.init(seq: .max)) + Hostile.bytes(.init(seq: 1))))
     c.append(.init(name: "seq-2^63-gap", metadata: m, stream: Hostile.bytes(.init(seq: 0)) + Hostile.bytes(.init(seq: (1 << 63) + 5))))
     c.append(.init(name: "discarded-summing-past-2^64", metadata: m, stream: Hostile.bytes(.init(seq: 0, discarded: (1 << 63) - 1))

@@ -8,7 +8,7 @@ import Glibc
 /// Mutations of a real LTTng-UST trace (the RLTraceTests demo fixture, copied, never modified): every
 /// packet-header and packet-context integer field of every packet set to 0, its maximum, and only bit 63
 /// (or the top bit of a 32-bit field). Each mutant must decode to events (with warnings) or a clear
-/// `CTFReaderError` naming the file — never trap (issue 19 §5).
+/// `CTFReaderError` naming the file — never trap (docs/divergences.md).
 enum PacketMutation {
     /// The demo trace's stream directory (LTTng-UST per-uid, 64-bit).
     static let fixture: String = {

@@ -1,4 +1,4 @@
-// Issue 16: the conditions the contended cross-thread path relies on.
+// The conditions the contended cross-thread path relies on.
 // - RLLock (the loop's lock, Lock.swift: an atomic word, contended waiters parked on a semaphore)
 //   excludes: many threads incrementing a plain counter under it lose no update, and a loop whose
 //   lock other threads are using when its thread exits stays usable until its last reference goes
@@ -12,7 +12,7 @@ import RunLoopScenarios
 import Synchronization
 import Testing
 
-@Suite("RunLoopCore: contended posting (issue 16)", .serialized)
+@Suite("RunLoopCore: contended posting (docs/benchmarks.md)", .serialized)
 struct ContendedPostingTests {
 
     @Test("RLLock: 8 threads × 20 000 increments of an unguarded counter under the lock, none lost")

@@ -46,7 +46,7 @@ struct DifferentialTests {
         #expect(oneShot.ours.contains("timer"))
     }
 
-    /// Issue 19's scenarios: both engines produce exactly the sequence CF's rules give.
+    /// The timer and binding scenarios (docs/divergences.md): both engines produce exactly the sequence CF's rules give.
     @Test(arguments: [
         ("a repeating timer moved into the past in its own callout fires again at once",
          ["obs:entry"] + ["fire1", "fire2", "fire3"].flatMap { ["obs:beforeTimers", "obs:beforeSources", "obs:beforeWaiting", "obs:afterWaiting", $0] }
@@ -86,7 +86,7 @@ struct DifferentialTests {
          ["missing:nil empty:nil", "no-timer:distantFuture", "timer:true", "source0", "due timer fired by the poll",
           "after-poll:true", "emptied:nil"]),
     ])
-    func issue19Sequences(_ name: String, _ expected: [String]) {
+    func timerAndBindingSequences(_ name: String, _ expected: [String]) {
         let scenario = try! #require(scenarios.first { $0.0 == name }).1
         let (ours, cf) = runBoth(name, scenario)
         #expect(cf == expected, "CF: \(cf)")

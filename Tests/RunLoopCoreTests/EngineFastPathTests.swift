@@ -5,9 +5,9 @@ import RunLoopScenarios
 import Synchronization
 import Testing
 
-/// The conditions the engine's fast paths of issue 16 part 2 rely on (docs/benchmarks.md, "Toward
+/// The conditions the engine's fast paths rely on (docs/benchmarks.md, "Toward
 /// the floor"): each test names the comment it covers.
-@Suite("RunLoopCore: engine fast paths (issue 16 part 2)", .serialized)
+@Suite("RunLoopCore: engine fast paths (docs/benchmarks.md)", .serialized)
 struct EngineFastPathTests {
 
     /// `doTimers` lends each due timer to `doTimer` unretained, from its `due` array. Here nothing

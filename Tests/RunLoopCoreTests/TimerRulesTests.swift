@@ -4,7 +4,7 @@ import RunLoopScenarios
 import Synchronization
 import Testing
 
-/// Timer and binding rules of issue 19 that the differential suite cannot pin exactly: where CF on
+/// Timer and binding rules (docs/divergences.md) that the differential suite cannot pin exactly: where CF on
 /// Linux is defective (documented in docs/divergences.md), where only RunLoopCore's API exists, or
 /// where the exact count is RunLoopCore's own (CF's differs by a spurious wake).
 @Suite("RunLoopCore: timer rescheduling, bindings and CF API parity", .serialized)

@@ -506,7 +506,7 @@ let loopThreadScenarios: [(String, Scenario)] = [
         e.add(timer: t!, "default")
         log.add("r:\(e.run("default", 3, false))")
     }),
-    // --- Timers rescheduled, past dates, several modes, nested runs (issue 19) ---------------------
+    // --- Timers rescheduled, past dates, several modes, nested runs (docs/divergences.md) ---------------------
     ("a repeating timer moved into the past in its own callout fires again at once", { e, log in
         // CF clamps the past date to now, which is later than the fire date that started the
         // callout, so the date is honoured: three fires, then the run finishes.

@@ -4,7 +4,7 @@ import RunLoopSchema
 import RunLoopTracing
 import RunLoopCore
 
-/// The provider header's declarations, read from its LTTng-UST macros (issue 18): what
+/// The provider header's declarations, read from its LTTng-UST macros (docs/tracepoints.md): what
 /// ``RunLoopSchema`` must state exactly.
 struct ProviderHeaderDeclarations {
     /// A standalone event or an instance of a class, with its class's fields.

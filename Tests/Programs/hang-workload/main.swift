@@ -1,5 +1,5 @@
 // hang-workload: a RunLoopCore program that hangs its main loop in a named function at known
-// times, for the hang watchdog's stack samples and the flight recorder (issue 13).
+// times, for the hang watchdog's stack samples and the flight recorder (docs/hangs.md).
 //
 //   hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS]
 //

@@ -179,7 +179,7 @@ func truthScenario() {
 final class Stamp: Sendable { let value = Atomic<Int64>(0) }
 
 /// A process killed (SIGKILL) inside a callout: a few quiet iterations, then a timer whose callout
-/// kills the process, so the trace ends with the main loop still in that callout (issue 19 §4).
+/// kills the process, so the trace ends with the main loop still in that callout (docs/report-json.md, "Iteration").
 func killedScenario() {
     let loop = RLRunLoop.current
     var ticks = 0
@@ -191,7 +191,7 @@ func killedScenario() {
     _ = loop.run(mode: .default, seconds: 5, returnAfterSourceHandled: false)
 }
 
-/// Wakes of both kinds (issue 17): 10 times another thread signals a source0 and wakes the loop
+/// Wakes of both kinds (docs/report-json.md): 10 times another thread signals a source0 and wakes the loop
 /// (performed in the loop's next iteration: not spurious), then 7 times it wakes the loop with
 /// nothing to do (spurious), 30 ms apart so the loop is asleep each time.
 func wakesScenario() {
@@ -209,7 +209,7 @@ func wakesScenario() {
     print("performed \(performed)")
 }
 
-/// On-CPU time (issue 17): one timer computes for 120 ms of CPU time, another sleeps 120 ms in
+/// On-CPU time (docs/report-json.md): one timer computes for 120 ms of CPU time, another sleeps 120 ms in
 /// usleep; both hold the loop at least as long, only one is on the CPU.
 func onCPUScenario() {
     let loop = RLRunLoop.current

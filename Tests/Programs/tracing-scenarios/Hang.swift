@@ -2,7 +2,7 @@ import Foundation
 import RunLoopCore
 import CRunLoopShims
 
-/// Hang scenario (issue 13, the hang watchdog): the main loop fires a one-shot timer `hang-timer`
+/// Hang scenario (the hang watchdog): the main loop fires a one-shot timer `hang-timer`
 /// whose callout spends `--hang-ms` milliseconds (default 300) inside
 /// ``simulatedHangInRequestHandler(milliseconds:)``, a few frames deep; a later timer stops the loop
 /// once the watchdog has had time to see the hang end. `--hang-ms 0` makes the callout return at

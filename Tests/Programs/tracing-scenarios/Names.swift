@@ -2,7 +2,7 @@ import Foundation
 import RunLoopTracing
 
 /// String fields of every length class the C provider writes differently, and the fields around
-/// them, for every event class with a string (issue 16, runloop_tp.h): the provider's probe stages
+/// them, for every event class with a string (runloop_tp.h): the provider's probe stages
 /// a payload's fields in a 512-byte local buffer and writes it with one ring-buffer write; a
 /// string that does not fit in the room left is written after what is staged (staged again if it
 /// fits once that is written out, else with lttng-ust's byte-by-byte strcpy), and so is a number
