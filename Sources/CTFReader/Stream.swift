@@ -224,8 +224,7 @@ public final class CTFStream: @unchecked Sendable {
             mapLength = -1
             wideLoadLimit = 0
         } else {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
+        let fd = try RegularFile.open(path)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }

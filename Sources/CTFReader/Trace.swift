@@ -12,7 +12,9 @@ public final class CTFTrace: @unchecked Sendable {
     /// The data streams (one per file, in file name order).
     public private(set) var streams: [CTFStream] = []
     /// Warnings about the metadata (unknown attributes ignored, …), with line and column.
-    public var warnings: [CTFWarning] { metadata.warnings }
+    public var warnings: [CTFWarning] { metadata.warnings + skipped }
+    /// Files of the directory that are not regular files (FIFOs, sockets, devices), skipped with a warning each.
+    public private(set) var skipped: [CTFWarning] = []
     /// The `hostname` from the `env` block, if any.
     public var hostname: String? { metadata.environment["hostname"] }
     let compiled: [UInt64: CompiledStreamClass]
@@ -57,6 +59,11 @@ public final class CTFTrace: @unchecked Sendable {
             let full = (directory as NSString).appendingPathComponent(name)
             var isDir: ObjCBool = false
             guard fm.fileExists(atPath: full, isDirectory: &isDir), !isDir.boolValue else { continue }
+            // A FIFO, socket or device among the stream files is skipped, not opened: reading one blocks.
+            if let k = RegularFile.irregularKind(full) {
+                skipped.append(CTFWarning(path: full, offset: 0, message: "\(k), not a regular file: skipped"))
+                continue
+            }
             let sid = try CTFTrace.firstStreamID(full, metadata: metadata)
             guard let sid else { continue } // empty file
             streams.append(try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: sid))
@@ -68,11 +75,8 @@ public final class CTFTrace: @unchecked Sendable {
 
     /// Reads the metadata file: its text and, when packetized, the byte order of its packet headers.
     static func readMetadata(_ path: String) throws -> (text: String, packetByteOrder: CTFByteOrder?) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let reason = FileManager.default.fileExists(atPath: path) ? "cannot read file" : "no such file"
-            throw CTFReaderError.io(path: path, message: reason)
-        }
-        let bytes = [UInt8](data)
+        guard FileManager.default.fileExists(atPath: path) else { throw CTFReaderError.io(path: path, message: "no such file") }
+        let bytes = try RegularFile.read(path)
         let (text, order, _) = try unpackMetadata(bytes, path: path, partial: false)
         return (text, order)
     }
@@ -196,9 +200,7 @@ public final class CTFTrace: @unchecked Sendable {
 
     /// Reads the stream id of a stream file's first packet (nil for an empty file).
     static func firstStreamID(_ path: String, metadata: CTFMetadata) throws -> UInt64? {
-        guard let fh = FileHandle(forReadingAtPath: path) else { throw CTFReaderError.io(path: path, message: "cannot open file") }
-        defer { try? fh.close() }
-        let data = (try? fh.read(upToCount: 4096)) ?? Data()
+        let data = try RegularFile.read(path, limit: 4096)
         if data.isEmpty { return nil }
         guard let ph = metadata.packetHeader else { return metadata.streamClasses.keys.min() ?? 0 }
         let bytes = [UInt8](data) + [UInt8](repeating: 0, count: 16)

@@ -30,7 +30,7 @@ public final class CTFTraceSet: @unchecked Sendable {
     /// Losses reported by all streams so far.
     public var losses: [CTFLoss] { streams.flatMap(\.losses) }
     /// Warnings about the traces' metadata, then those reported by all streams so far.
-    public var warnings: [CTFWarning] { traces.flatMap(\.metadata.warnings) + streams.flatMap(\.warnings) }
+    public var warnings: [CTFWarning] { traces.flatMap(\.warnings) + streams.flatMap(\.warnings) }
 }
 
 /// Owns the merge heap's raw storage.
