@@ -64,10 +64,27 @@ public final class CTFTrace: @unchecked Sendable {
                 skipped.append(CTFWarning(path: full, offset: 0, message: "\(k), not a regular file: skipped"))
                 continue
             }
-            let sid = try CTFTrace.firstStreamID(full, metadata: metadata)
-            guard let sid else { continue } // empty file
-            streams.append(try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: sid))
+            let ids = try CTFTrace.firstPacketIDs(full, metadata: metadata)
+            guard let ids else { continue } // empty file
+            let s = try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: ids.streamClass)
+            // babeltrace2's stream id (`src.ctf.fs`, `create_streams_for_trace`): the first packet's
+            // `stream_instance_id` when it has one and a `timestamp_begin`, else the next of a counter over the
+            // files in path order (``CTFTraceSet/streams``: the merge order of equal timestamps).
+            if let inst = ids.instance, compiled[ids.streamClass]?.tsBeginSlot ?? -1 >= 0 {
+                s.babeltraceStreamID = inst
+            } else {
+                s.babeltraceStreamID = nextAutomaticStreamID
+                nextAutomaticStreamID += 1
+            }
+            streams.append(s)
         }
+    }
+
+    private var nextAutomaticStreamID: UInt64 = 0
+
+    /// Reads the stream id of a stream file's first packet (nil for an empty file).
+    static func firstStreamID(_ path: String, metadata: CTFMetadata) throws -> UInt64? {
+        try firstPacketIDs(path, metadata: metadata)?.streamClass
     }
 
     /// Reads the metadata file, unpacking the packetized form (magic 0x75D11D57) when present.
@@ -149,6 +166,8 @@ public final class CTFTrace: @unchecked Sendable {
             var comp = ProgramCompiler(cls: cls, traceByteOrder: m.byteOrder, path: path)
             (cls.packetHeaderProgram, cls.packetHeaderLayout) = try comp.compileScope(m.packetHeader, scope: "trace.packet.header")
             (cls.packetContextProgram, cls.packetContextLayout) = try comp.compileScope(sc.packetContext, scope: "stream.packet.context")
+            cls.hasPacketContext = sc.packetContext != nil
+            cls.hasStreamEventContext = sc.eventContext != nil
             (cls.eventHeaderProgram, cls.eventHeaderLayout) = try comp.compileScope(sc.eventHeader, scope: "stream.event.header")
             (cls.streamEventContextProgram, cls.streamEventContextLayout) = try comp.compileScope(sc.eventContext, scope: "stream.event.context")
             func slot(_ l: [FieldLayout], _ n: String) -> Int { l.first(where: { $0.name == n && $0.storage == .scalar })?.slot ?? -1 }
@@ -198,13 +217,13 @@ public final class CTFTrace: @unchecked Sendable {
         return out
     }
 
-    /// Reads the stream id of a stream file's first packet (nil for an empty file).
-    static func firstStreamID(_ path: String, metadata: CTFMetadata) throws -> UInt64? {
+    /// Reads the stream class id and `stream_instance_id` of a stream file's first packet (nil for an empty file).
+    static func firstPacketIDs(_ path: String, metadata: CTFMetadata) throws -> (streamClass: UInt64, instance: UInt64?)? {
         let data = try RegularFile.read(path, limit: 4096)
         if data.isEmpty { return nil }
-        guard let ph = metadata.packetHeader else { return metadata.streamClasses.keys.min() ?? 0 }
+        guard let ph = metadata.packetHeader else { return (metadata.streamClasses.keys.min() ?? 0, nil) }
         let bytes = [UInt8](data) + [UInt8](repeating: 0, count: 16)
-        return try bytes.withUnsafeBytes { raw -> UInt64 in
+        return try bytes.withUnsafeBytes { raw -> (streamClass: UInt64, instance: UInt64?) in
             let w = GenericWalker(base: raw.baseAddress!, end: data.count * 8, traceBigEndian: metadata.byteOrder == .big, path: path, outer: { _ in nil })
             var pos = 0
             var scope: [String: ScopeValue] = [:]
@@ -220,8 +239,7 @@ public final class CTFTrace: @unchecked Sendable {
             } catch {
                 throw CTFReaderError.malformed(path: path, offset: 0, field: "trace.packet.header", message: "file too short for a packet header")
             }
-            if let sid = scope["stream_id"] { return sid.raw }
-            return metadata.streamClasses.keys.min() ?? 0
+            return (scope["stream_id"]?.raw ?? metadata.streamClasses.keys.min() ?? 0, scope["stream_instance_id"]?.raw)
         }
     }
 }
