@@ -112,7 +112,7 @@ extension ByteWriter {
     @inline(__always)
     private func element(_ s: CTFStream, _ pos: inout Int, _ f: UnsafeMutablePointer<FieldPlan>) -> (UInt64, UInt64) {
         let size = f.pointee.size
-        pos = alignUp(pos, f.pointee.elementAlignment)
+        pos = alignUp(pos, f.pointee.elementAlignment, from: s.packetOffset &<< 3)
         let bits = readBits(s.base, pos, size, bigEndian: f.pointee.bigEndian)
         pos += size
         return (bits, f.pointee.signed ? UInt64(bitPattern: signExtend(bits, size)) : bits)

@@ -424,7 +424,8 @@ public final class CTFStream: @unchecked Sendable {
     }
 
     func walker() -> GenericWalker {
-        GenericWalker(base: base, end: end, traceBigEndian: traceBigEndian, path: path, outer: { [unowned self] name in self.resolveRuntime(name) })
+        GenericWalker(base: base, end: end, traceBigEndian: traceBigEndian, path: path, outer: { [unowned self] name in self.resolveRuntime(name) },
+                      origin: packetOffset &<< 3)
     }
 
     /// Resolves a field name against the current event's scopes (for lazily decoded compound values).

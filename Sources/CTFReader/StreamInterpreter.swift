@@ -22,12 +22,13 @@ extension CTFStream {
         let e = end
         let b = base
         let s = slots
+        let origin = packetOffset &<< 3
         while i < stop {
             let op = opsBuf[i]
             i += 1
             switch op.kind {
             case .align:
-                let q = (p + Int(op.align) - 1) & ~(Int(op.align) - 1)
+                let q = alignUp(p, Int(op.align), from: origin)
                 guard q <= e else {
                     pos = p
                     throw OutOfBounds(pos: p, field: op.field, message: "alignment to \(op.align) bits moves to byte \(q >> 3), past the end of the packet content (byte \(e >> 3))")
