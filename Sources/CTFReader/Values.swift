@@ -185,9 +185,11 @@ struct GenericWalker {
     @inline(never)
     private func walkElements(_ e: CTFType, count n: Int, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
         // Never trust the count: each element needs at least its minimum size (8 bits when that is zero-sized).
+        // Elements that may hold nothing (an empty structure) fit anywhere, even at the packet's end, as
+        // babeltrace2 reads them: at most 65 536 of them, which bounds the work.
         let minBits = max(1, e.minimumBitSize)
         let remaining = end - pos
-        guard n <= remaining / minBits + 1 else {
+        guard n <= remaining / minBits + 1 || (e.minimumBitSize == 0 && n <= Nesting.maxEmptyElements) else {
             throw fail(pos, field, "length \(n) exceeds what the remaining \(max(0, remaining) / 8) bytes of the packet can hold")
         }
         if e.isTextElement {

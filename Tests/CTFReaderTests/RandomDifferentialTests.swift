@@ -102,6 +102,12 @@ struct RandomDifferentialTests {
         #expect(lines.count == 2)
     }
 
+    @Test("arrays and sequences of empty structures at the end of the packet's content are read, as babeltrace2 reads them")
+    func emptyElementsAtThePacketEnd() throws {
+        let lines = try expectDumpEqualsBabeltrace(try writeCase("emptyelements"))
+        #expect(lines.count == 2)
+    }
+
     @Test("negative odd-sized integers in hexadecimal, octal and binary as babeltrace2 shows them")
     func signedBases() throws {
         let lines = try expectDumpEqualsBabeltrace(try writeCase("signedbases"))

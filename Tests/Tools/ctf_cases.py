@@ -268,6 +268,19 @@ event { name = "long_id"; id = 70000; stream_id = 1; fields := struct { string f
     write(d, meta, streams)
 
 
+def case_emptyelements(d):
+    # Arrays and sequences of empty structures ending the packet's content: no bits left, none needed.
+    meta = HDR % ("", 1000000000, 0, 0) + """
+stream { packet.context := struct { ts64 timestamp_begin; ts64 timestamp_end; uint64_t content_size; uint64_t packet_size; };
+         event.header := struct { ts64 timestamp; }; };
+event { name = "e"; fields := struct { uint8_t n; struct { } s[n]; struct { string t[0]; struct { } u; } a[3]; }; };
+"""
+    w = Bits()
+    packet(w, [(MAGIC, 32), (0, 32)], [("ts", 1, 64), ("ts", 2, 64), ("sizes", 0, 0)],
+           [lambda w: (w.int(1, 64, False), w.int(4, 8, False)), lambda w: (w.int(2, 64, False), w.int(0, 8, False))])
+    write(d, meta, {"stream_0": bytes(w.buf)})
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":

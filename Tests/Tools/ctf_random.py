@@ -500,6 +500,10 @@ def make_trace(seed, out):
             # ends on one: other contents are retried.)
             if c["sizes"] == "both" or content % 8 == 0:
                 break
+          if w.pos % 8:
+              # (30 tries found no content ending on a byte: the next packet starts on one all the same.)
+              w.pos = (w.pos + 7) // 8 * 8
+              w._ensure(w.pos)
         data = bytes(w.buf[:(w.pos + 7) // 8])
         with open(os.path.join(out, "stream_%d" % fi), "wb") as f:
             f.write(data)
