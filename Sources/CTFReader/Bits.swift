@@ -46,3 +46,11 @@ func signExtend(_ v: UInt64, _ size: Int) -> Int64 {
 func alignUp(_ pos: Int, _ a: Int) -> Int {
     a <= 1 ? pos : (pos + a - 1) & ~(a - 1)
 }
+
+/// `pos` rounded up to a multiple of `a` bits counted from `origin` (the packet's first bit): CTF alignments are
+/// relative to the packet, which need not start at an aligned file offset (babeltrace2 aligns the same way;
+/// `CompoundTypeTests.alignmentFromThePacketStart`).
+@inline(__always)
+func alignUp(_ pos: Int, _ a: Int, from origin: Int) -> Int {
+    a <= 1 ? pos : ((pos &- origin &+ a &- 1) & ~(a &- 1)) &+ origin
+}

@@ -141,7 +141,7 @@ public struct CTFEventFormatter {
     private static func intText(_ v: CTFValue, _ it: CTFIntegerType) -> String {
         let bits: UInt64
         switch v { case .signed(let i): bits = UInt64(bitPattern: i); case .unsigned(let u): bits = u; default: return text(v) }
-        let masked = it.size >= 64 ? bits : bits & ((UInt64(1) << UInt64(it.size)) - 1)
+        let masked = displayedBits(bits, size: it.size, base: Int(it.base.rawValue), signed: it.isSigned)
         switch it.base {
         case .decimal: return text(v)
         case .hexadecimal: return "0x" + String(masked, radix: 16, uppercase: true)

@@ -54,7 +54,25 @@ struct FieldPlan {
     var layout: Int
 }
 
-/// The fields of one scope (stream event context, event context or payload) in a plan.
+/// The top-level fields of a scope that babeltrace2 2.0 prints (its "in IR" rule, `ctf-meta-update-in-ir.c`):
+/// not an integer mapped to a clock, and, in a packet context, none of the fields it reads itself
+/// (`timestamp_begin`, `timestamp_end`, `content_size`, `packet_size`, `events_discarded`, `packet_seq_num`).
+/// (babeltrace2 keeps such a field when a printed sequence or variant of the scope names it as its length or
+/// tag; this reader does not — no writer we know of does that.)
+func printedFields(_ fields: [FieldLayout], packetContext: Bool) -> [FieldLayout] {
+    let meanings: Set<String> = ["timestamp_begin", "timestamp_end", "content_size", "packet_size", "events_discarded", "packet_seq_num"]
+    return fields.filter { f in
+        switch f.type {
+        case .integer(let it), .enumeration(let it, _):
+            if it.mappedClock != nil { return false }
+            return !(packetContext && meanings.contains(f.name))
+        default:
+            return true
+        }
+    }
+}
+
+/// The fields of one scope (packet context, stream event context, event context or payload) in a plan.
 struct FieldGroup {
     var start: Int
     var count: Int
@@ -89,7 +107,9 @@ final class ClassPlan {
     let fieldCount: Int
     /// The fields' layouts, for decoded fallbacks.
     let layouts: [FieldLayout]
-    /// The fields of the stream event context, event context and payload.
+    /// The fields of the packet context (those babeltrace2 prints: ``printedFields(_:packetContext:)``), stream
+    /// event context, event context and payload.
+    let packetContext: FieldGroup
     let streamContext: FieldGroup
     let eventContext: FieldGroup
     let payload: FieldGroup
@@ -177,10 +197,17 @@ final class ClassPlan {
             }
             return FieldGroup(start: start, count: group.count, present: present)
         }
-        streamContext = addGroup(cls.streamEventContextLayout, present: !cls.streamEventContextLayout.isEmpty)
-        eventContext = addGroup(cls.eventContextLayouts[ci], present: ec.context != nil)
+        // A packet context is printed whole, as babeltrace2 prints it (with each field's display base), when it
+        // declares no field or prints one.
+        let pcFields = printedFields(cls.packetContextLayout, packetContext: true)
+        packetContext = addGroup(pcFields, present: cls.hasPacketContext && (cls.packetContextLayout.isEmpty || !pcFields.isEmpty))
+        let secFields = printedFields(cls.streamEventContextLayout, packetContext: false)
+        streamContext = addGroup(secFields, present: cls.hasStreamEventContext && (cls.streamEventContextLayout.isEmpty || !secFields.isEmpty))
+        let ecFields = printedFields(cls.eventContextLayouts[ci], packetContext: false)
+        eventContext = addGroup(ecFields, present: ec.context != nil && (cls.eventContextLayouts[ci].isEmpty || !ecFields.isEmpty))
         // An event class with no `fields` prints no payload braces (babeltrace2's text: `name: ` and nothing more).
-        payload = addGroup(cls.payloadLayouts[ci], present: ec.payload != nil)
+        let plFields = printedFields(cls.payloadLayouts[ci], packetContext: false)
+        payload = addGroup(plFields, present: ec.payload != nil && (cls.payloadLayouts[ci].isEmpty || !plFields.isEmpty))
         self.layouts = layouts
         // Without fallback fields (whose value may be absent, changing the separators) every event of the class
         // prints the same constant text between its values: one step per value.
@@ -194,8 +221,7 @@ final class ClassPlan {
             }
             func text(_ r: TextRange) -> [UInt8] { Array(arena[Int(r.offset) ..< Int(r.offset + r.count)]) }
             var first = true
-            if cpuSlot >= 0 { cur += Array("{ cpu_id = ".utf8); step(Step.cpu, into: &textSteps); cur += Array(" }".utf8); first = false }
-            for g in [streamContext, eventContext, payload] where g.present {
+            for g in [packetContext, streamContext, eventContext, payload] where g.present {
                 if !first { cur += Array(", ".utf8) }
                 first = false
                 cur += Array("{ ".utf8)

@@ -35,12 +35,7 @@ extension ByteWriter {
         }
         range(p, p.textHead)
         var first = true
-        if p.cpuSlot >= 0 {
-            ascii("{ cpu_id = ")
-            decimal(s.slots[p.cpuSlot])
-            ascii(" }")
-            first = false
-        }
+        if p.packetContext.present { first = false; textGroup(s, p, p.packetContext) }
         if p.streamContext.present { if !first { ascii(", ") }; first = false; textGroup(s, p, p.streamContext) }
         if p.eventContext.present { if !first { ascii(", ") }; first = false; textGroup(s, p, p.eventContext) }
         if p.payload.present { if !first { ascii(", ") }; textGroup(s, p, p.payload) }
@@ -117,7 +112,7 @@ extension ByteWriter {
     @inline(__always)
     private func element(_ s: CTFStream, _ pos: inout Int, _ f: UnsafeMutablePointer<FieldPlan>) -> (UInt64, UInt64) {
         let size = f.pointee.size
-        pos = alignUp(pos, f.pointee.elementAlignment)
+        pos = alignUp(pos, f.pointee.elementAlignment, from: s.packetOffset &<< 3)
         let bits = readBits(s.base, pos, size, bigEndian: f.pointee.bigEndian)
         pos += size
         return (bits, f.pointee.signed ? UInt64(bitPattern: signExtend(bits, size)) : bits)
@@ -133,7 +128,7 @@ extension ByteWriter {
             return
         }
         let size = f.pointee.size
-        let masked = size >= 64 ? bits : bits & ((UInt64(1) << UInt64(size)) - 1)
+        let masked = displayedBits(bits, size: size, base: Int(b), signed: f.pointee.signed)
         switch b {
         case 16: ascii("0x"); hex(masked)
         case 8: byte(48); octal(masked)
@@ -291,4 +286,20 @@ extension ByteWriter {
     private mutating func jsonDouble(_ d: Double) {
         if d.isFinite { string(d.description) } else { quoted(d.description, json: true) }
     }
+}
+
+/// The bits babeltrace2 2.0's text sink shows of an integer (`print_integer` in its `pretty` plugin), given its
+/// value's bits (sign-extended when signed): binary every bit of the field; hexadecimal the field's bits rounded
+/// up to whole nibbles (a signed 9-bit −256 is `0xF00`); octal, for a signed field, its bits rounded up to whole
+/// octal digits (a signed 7-bit −64 is `0700`) and, for an unsigned one, the value.
+@inline(__always)
+func displayedBits(_ bits: UInt64, size: Int, base: Int, signed: Bool) -> UInt64 {
+    guard size < 64 else { return bits }
+    let shown: Int
+    switch base {
+    case 16: shown = (size + 3) & ~3
+    case 8: shown = signed ? ((size - 1) / 3 + 1) * 3 : 64
+    default: shown = size
+    }
+    return shown >= 64 ? bits : bits & ((UInt64(1) << UInt64(shown)) - 1)
 }

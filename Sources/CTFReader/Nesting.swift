@@ -15,6 +15,9 @@ import Glibc
 // nests deeper than the thread can take is refused with an error, never a crash.
 
 enum Nesting {
+    /// The most elements of an array or sequence whose elements may hold no bits (an empty structure) read
+    /// where the packet has no bits left for them (they cost work but no data; babeltrace2 reads them).
+    static let maxEmptyElements = 1 << 16
     /// The most compound types (structures, variants, arrays, sequences) a field may sit inside, not
     /// counting its scope's own structure: 2048. babeltrace2 2.0 reads ctf-testsuite's 2048-deep structures
     /// (`stress/struct-nest-n-deep`) and its parser runs out of memory at 4096.

@@ -61,6 +61,10 @@ final class CompiledStreamClass {
     var streamEventContextProgram = -1
     var packetHeaderLayout: [FieldLayout] = []
     var packetContextLayout: [FieldLayout] = []
+    /// Whether the stream class declares a packet context (babeltrace2 prints `{ }` for an empty one).
+    var hasPacketContext = false
+    /// Whether the stream class declares a stream event context.
+    var hasStreamEventContext = false
     var eventHeaderLayout: [FieldLayout] = []
     var streamEventContextLayout: [FieldLayout] = []
     /// Per event class (by index into `eventClasses`).

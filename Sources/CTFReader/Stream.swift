@@ -205,6 +205,9 @@ public final class CTFStream: @unchecked Sendable {
     public var cpuID: UInt64? { cls.cpuIDSlot >= 0 ? slots[cls.cpuIDSlot] : nil }
     /// The stream class id.
     public private(set) var streamClassID: UInt64 = 0
+    /// The id babeltrace2 gives this stream (its first packet's `stream_instance_id`, or a counter over the
+    /// trace's files in path order): with the stream class id, what orders events of equal timestamps.
+    public internal(set) var babeltraceStreamID: UInt64 = 0
     /// Whether the last seek used LTTng's `index/<stream>.idx` file (rather than scanning packet headers).
     public internal(set) var seekUsedIndexFile = false
     var packetIndex: [PacketEntry]?
@@ -224,8 +227,7 @@ public final class CTFStream: @unchecked Sendable {
             mapLength = -1
             wideLoadLimit = 0
         } else {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
+        let fd = try RegularFile.open(path)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CTFReaderError.io(path: path, message: String(cString: strerror(errno))) }
@@ -422,7 +424,8 @@ public final class CTFStream: @unchecked Sendable {
     }
 
     func walker() -> GenericWalker {
-        GenericWalker(base: base, end: end, traceBigEndian: traceBigEndian, path: path, outer: { [unowned self] name in self.resolveRuntime(name) })
+        GenericWalker(base: base, end: end, traceBigEndian: traceBigEndian, path: path, outer: { [unowned self] name in self.resolveRuntime(name) },
+                      origin: packetOffset &<< 3)
     }
 
     /// Resolves a field name against the current event's scopes (for lazily decoded compound values).
@@ -798,9 +801,12 @@ public final class CTFStream: @unchecked Sendable {
                 } else {
                     try run(eventHeaderProgram)
                 }
-                let eid = headerHasID ? eventID : 0
                 var found = -1
-                if eid < UInt64(denseCount) { found = Int(denseIDs[Int(eid)]) } else if let x = cls.sparseIDs[eid] { found = x }
+                if !headerHasID {
+                    // No `id` in the event header: the stream class's only event class, whatever id it declares
+                    // (as babeltrace2 reads it; several classes without an id are refused when compiling).
+                    found = cls.eventClasses.isEmpty ? -1 : 0
+                } else if eventID < UInt64(denseCount) { found = Int(denseIDs[Int(eventID)]) } else if let x = cls.sparseIDs[eventID] { found = x }
                 guard found >= 0 else {
                     throw CTFReaderError.malformed(path: path, offset: start >> 3, field: "stream.event.header.id",
                                                    message: "unknown event id \(eventID) in stream class \(streamClassID)")

@@ -22,12 +22,13 @@ extension CTFStream {
         let e = end
         let b = base
         let s = slots
+        let origin = packetOffset &<< 3
         while i < stop {
             let op = opsBuf[i]
             i += 1
             switch op.kind {
             case .align:
-                let q = (p + Int(op.align) - 1) & ~(Int(op.align) - 1)
+                let q = alignUp(p, Int(op.align), from: origin)
                 guard q <= e else {
                     pos = p
                     throw OutOfBounds(pos: p, field: op.field, message: "alignment to \(op.align) bits moves to byte \(q >> 3), past the end of the packet content (byte \(e >> 3))")
@@ -109,7 +110,8 @@ extension CTFStream {
                 var count: Int? = nil
                 if op.kind == .seqGeneric {
                     let n = s[Int(op.aux)]
-                    guard n <= UInt64(max(0, e - p)) else {
+                    let t = types[Int(op.aux2)]
+                    guard n <= UInt64(max(0, e - p)) || (t.minimumBitSize == 0 && n <= UInt64(Nesting.maxEmptyElements)) else {
                         throw fail(p, op.field, "sequence length \(n) exceeds what the remaining \(max(0, e - p) / 8) bytes of the packet can hold")
                     }
                     count = Int(n)
@@ -121,7 +123,9 @@ extension CTFStream {
                 do {
                     if let c = count {
                         let minBits = max(1, t.minimumBitSize)
-                        guard c <= (e - p) / minBits + 1 else { throw fail(p, op.field, "sequence length \(c) exceeds the packet") }
+                        guard c <= (e - p) / minBits + 1 || (t.minimumBitSize == 0 && c <= Nesting.maxEmptyElements) else {
+                            throw fail(p, op.field, "sequence length \(c) exceeds the packet")
+                        }
                         for _ in 0..<c { _ = try w.walk(t, &p, field: names[Int(op.field)], decode: false, scope: &scope) }
                     } else {
                         _ = try w.walk(t, &p, field: names[Int(op.field)], decode: false, scope: &scope)

@@ -22,8 +22,8 @@ extension CTFStream {
         let dir = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         let idx = dir + "/index/" + name + ".idx"
-        guard let data = FileManager.default.contents(atPath: idx), data.count >= 16 else { return nil }
-        let b = [UInt8](data)
+        // (Not a regular file, e.g. a FIFO: no index; packet headers are scanned instead.)
+        guard let b = try? RegularFile.read(idx), b.count >= 16 else { return nil }
         func be64(_ o: Int) -> UInt64 { var v: UInt64 = 0; for i in 0..<8 { v = v << 8 | UInt64(b[o + i]) }; return v }
         func be32(_ o: Int) -> UInt32 { var v: UInt32 = 0; for i in 0..<4 { v = v << 8 | UInt32(b[o + i]) }; return v }
         guard be32(0) == 0xC1F1_DCC1 else { return nil }

@@ -12,7 +12,9 @@ public final class CTFTrace: @unchecked Sendable {
     /// The data streams (one per file, in file name order).
     public private(set) var streams: [CTFStream] = []
     /// Warnings about the metadata (unknown attributes ignored, …), with line and column.
-    public var warnings: [CTFWarning] { metadata.warnings }
+    public var warnings: [CTFWarning] { metadata.warnings + skipped }
+    /// Files of the directory that are not regular files (FIFOs, sockets, devices), skipped with a warning each.
+    public private(set) var skipped: [CTFWarning] = []
     /// The `hostname` from the `env` block, if any.
     public var hostname: String? { metadata.environment["hostname"] }
     let compiled: [UInt64: CompiledStreamClass]
@@ -57,10 +59,32 @@ public final class CTFTrace: @unchecked Sendable {
             let full = (directory as NSString).appendingPathComponent(name)
             var isDir: ObjCBool = false
             guard fm.fileExists(atPath: full, isDirectory: &isDir), !isDir.boolValue else { continue }
-            let sid = try CTFTrace.firstStreamID(full, metadata: metadata)
-            guard let sid else { continue } // empty file
-            streams.append(try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: sid))
+            // A FIFO, socket or device among the stream files is skipped, not opened: reading one blocks.
+            if let k = RegularFile.irregularKind(full) {
+                skipped.append(CTFWarning(path: full, offset: 0, message: "\(k), not a regular file: skipped"))
+                continue
+            }
+            let ids = try CTFTrace.firstPacketIDs(full, metadata: metadata)
+            guard let ids else { continue } // empty file
+            let s = try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: ids.streamClass)
+            // babeltrace2's stream id (`src.ctf.fs`, `create_streams_for_trace`): the first packet's
+            // `stream_instance_id` when it has one and a `timestamp_begin`, else the next of a counter over the
+            // files in path order (``CTFTraceSet/streams``: the merge order of equal timestamps).
+            if let inst = ids.instance, compiled[ids.streamClass]?.tsBeginSlot ?? -1 >= 0 {
+                s.babeltraceStreamID = inst
+            } else {
+                s.babeltraceStreamID = nextAutomaticStreamID
+                nextAutomaticStreamID += 1
+            }
+            streams.append(s)
         }
+    }
+
+    private var nextAutomaticStreamID: UInt64 = 0
+
+    /// Reads the stream id of a stream file's first packet (nil for an empty file).
+    static func firstStreamID(_ path: String, metadata: CTFMetadata) throws -> UInt64? {
+        try firstPacketIDs(path, metadata: metadata)?.streamClass
     }
 
     /// Reads the metadata file, unpacking the packetized form (magic 0x75D11D57) when present.
@@ -68,11 +92,8 @@ public final class CTFTrace: @unchecked Sendable {
 
     /// Reads the metadata file: its text and, when packetized, the byte order of its packet headers.
     static func readMetadata(_ path: String) throws -> (text: String, packetByteOrder: CTFByteOrder?) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let reason = FileManager.default.fileExists(atPath: path) ? "cannot read file" : "no such file"
-            throw CTFReaderError.io(path: path, message: reason)
-        }
-        let bytes = [UInt8](data)
+        guard FileManager.default.fileExists(atPath: path) else { throw CTFReaderError.io(path: path, message: "no such file") }
+        let bytes = try RegularFile.read(path)
         let (text, order, _) = try unpackMetadata(bytes, path: path, partial: false)
         return (text, order)
     }
@@ -145,6 +166,8 @@ public final class CTFTrace: @unchecked Sendable {
             var comp = ProgramCompiler(cls: cls, traceByteOrder: m.byteOrder, path: path)
             (cls.packetHeaderProgram, cls.packetHeaderLayout) = try comp.compileScope(m.packetHeader, scope: "trace.packet.header")
             (cls.packetContextProgram, cls.packetContextLayout) = try comp.compileScope(sc.packetContext, scope: "stream.packet.context")
+            cls.hasPacketContext = sc.packetContext != nil
+            cls.hasStreamEventContext = sc.eventContext != nil
             (cls.eventHeaderProgram, cls.eventHeaderLayout) = try comp.compileScope(sc.eventHeader, scope: "stream.event.header")
             (cls.streamEventContextProgram, cls.streamEventContextLayout) = try comp.compileScope(sc.eventContext, scope: "stream.event.context")
             func slot(_ l: [FieldLayout], _ n: String) -> Int { l.first(where: { $0.name == n && $0.storage == .scalar })?.slot ?? -1 }
@@ -194,15 +217,13 @@ public final class CTFTrace: @unchecked Sendable {
         return out
     }
 
-    /// Reads the stream id of a stream file's first packet (nil for an empty file).
-    static func firstStreamID(_ path: String, metadata: CTFMetadata) throws -> UInt64? {
-        guard let fh = FileHandle(forReadingAtPath: path) else { throw CTFReaderError.io(path: path, message: "cannot open file") }
-        defer { try? fh.close() }
-        let data = (try? fh.read(upToCount: 4096)) ?? Data()
+    /// Reads the stream class id and `stream_instance_id` of a stream file's first packet (nil for an empty file).
+    static func firstPacketIDs(_ path: String, metadata: CTFMetadata) throws -> (streamClass: UInt64, instance: UInt64?)? {
+        let data = try RegularFile.read(path, limit: 4096)
         if data.isEmpty { return nil }
-        guard let ph = metadata.packetHeader else { return metadata.streamClasses.keys.min() ?? 0 }
+        guard let ph = metadata.packetHeader else { return (metadata.streamClasses.keys.min() ?? 0, nil) }
         let bytes = [UInt8](data) + [UInt8](repeating: 0, count: 16)
-        return try bytes.withUnsafeBytes { raw -> UInt64 in
+        return try bytes.withUnsafeBytes { raw -> (streamClass: UInt64, instance: UInt64?) in
             let w = GenericWalker(base: raw.baseAddress!, end: data.count * 8, traceBigEndian: metadata.byteOrder == .big, path: path, outer: { _ in nil })
             var pos = 0
             var scope: [String: ScopeValue] = [:]
@@ -218,8 +239,7 @@ public final class CTFTrace: @unchecked Sendable {
             } catch {
                 throw CTFReaderError.malformed(path: path, offset: 0, field: "trace.packet.header", message: "file too short for a packet header")
             }
-            if let sid = scope["stream_id"] { return sid.raw }
-            return metadata.streamClasses.keys.min() ?? 0
+            return (scope["stream_id"]?.raw ?? metadata.streamClasses.keys.min() ?? 0, scope["stream_instance_id"]?.raw)
         }
     }
 }

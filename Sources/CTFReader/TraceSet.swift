@@ -1,9 +1,14 @@
+import Foundation
 /// Several traces opened together, with a time-ordered merge of all their streams.
 public final class CTFTraceSet: @unchecked Sendable {
     /// The opened traces.
     public let traces: [CTFTrace]
-    /// Every stream of every trace.
-    public var streams: [CTFStream] { traces.flatMap(\.streams) }
+    /// Every stream of every trace, in the order that breaks ties between equal timestamps in every merge
+    /// (``makeMergedIterator()``, ``forEachInTimeOrder(extract:_:)``): babeltrace2 2.0's muxer's
+    /// (`common_muxing_compare_messages`) — traces with a UUID before those without, by UUID, then by path;
+    /// within a trace by stream class id, then by babeltrace2's stream id (``CTFStream/babeltraceStreamID``),
+    /// then by path (the stream's name there). See docs/reader.md, "Equal timestamps".
+    public let streams: [CTFStream]
 
     /// Discovers and opens every trace below `paths`.
     /// - Throws: ``CTFReaderError/noTrace(paths:)`` when none is found, or the first error opening one.
@@ -11,6 +16,32 @@ public final class CTFTraceSet: @unchecked Sendable {
         let dirs = try discoverCTFTraces(in: paths)
         guard !dirs.isEmpty else { throw CTFReaderError.noTrace(paths: paths) }
         traces = try dirs.map { try CTFTrace(directory: $0) }
+        streams = CTFTraceSet.mergeOrder(traces)
+    }
+
+    /// The streams of `traces` in babeltrace2's order for equal timestamps (``streams``).
+    static func mergeOrder(_ traces: [CTFTrace]) -> [CTFStream] {
+        func uuidBytes(_ t: CTFTrace) -> [UInt8]? {
+            guard let u = t.metadata.uuid, let v = UUID(uuidString: u) else { return nil }
+            return withUnsafeBytes(of: v.uuid) { Array($0) }
+        }
+        let ordered = traces.enumerated().sorted { a, b in
+            let ua = uuidBytes(a.element), ub = uuidBytes(b.element)
+            switch (ua, ub) {
+            case (nil, nil): return a.offset < b.offset
+            case (nil, _): return false
+            case (_, nil): return true
+            case (let x?, let y?): return x == y ? a.offset < b.offset : x.lexicographicallyPrecedes(y)
+            }
+        }.map(\.element)
+        return ordered.flatMap { t in
+            t.streams.enumerated().sorted { a, b in
+                let x = a.element, y = b.element
+                if x.streamClassID != y.streamClassID { return x.streamClassID < y.streamClassID }
+                if x.babeltraceStreamID != y.babeltraceStreamID { return x.babeltraceStreamID < y.babeltraceStreamID }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
     }
 
     /// An iterator over the events of all streams in timestamp order.
@@ -30,7 +61,7 @@ public final class CTFTraceSet: @unchecked Sendable {
     /// Losses reported by all streams so far.
     public var losses: [CTFLoss] { streams.flatMap(\.losses) }
     /// Warnings about the traces' metadata, then those reported by all streams so far.
-    public var warnings: [CTFWarning] { traces.flatMap(\.metadata.warnings) + streams.flatMap(\.warnings) }
+    public var warnings: [CTFWarning] { traces.flatMap(\.warnings) + streams.flatMap(\.warnings) }
 }
 
 /// Owns the merge heap's raw storage.

@@ -261,30 +261,43 @@ public struct CTFClock: Sendable {
     /// difference of any two of them fits an `Int64`; a clock value converting outside is treated as corrupt.
     public static let timestampLimitNanoseconds: Int64 = 1 << 62
 
-    /// Converts a cycle count to nanoseconds since the epoch. Exact for every cycle count in
-    /// ``validCycleRange``; outside it the result wraps (the reader never converts such values).
+    /// Converts a cycle count to nanoseconds since the epoch, as babeltrace2 2.0 does (`bt_util_ns_from_value`
+    /// and `bt_util_get_base_offset_ns`): the offset in seconds, plus the offset in cycles (below one second)
+    /// and the cycle count each converted apart, by `1e9 × cycles / freq` in double precision truncated toward
+    /// zero (exact at 1 GHz). So a 2.4–3.3 GHz clock's timestamps print to the nanosecond what babeltrace2
+    /// prints (`ClockConversionTests`). Matches ``babeltraceNanoseconds(fromCycles:)`` for every cycle count
+    /// in ``validCycleRange``; outside it the result wraps (the reader never converts such values).
     @inline(__always)
     public func nanoseconds(fromCycles cycles: UInt64) -> Int64 {
         let base = offsetSeconds &* 1_000_000_000
         if frequency == 1_000_000_000 {
             return base &+ offsetCycles &+ Int64(bitPattern: cycles)
         }
-        let (total, o) = UInt64(bitPattern: offsetCycles).addingReportingOverflow(cycles)
-        if o { return Int64(truncatingIfNeeded: exactNanoseconds(fromCycles: cycles)) }
-        let secs = total / frequency
-        let rem = total % frequency
-        // rem < frequency, so rem × 10^9 / frequency < 10^9: a full-width product never overflows.
-        let sub = frequency.dividingFullWidth(rem.multipliedFullWidth(by: 1_000_000_000)).quotient
-        return base &+ Int64(bitPattern: secs &* 1_000_000_000) &+ Int64(bitPattern: sub)
+        return base &+ Int64(bitPattern: CTFClock.cyclesToNanoseconds(UInt64(bitPattern: offsetCycles), frequency))
+            &+ Int64(bitPattern: CTFClock.cyclesToNanoseconds(cycles, frequency))
     }
 
-    /// The exact conversion in 128-bit arithmetic (never overflows for any 64-bit cycle count and offset).
-    func exactNanoseconds(fromCycles cycles: UInt64) -> Int128 {
+    /// `1e9 × cycles / frequency` in double precision, truncated toward zero; `UInt64.max` when it does not fit
+    /// (babeltrace2's `bt_util_ns_from_value`). The frequency is not 1 GHz.
+    @inline(__always)
+    static func cyclesToNanoseconds(_ cycles: UInt64, _ frequency: UInt64) -> UInt64 {
+        let d = (1e9 * Double(cycles)) / Double(frequency)
+        return d >= 18_446_744_073_709_551_616.0 ? UInt64.max : UInt64(d)
+    }
+
+    /// The conversion in 128-bit arithmetic (never overflows for any 64-bit cycle count and offset), rounded as
+    /// ``nanoseconds(fromCycles:)``.
+    func babeltraceNanoseconds(fromCycles cycles: UInt64) -> Int128 {
+        if frequency == 1_000_000_000 { return Int128(offsetSeconds) * 1_000_000_000 + Int128(offsetCycles) + Int128(cycles) }
+        var secs = Int128(offsetSeconds), oc = Int128(offsetCycles)
         let f = Int128(frequency)
-        let total = Int128(offsetCycles) + Int128(cycles)
-        var secs = total / f, rem = total % f
-        if rem < 0 { rem += f; secs -= 1 }
-        return (Int128(offsetSeconds) + secs) * 1_000_000_000 + rem * 1_000_000_000 / f
+        if oc < 0 || oc >= f {
+            var s = oc / f, r = oc % f
+            if r < 0 { r += f; s -= 1 }
+            secs += s; oc = r
+        }
+        return secs * 1_000_000_000 + Int128(CTFClock.cyclesToNanoseconds(UInt64(oc), frequency))
+            + Int128(CTFClock.cyclesToNanoseconds(cycles, frequency))
     }
 
     /// The cycle counts whose conversion lies within ±``timestampLimitNanoseconds`` (nil when none does).
@@ -293,11 +306,11 @@ public struct CTFClock: Sendable {
         // The conversion is non-decreasing in the cycle count: binary search both ends.
         func firstCycle(where ok: (Int128) -> Bool) -> UInt64? {
             var lo: UInt64 = 0, hi = UInt64.max
-            if ok(exactNanoseconds(fromCycles: 0)) { return 0 }
-            guard ok(exactNanoseconds(fromCycles: hi)) else { return nil }
+            if ok(babeltraceNanoseconds(fromCycles: 0)) { return 0 }
+            guard ok(babeltraceNanoseconds(fromCycles: hi)) else { return nil }
             while hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2
-                if ok(exactNanoseconds(fromCycles: mid)) { hi = mid } else { lo = mid }
+                if ok(babeltraceNanoseconds(fromCycles: mid)) { hi = mid } else { lo = mid }
             }
             return hi
         }

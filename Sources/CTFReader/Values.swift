@@ -47,6 +47,8 @@ struct GenericWalker {
     let path: String
     /// Resolves a length/tag reference that is not local to the walked value.
     let outer: (String) -> ScopeValue?
+    /// The packet's first bit: alignments count from it.
+    var origin = 0
 
     private func bigEndian(_ b: CTFByteOrder) -> Bool {
         switch b { case .big: return true; case .little: return false; case .native: return traceBigEndian }
@@ -96,10 +98,10 @@ struct GenericWalker {
                            depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
         switch type {
         case .array(let e, let n):
-            pos = alignUp(pos, e.alignment)
+            pos = alignUp(pos, e.alignment, from: origin)
             return try walkElements(e, count: n, &pos, field: field, decode: decode, scope: &scope, depth: depth, budget: budget)
         case .sequence(let e, let lf):
-            pos = alignUp(pos, e.alignment)
+            pos = alignUp(pos, e.alignment, from: origin)
             guard let nv = scope[lf] ?? outer(lf) else { throw fail(pos, field, "sequence length field `\(lf)` not found") }
             let n = nv.int
             guard n >= 0 else { throw fail(pos, field, "negative sequence length \(n)") }
@@ -113,7 +115,7 @@ struct GenericWalker {
     private func walkStructure(_ type: CTFType, _ pos: inout Int, decode: Bool, scope: [String: ScopeValue],
                                depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
         guard case .structure(let fields, _) = type else { return nil }
-        pos = alignUp(pos, type.alignment)
+        pos = alignUp(pos, type.alignment, from: origin)
         var inner = scope
         var out: [CTFNamedValue] = []
         for f in fields {
@@ -142,7 +144,7 @@ struct GenericWalker {
     /// An integer, enumeration, floating point number or string (no recursion).
     @inline(never)
     private func walkScalar(_ type: CTFType, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue]) throws -> CTFValue? {
-        pos = alignUp(pos, type.alignment)
+        pos = alignUp(pos, type.alignment, from: origin)
         switch type {
         case .integer(let it) where it.size > 64:
             guard pos + it.size <= end else { throw fail(pos, field, "integer of \(it.size) bits runs past the end of the packet content") }
@@ -183,13 +185,15 @@ struct GenericWalker {
     @inline(never)
     private func walkElements(_ e: CTFType, count n: Int, _ pos: inout Int, field: String, decode: Bool, scope: inout [String: ScopeValue], depth: Int, budget: Nesting.StackBudget) throws -> CTFValue? {
         // Never trust the count: each element needs at least its minimum size (8 bits when that is zero-sized).
+        // Elements that may hold nothing (an empty structure) fit anywhere, even at the packet's end, as
+        // babeltrace2 reads them: at most 65 536 of them, which bounds the work.
         let minBits = max(1, e.minimumBitSize)
         let remaining = end - pos
-        guard n <= remaining / minBits + 1 else {
+        guard n <= remaining / minBits + 1 || (e.minimumBitSize == 0 && n <= Nesting.maxEmptyElements) else {
             throw fail(pos, field, "length \(n) exceeds what the remaining \(max(0, remaining) / 8) bytes of the packet can hold")
         }
         if e.isTextElement {
-            pos = alignUp(pos, e.alignment)
+            pos = alignUp(pos, e.alignment, from: origin)
             guard pos + n * 8 <= end else { throw fail(pos, field, "text runs past the end of the packet content") }
             let p = base.advanced(by: pos >> 3).assumingMemoryBound(to: UInt8.self)
             var len = 0
