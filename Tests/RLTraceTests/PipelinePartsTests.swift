@@ -308,6 +308,21 @@ struct PipelinePartsTests {
         #expect(try slices(filter) == expected)
     }
 
+    @Test("a binary path a trace names is read only if it is a regular file: a FIFO there does not block the build-id check")
+    func buildIDOfAFIFO() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-fifo-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fifo = dir.appendingPathComponent("libfake.so").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let start = Date()
+        #expect(elfBuildID(path: fifo) == nil)
+        #expect(!isRegularFile(fifo) && !isRegularFile("/dev/zero"))
+        #expect(Date().timeIntervalSince(start) < 2, "the check returned at once")
+        // A real binary still has its build id.
+        #expect(elfBuildID(path: binDir.appendingPathComponent("rltrace").path)?.isEmpty == false)
+    }
+
     @Test("timeline --mode keeps the iterations of runs in that mode, `default` naming kCFRunLoopDefaultMode (decided once per mode)")
     func timelineMode() throws {
         let all = try run("rltrace", ["timeline", demoTrace])

@@ -4,8 +4,14 @@ import Foundation
 /// on this machine is the one the trace saw. Nil when the file is not a readable 64- or 32-bit
 /// little-endian ELF file or has no build id.
 public func elfBuildID(path: String) -> [UInt8]? {
-    guard let h = FileHandle(forReadingAtPath: path) else { return nil }
-    defer { try? h.close() }
+    // A path named by a trace is untrusted: opened without blocking (a FIFO would block a plain
+    // open until a writer came), and read only when it is a regular file.
+    guard isRegularFile(path) else { return nil }
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    var st = stat()
+    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { close(fd); return nil }
+    let h = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     func read(_ offset: UInt64, _ count: Int) -> [UInt8]? {
         guard count > 0, count < 1 << 24, (try? h.seek(toOffset: offset)) != nil,
               let d = try? h.read(upToCount: count), d.count == count else { return nil }
@@ -40,6 +46,13 @@ public func elfBuildID(path: String) -> [UInt8]? {
         }
     }
     return nil
+}
+
+/// Whether `path` (symbolic links followed) is a regular file: not a FIFO, a socket or a device,
+/// which a tool reading it could block on or never finish.
+public func isRegularFile(_ path: String) -> Bool {
+    var st = stat()
+    return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG
 }
 
 /// Lower-case hex of bytes (a build id).

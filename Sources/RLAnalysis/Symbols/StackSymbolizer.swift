@@ -162,6 +162,8 @@ public final class StackSymbolizer: @unchecked Sendable {
             r = (nil, "no file")                        // [linux-vdso.so.1]
         } else if !FileManager.default.isReadableFile(atPath: path) {
             r = (nil, "binary not found")
+        } else if !isRegularFile(path) {
+            r = (nil, "not a regular file")             // a FIFO or a device the trace names: never opened
         } else if let want = m.buildID, let have = elfBuildID(path: path), have != want {
             r = (nil, "build-id mismatch")
         } else {
