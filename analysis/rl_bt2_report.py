@@ -366,7 +366,8 @@ class Loop:
         self.item_name(kind, item, name)
         if kind != "observer" and self.last_wake is not None:
             wake_ts, wake_frame = self.last_wake
-            if wake_frame is frame and self.sel.inside(wake_ts):
+            # Counted when both the wake and the callout's entry are in the window.
+            if wake_frame is frame and self.sel.begin <= wake_ts and ts <= self.sel.end:
                 self.wake_to_first.append(ts - wake_ts)
             self.last_wake = None
         self.callout_stack.append((kind, item, name, ts, frame))

@@ -172,6 +172,62 @@ class SelectionAgrees(unittest.TestCase):
         (b, d), = self.hangs("example-injected")
         self.compare("example-injected", Sel("across the hang's end", b + d - MS, b + d + 30 * MS))
 
+    def idle_wakes(self, name):
+        """(wake, iteration end, next iteration's begin and end) of the top-level iterations woken
+        (not by their timeout) that made no callout but observers, in every loop, and whether the
+        next made none either (a spurious wake): where a window's end decides whether a wake is
+        judged."""
+        out, state = [], {}
+        for ts, ev, pid, _, _, f in self.decoded[name][1]:
+            if "loop_id" not in f:
+                continue
+            st = state.setdefault((pid, f["loop_id"]), {"depth": 0, "sleep": None, "open": None, "last": None})
+            if ev == "runloop:iteration_begin":
+                st["depth"] += 1
+                if st["depth"] == 1:
+                    st["open"] = {"begin": ts, "wake": None, "worked": False}
+                    if st["last"] is not None:
+                        st["last"]["next_begin"] = ts
+            elif ev == "runloop:iteration_end" and st["depth"]:
+                st["depth"] -= 1
+                if st["depth"] == 0 and st["open"] is not None:
+                    it, st["open"] = st["open"], None
+                    if st["last"] is not None:
+                        st["last"]["next_end"], st["last"]["spurious"] = ts, not it["worked"]
+                        out.append(st["last"])
+                        st["last"] = None
+                    if it["wake"] is not None and not it["worked"]:
+                        it["end"], st["last"] = ts, it
+            elif ev == "runloop:sleep_begin":
+                st["sleep"] = f["iteration"]
+            elif ev == "runloop:wake":
+                if st["sleep"] == f["iteration"] and st["open"] is not None and f["reason"] != 1:
+                    st["open"]["wake"] = ts
+                st["sleep"] = None
+            elif ev.endswith("_entry") and not ev.startswith("runloop:observer") and st["open"] is not None:
+                st["open"]["worked"] = True
+        return out
+
+    def test_windows_ending_after_an_idle_wake(self):
+        """Windows whose end falls after a wake in an iteration that did no work: at the wake, at
+        its iteration's end, and between the next iteration's begin and end (followed, so judged),
+        and one just holding the wake."""
+        checked = 0
+        for name in ("example-injected", "scenario-wakes", "example"):
+            o = self.origin[name]
+            wakes = self.idle_wakes(name)
+            spurious = [w for w in wakes if w["spurious"]]
+            if name == "example-injected":
+                self.assertEqual(len(spurious), 2)
+            for i, w in enumerate(spurious + [w for w in wakes if not w["spurious"]][:2]):
+                for label, b, e in (("end at the wake", None, w["wake"]), ("end at its iteration's end", None, w["end"]),
+                                    ("end inside the next", w["wake"] - MS, (w["next_begin"] + w["next_end"]) // 2),
+                                    ("the wake only", w["wake"], w["wake"])):
+                    with self.subTest(trace=name, wake=i, window=label):
+                        self.compare(name, Sel(label, None if b is None else b - o, e - o))
+                        checked += 1
+        self.assertGreater(checked, 20)
+
     def test_windows_across_sleeps(self):
         """Windows that begin and end inside sleeps of the main loop (the sleeps cut to them)."""
         name = "example"
