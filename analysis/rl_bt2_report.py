@@ -356,7 +356,7 @@ class Loop:
     # "Callout": entry pushes; exit pops the topmost entry of the same (kind, item), discarding
     # (and counting as unmatched) the entries above it; an exit without an entry is unmatched too.
     # Window and filters: a pair counts when it overlaps the window (cut to it) and passes --kind,
-    # --item (the item's name) and --min-duration (its whole duration).
+    # --item (the item's name) and --min-duration (its duration in the window).
 
     def item_name(self, kind, item, name):
         return name if kind == "block" else self.item_names.setdefault((kind, item), name)
@@ -397,9 +397,9 @@ class Loop:
         if not sel.kind_item(kind, item_name):
             return
         self.kind_item_matches += 1
-        if d < sel.min_duration:
-            return
         cut = sel.clip(entry_ts, ts)
+        if cut < sel.min_duration:
+            return
         self.kind_durations.setdefault(kind, []).append(cut)
         # Every perform-block is its own item: blocks are one item per name (item 0).
         key = (kind, 0, name) if kind == "block" else (kind, item, None)

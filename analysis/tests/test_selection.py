@@ -242,12 +242,35 @@ class SelectionAgrees(unittest.TestCase):
                 self.compare(name, Sel("across sleeps %d" % i, a, a + rnd.randrange(MS, 200 * MS)))
 
     def test_window_and_filters_together(self):
+        """Filters within a window; inside the hang, --min-duration takes the callout's duration
+        in the window (the 300 ms hang timer, 50 ms of it in the window, does not pass 100 ms: an
+        answer, none, not an error)."""
         name = "example-injected"
         lp = self.whole[name]["loops"][0]
         span = self.whole[name]["trace"]["endNs"] - self.origin[name]
         for filters in ({"loops": [lp["loop"]], "kinds": ["timer"]}, {"item": "client*"}):
             with self.subTest(filters=filters):
                 self.compare(name, Sel("window+filters", span // 4, span // 2, **filters))
+        (b, _), = self.hangs(name)
+        for filters, expected in (({"min_duration": 100 * MS}, []), ({"min_duration": 50 * MS}, [(1, 50 * MS)]),
+                                  ({"kinds": ["timer"], "item": "hang*"}, [(1, 50 * MS)])):
+            with self.subTest(filters=filters):
+                rc, doc = self.compare(name, Sel("inside the hang", b + 50 * MS, b + 100 * MS, **filters))
+                timers = [it for x in doc["loops"] for it in x["items"] if it["name"] == "hang-timer"]
+                self.assertEqual([(t["count"], t["totalNs"]) for t in timers], expected)
+
+    def test_windows_cutting_the_spin(self):
+        """Windows that cut the injected spin (201 iterations that never slept) at either end."""
+        name = "example-injected"
+        spins = [(s["beginNs"] - self.origin[name], s["endNs"] - self.origin[name])
+                 for lp in self.whole[name]["loops"] for s in lp["spins"]]
+        self.assertEqual(len(spins), 1)
+        (b, e), = spins
+        mid = (b + e) // 2
+        for label, wb, we in (("its second half", mid, e + 10 * MS), ("its first half", b - 10 * MS, mid),
+                              ("its middle", b + (e - b) // 4, e - (e - b) // 4)):
+            with self.subTest(window=label):
+                self.compare(name, Sel(label, wb, we))
 
     def test_window_missing_the_trace(self):
         """A window after the trace's end: exit 2 from both."""
