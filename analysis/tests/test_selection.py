@@ -19,6 +19,7 @@ import unittest
 
 import common
 import rl_bt2_report
+import rl_loop_model
 
 MS = 1_000_000
 SEED = 20261127
@@ -293,7 +294,7 @@ class SelectionRules(unittest.TestCase):
     """The selection's own rules on hand-made event sequences."""
 
     def test_glob_is_star_and_question_mark_only(self):
-        g = rl_bt2_report.glob_regex
+        g = rl_loop_model.glob_regex
         self.assertTrue(g("client*").fullmatch("client-3"))
         self.assertTrue(g("c?ient").fullmatch("client"))
         self.assertFalse(g("client").fullmatch("client-3"))
@@ -301,8 +302,8 @@ class SelectionRules(unittest.TestCase):
         self.assertFalse(g("[ab]").fullmatch("a"))
 
     def test_window_cuts_iterations_and_sleeps_and_keeps_hang_whole(self):
-        sel = rl_bt2_report.Selection(begin=150, end=1000)
-        lp = rl_bt2_report.Loop(0, 1, sel)
+        sel = rl_loop_model.Selection(begin=150, end=1000)
+        lp = rl_loop_model.Loop(0, 1, sel)
         lp.iteration_begin(100, 1)
         lp.callout_entry(110, "timer", 5, "t")
         lp.callout_exit(400, "timer", 5)           # 290 whole, 250 in the window
@@ -317,8 +318,8 @@ class SelectionRules(unittest.TestCase):
         self.assertEqual((lp.first, lp.last), (150, 800))
 
     def test_iteration_open_at_the_trace_end_counts_nothing(self):
-        sel = rl_bt2_report.Selection(begin=0, end=100)
-        lp = rl_bt2_report.Loop(0, 1, sel)
+        sel = rl_loop_model.Selection(begin=0, end=100)
+        lp = rl_loop_model.Loop(0, 1, sel)
         lp.iteration_begin(10, 1)
         lp.sleep_begin(20, 1)
         self.assertEqual((lp.iterations, lp.sleeps, lp.sleep_ns, lp.busy_ns), (0, 0, 0, 0))
