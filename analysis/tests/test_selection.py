@@ -93,19 +93,21 @@ class SelectionAgrees(unittest.TestCase):
     # --- loop filters -----------------------------------------------------------------------
 
     def test_loop_filters(self):
-        """Each loop filter for each loop of a two-loop trace, and each filter matching nothing
-        (exit 4 from both)."""
+        """Each loop filter for each loop of the two-loop traces (scenario-wakes: a source in both
+        loops, signalled once), and each filter matching nothing (exit 4 from both)."""
+        for name in ("example-injected", "scenario-wakes"):
+            loops = self.whole[name]["loops"]
+            self.assertEqual(len(loops), 2)
+            for lp in loops:
+                for filters in ({"loops": [lp["loop"]]}, {"tids": [lp["tid"]]},
+                                {"pids": [lp["pid"]], "procnames": [lp["procname"]]}):
+                    with self.subTest(trace=name, filters=filters):
+                        rc, doc = self.compare(name, Sel("filter", **filters))
+                        self.assertEqual(rc, 0)
+                        expected = [x["loop"] for x in loops] if "pids" in filters else [lp["loop"]]
+                        self.assertEqual([x["loop"] for x in doc["loops"]], expected)
         name = "example-injected"
         loops = self.whole[name]["loops"]
-        self.assertEqual(len(loops), 2)
-        for lp in loops:
-            for filters in ({"loops": [lp["loop"]]}, {"tids": [lp["tid"]]},
-                            {"pids": [lp["pid"]], "procnames": [lp["procname"]]}):
-                with self.subTest(filters=filters):
-                    rc, doc = self.compare(name, Sel("filter", **filters))
-                    self.assertEqual(rc, 0)
-                    expected = [x["loop"] for x in loops] if "pids" in filters else [lp["loop"]]
-                    self.assertEqual([x["loop"] for x in doc["loops"]], expected)
         for filters in ({"loops": [999999]}, {"tids": [1]}, {"pids": [1]}, {"procnames": ["nosuch"]},
                         {"loops": [loops[0]["loop"]], "tids": [loops[1]["tid"]]}):
             with self.subTest(filters=filters):
