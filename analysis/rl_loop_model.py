@@ -123,7 +123,7 @@ class Loop:
         self.procname = None
         self.first = None                # first/last event or cut record in the window
         self.last = None
-        self.follow_end = None           # after the window: when the iterations open at its end had ended
+        self.followed = True             # False once past the window with no iteration open (nothing more followed)
 
         self.stack = []                  # open iterations (Frame)
         self.iterations = 0
@@ -171,8 +171,8 @@ class Loop:
         sel = self.sel
         if sel.begin <= ts <= sel.end:
             self.touch(ts, ts)
-        elif ts > sel.end and self.follow_end is None and not self.stack:
-            self.follow_end = sel.end        # nothing open at the window's end: nothing to follow
+        elif ts > sel.end and not self.stack:
+            self.followed = False            # the iterations open at the window's end have ended
 
     # --- iterations ---------------------------------------------------------------------------
 
@@ -199,9 +199,6 @@ class Loop:
             self.stack[-2].absorb(self.stack.pop())
         frame = self.stack.pop()
         sel = self.sel
-        followed = self.follow_end is None or ts <= self.follow_end
-        if ts > sel.end and self.follow_end is None and not self.stack:
-            self.follow_end = ts                     # the last iteration open at the window's end ended
         duration = ts - frame.begin
         counted = sel.overlaps(frame.begin, ts)
         if counted:
@@ -214,7 +211,7 @@ class Loop:
         worked = any(c[0] != "observer" for c in frame.callouts)
         if self.woke_idle is not None:
             wake_ts, self.woke_idle = self.woke_idle, None
-            if not worked and followed and sel.inside(wake_ts):
+            if not worked and self.followed and sel.inside(wake_ts):
                 self.spurious += 1
         if frame.wake_reason is not None and frame.wake_reason != REASON_TIMEOUT and not worked:
             self.woke_idle = frame.wake_ts

@@ -319,6 +319,41 @@ class SelectionRules(unittest.TestCase):
         self.assertEqual([r[2] for r in lp.top_records], [500])
         self.assertEqual((lp.first, lp.last), (150, 800))
 
+    def spurious(self, events, begin=None, end=None):
+        """spuriousWakes of loop 1 for hand-made events (ts, name, payload) of loop 1, pid 7."""
+        trace = rl_bt2_report.new_trace([])
+        trace.update(beginNs=events[0][0], endNs=events[-1][0], events=len(events), runloopEvents=len(events))
+        decoded = (trace, [(ts, "runloop:" + ev, 7, 7, "p", dict(f, loop_id=f.get("loop_id", 1)))
+                           for ts, ev, f in events])
+        doc = rl_bt2_report.analyse([], sel=rl_loop_model.Selection(begin=begin, end=end), decoded=decoded)
+        return {lp["loop"]: lp["spuriousWakes"] for lp in doc["loops"]}.get(1)
+
+    @staticmethod
+    def idle_iteration(n, t):
+        """Iteration n from t: sleeps, woken by a timer at t + 50, ends at t + 60 with no callout."""
+        return [(t, "iteration_begin", {"iteration": n}), (t + 10, "sleep_begin", {"iteration": n}),
+                (t + 50, "wake", {"iteration": n, "reason": 3}), (t + 60, "iteration_end", {"iteration": n})]
+
+    def test_last_idle_wake_is_judged_only_at_the_trace_end(self):
+        """An idle wake no iteration followed is spurious when the trace ends (no --end, or an
+        end at the trace's end), not judged when the window ends before the trace."""
+        events = self.idle_iteration(1, 100) + [(1000, "iteration_begin", {"iteration": 1, "loop_id": 2})]
+        self.assertEqual(self.spurious(events), 1)
+        self.assertEqual(self.spurious(events, end=1000), 1)
+        self.assertEqual(self.spurious(events, end=999), 0)
+        self.assertEqual(self.spurious(events, begin=151), 0)      # the wake (at 150) is before the window
+
+    def test_next_iteration_judged_only_when_followed(self):
+        """Two idle iterations (the first wake spurious): a window ending before the second begins
+        leaves the first wake unjudged; ending inside the second (followed until it ends) judges it."""
+        events = self.idle_iteration(1, 100) + self.idle_iteration(2, 300) + self.idle_iteration(3, 500)
+        self.assertEqual(self.spurious(events), 3)
+        self.assertEqual(self.spurious(events, end=200), 0)        # after iteration 1, before 2
+        self.assertEqual(self.spurious(events, end=155), 0)        # at the wake, iteration 1 open
+        self.assertEqual(self.spurious(events, end=320), 1)        # inside iteration 2: followed to its end
+        self.assertEqual(self.spurious(events, begin=200, end=400), 0)   # iteration 3 begins after: not followed
+        self.assertEqual(self.spurious(events, begin=200, end=520), 1)   # iteration 3 open at the end: followed
+
     def test_iteration_open_at_the_trace_end_counts_nothing(self):
         sel = rl_loop_model.Selection(begin=0, end=100)
         lp = rl_loop_model.Loop(0, 1, sel)
