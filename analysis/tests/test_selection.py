@@ -214,7 +214,8 @@ class SelectionAgrees(unittest.TestCase):
     def test_windows_ending_after_an_idle_wake(self):
         """Windows whose end falls after a wake in an iteration that did no work: at the wake, at
         its iteration's end, and between the next iteration's begin and end (followed, so judged),
-        and one just holding the wake."""
+        one just holding the wake, and one beginning at the instant the iteration ends (which
+        overlaps it)."""
         checked = 0
         for name in ("example-injected", "scenario-wakes", "example"):
             o = self.origin[name]
@@ -225,7 +226,8 @@ class SelectionAgrees(unittest.TestCase):
             for i, w in enumerate(spurious + [w for w in wakes if not w["spurious"]][:2]):
                 for label, b, e in (("end at the wake", None, w["wake"]), ("end at its iteration's end", None, w["end"]),
                                     ("end inside the next", w["wake"] - MS, (w["next_begin"] + w["next_end"]) // 2),
-                                    ("the wake only", w["wake"], w["wake"])):
+                                    ("the wake only", w["wake"], w["wake"]),
+                                    ("begin at its iteration's end", w["end"], w["next_end"])):
                     with self.subTest(trace=name, wake=i, window=label):
                         self.compare(name, Sel(label, None if b is None else b - o, e - o))
                         checked += 1
@@ -290,6 +292,73 @@ class SelectionAgrees(unittest.TestCase):
         err = r.stderr.decode()
         self.assertIn("--procname nosuch", err)
         self.assertIn("the trace holds loop", err)
+
+
+class Metamorphic(unittest.TestCase):
+    """docs/report-json.md: a window split in two gives the same figures as the whole, except what
+    spans the split, which counts once in each half (= what the one-instant window at the split
+    counts); a filter and its complement add up to the unfiltered figures. rl_bt2_report.py alone
+    (ConsistencyTests check rltrace)."""
+
+    ADDITIVE = ("iterations", "topLevelIterations", "busyNs", "sleepNs", "sleeps", "polls", "callouts")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.traces = common.recorded_traces()
+        cls.decoded = {}
+        for n in ("example", "example-injected"):
+            trace = rl_bt2_report.new_trace([cls.traces[n]])
+            cls.decoded[n] = (trace, list(rl_bt2_report.decode([cls.traces[n]], trace)))
+
+    def figures(self, name, **kw):
+        """{loop: {figure: value}}, flattening wake reasons and callout kinds; {} when nothing is selected."""
+        try:
+            doc = rl_bt2_report.analyse([], sel=rl_loop_model.Selection(**kw), decoded=self.decoded[name])
+        except rl_bt2_report.NothingSelected as e:
+            self.assertEqual(e.code, 4)
+            return {}
+        out = {}
+        for lp in doc["loops"]:
+            f = {k: lp[k] for k in self.ADDITIVE}
+            f.update(("wake " + r, n) for r, n in lp["wakeReasons"].items())
+            f.update(("kind %s count" % k, v["count"]) for k, v in lp["calloutKinds"].items())
+            f.update(("kind %s total" % k, v["totalNs"]) for k, v in lp["calloutKinds"].items())
+            out[lp["loop"]] = f
+        return out
+
+    @staticmethod
+    def combine(a, b, sign=1):
+        out = {}
+        for src, s in ((a, 1), (b, sign)):
+            for loop, f in src.items():
+                for k, v in f.items():
+                    out.setdefault(loop, {}).setdefault(k, 0)
+                    out[loop][k] += s * v
+        return {loop: {k: v for k, v in f.items() if v} for loop, f in out.items()}
+
+    def test_window_split_in_two(self):
+        for name, (trace, events) in self.decoded.items():
+            begin, end = events[0][0], trace["endNs"]
+            rnd = random.Random("%s/split/%s" % (SEED, name))
+            for _ in range(3):
+                s = rnd.randrange(begin, end)
+                with self.subTest(trace=name, split=s - begin):
+                    halves = self.combine(self.figures(name, end=s), self.figures(name, begin=s))
+                    self.assertEqual(self.combine(halves, self.figures(name, begin=s, end=s), -1),
+                                     self.combine(self.figures(name), {}))
+
+    def test_kind_and_its_complement(self):
+        name = "example-injected"
+        for kinds in (["timer"], ["source0", "observer"]):
+            rest = [k for k in rl_loop_model.CALLOUT_KINDS if k not in kinds]
+            with self.subTest(kinds=kinds):
+                both = self.combine(self.figures(name, kinds=kinds), self.figures(name, kinds=rest))
+                whole = self.figures(name)
+                for loop, f in whole.items():
+                    for k in ("callouts",) + tuple(k for k in f if k.startswith("kind ")):
+                        self.assertEqual(both[loop].get(k, 0), f[k], "loop %d %s" % (loop, k))
+                    for k in self.ADDITIVE[:-1]:
+                        self.assertEqual(both[loop].get(k, 0), 2 * f[k], "loop %d %s (not narrowed)" % (loop, k))
 
 
 class SelectionRules(unittest.TestCase):
