@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 import RLAnalysis
 #if canImport(Glibc)
@@ -125,7 +126,7 @@ final class TopView {
                 let enc = JSONEncoder()
                 enc.outputFormatting = [.sortedKeys]
                 let data = (try? enc.encode(s)) ?? Data()
-                out(String(decoding: data, as: UTF8.self) + "\n")
+                out(UntrustedText.hardenJSON(Array(data)) + "\n")
             } else {
                 out(text(s, width: 200).joined(separator: "\n") + "\n\n")
             }
@@ -207,7 +208,7 @@ final class TopView {
         if s.final { head += " — final (session over)" }
         lines.append(head)
         for x in s.sessions {
-            lines.append("  \(x.url): \(x.openStreams)/\(x.streams) streams open, \(x.runloopEvents) runloop events, \(x.packets) packets, \(x.beacons) beacons, \(x.discardedEvents) discarded\(x.ended ? ", ended" : "")")
+            lines.append("  \(UntrustedText.terminal(x.url)): \(x.openStreams)/\(x.streams) streams open, \(x.runloopEvents) runloop events, \(x.packets) packets, \(x.beacons) beacons, \(x.discardedEvents) discarded\(x.ended ? ", ended" : "")")
         }
         let hostWidth = min(20, max(4, s.loops.map { hostLabel($0, s).count }.max() ?? 4))
         lines.append(pad("HOST", hostWidth) + " " + pad("PROCESS", 22) + " " + pad("TID", 7, right: true) + " " + pad("THREAD", 12) + " "
@@ -215,28 +216,28 @@ final class TopView {
                      + pad("P50", 8, right: true) + " " + pad("P99", 8, right: true) + " " + pad("LATE", 4, right: true) + " "
                      + pad("SPIN", 4, right: true) + " " + pad("DISC", 5, right: true) + "  WORST / HANG")
         for r in s.loops {
-            var l = pad(hostLabel(r, s), hostWidth) + " " + pad("\(r.procname)[\(r.pid)]", 22) + " " + pad("\(r.tid)", 7, right: true) + " "
-            l += pad(r.threadName.isEmpty ? "-" : r.threadName, 12) + " " + pad("\(r.loop)", 5, right: true) + " "
+            var l = pad(hostLabel(r, s), hostWidth) + " " + pad("\(UntrustedText.terminal(r.procname))[\(r.pid)]", 22) + " " + pad("\(r.tid)", 7, right: true) + " "
+            l += pad(r.threadName.isEmpty ? "-" : UntrustedText.terminal(r.threadName), 12) + " " + pad("\(r.loop)", 5, right: true) + " "
             l += pad(String(format: "%.1f", r.iterationsPerSecond), 8, right: true) + " " + pad(String(format: "%.1f", r.busyRatio * 100), 6, right: true) + " "
             l += pad(dur(r.calloutP50Ns), 8, right: true) + " " + pad(dur(r.calloutP99Ns), 8, right: true) + " "
             l += pad("\(r.lateTimers)", 4, right: true) + " " + pad("\(r.spins)", 4, right: true) + " " + pad("\(r.discardedEvents)", 5, right: true) + "  "
             if let h = r.hang {
-                l += "▶ HANG \(formatDuration(h.durationNs)) in \(h.kind)\(h.name.isEmpty ? "" : " \"\(h.name)\"") (\(h.source))"
+                l += "▶ HANG \(formatDuration(h.durationNs)) in \(UntrustedText.terminal(h.kind))\(h.name.isEmpty ? "" : " \"\(UntrustedText.terminal(h.name))\"") (\(UntrustedText.terminal(h.source)))"
             } else if let w = r.worst {
-                l += "\(w.kind) \"\(w.name)\" \(formatDuration(w.durationNs))"
+                l += "\(UntrustedText.terminal(w.kind)) \"\(UntrustedText.terminal(w.name))\" \(formatDuration(w.durationNs))"
             } else {
                 l += "-"
             }
             if !r.hangs.isEmpty {
-                l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map { "\($0.kind) \"\($0.name)\" \(formatDuration($0.durationNs))" }.joined(separator: ", ") + "]"
+                l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map { "\(UntrustedText.terminal($0.kind)) \"\(UntrustedText.terminal($0.name))\" \(formatDuration($0.durationNs))" }.joined(separator: ", ") + "]"
             }
             lines.append(l)
         }
-        if s.loops.isEmpty { lines.append(filter.isEmpty ? "  (no loop seen yet)" : "  (no loop matches the filter \"\(filter)\")") }
+        if s.loops.isEmpty { lines.append(filter.isEmpty ? "  (no loop seen yet)" : "  (no loop matches the filter \"\(UntrustedText.terminal(filter))\")") }
         return lines
     }
 
     private func hostLabel(_ r: TopLoopRow, _ s: TopSnapshot) -> String {
-        s.sessions.filter { $0.host == r.host }.count > 1 ? "\(r.host)/\(r.session)" : r.host
+        UntrustedText.terminal(s.sessions.filter { $0.host == r.host }.count > 1 ? "\(r.host)/\(r.session)" : r.host)
     }
 }
