@@ -261,6 +261,19 @@ struct HostileNamesTests {
     }
 }
 
+extension HostileNamesTests {
+    /// A path with escapes, quoted by an error message on standard error: shown escaped.
+    @Test func errorsQuoteNamesEscaped() throws {
+        let path = NSTemporaryDirectory() + "rltrace-no-such-\(getpid())\u{1B}[2J\u{202E}"
+        for cmd in ["report", "timeline", "hangs", "dump"] {
+            let r = try runRaw([cmd, path])
+            #expect(r.status != 0, "\(cmd): status \(r.status)")
+            #expect(rawControls(r.err).isEmpty, "\(cmd): raw \(rawControls(r.err)) on standard error")
+            #expect(String(decoding: r.err, as: UTF8.self).contains("\\e[2J\\u{202e}"), "\(cmd): \(String(decoding: r.err, as: UTF8.self))")
+        }
+    }
+}
+
 /// The escapers' rules, exactly (docs/output-escaping.md).
 @Suite("UntrustedText: one rule per output format")
 struct UntrustedTextRules {
