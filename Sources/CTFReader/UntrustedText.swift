@@ -62,17 +62,15 @@ public enum UntrustedText {
     public static func appendJSON(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         guard let p = bytes.baseAddress else { out.append(34); out.append(34); return }
         let n = bytes.count
+        guard validUTF8(p, n) else { return appendJSON(String(decoding: bytes, as: UTF8.self), to: &out) }
         out.append(34)
         if firstEscape(p, n, .json) == n {
             out.append(contentsOf: bytes)
-        } else if validUTF8(p, n) {
+        } else {
             var o = EscapedBytes(out)
             out = []
             escape(p, n, .json, into: &o)
             out = o.bytes
-        } else {
-            appendJSON(String(decoding: bytes, as: UTF8.self), to: &out)
-            return
         }
         out.append(34)
     }

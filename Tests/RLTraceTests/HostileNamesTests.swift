@@ -297,7 +297,10 @@ struct UntrustedTextRules {
         #expect(try JSONSerialization.jsonObject(with: Data(j.utf8), options: [.fragmentsAllowed]) as? String == hostile)
         var out: [UInt8] = []
         [0xFF, 0x41, 0xC3].withUnsafeBufferPointer { UntrustedText.appendJSON($0, to: &out) }
-        #expect(String(decoding: out, as: UTF8.self) == "\"\u{FFFD}A\u{FFFD}\"")
+        #expect(out == Array("\"\u{FFFD}A\u{FFFD}\"".utf8))
+        out = []
+        [0x61, 0xE2, 0x80].withUnsafeBufferPointer { UntrustedText.appendJSON($0, to: &out) }
+        #expect(out == Array("\"a\u{FFFD}\"".utf8))
         // An encoder's JSON: only DEL, C1 and bidi change, and it decodes to the same document.
         let encoded = try JSONEncoder().encode(["k\u{202E}": hostile])
         let hardened = UntrustedText.hardenJSON(Array(encoded))
