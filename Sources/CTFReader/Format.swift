@@ -164,8 +164,8 @@ public struct CTFEventFormatter {
         return "( \(l) : container = \(container) )"
     }
 
-    /// A string in babeltrace2's text form, escaped as its `pretty` sink does (``StringEscapes``).
-    static func quote(_ s: String) -> String { escaped(s, json: false) }
+    /// A string in babeltrace2's text form (``UntrustedText/quotedTerminal(_:)``).
+    static func quote(_ s: String) -> String { UntrustedText.quotedTerminal(s) }
 
     static func json(_ v: CTFValue) -> String {
         var out = ""
@@ -199,24 +199,8 @@ public struct CTFEventFormatter {
         }
     }
 
-    /// A JSON string literal (``StringEscapes``).
-    static func jsonString(_ s: String) -> String { escaped(s, json: true) }
-
-    /// `s` in double quotes, escaped for text or JSON as ``ByteWriter`` escapes the bytes it quotes.
-    private static func escaped(_ s: String, json: Bool) -> String {
-        var r = "\""
-        for c in s.unicodeScalars {
-            guard c.value < 0x80, StringEscapes.needsEscape(UInt8(c.value), json: json) else { r.unicodeScalars.append(c); continue }
-            let b = UInt8(c.value)
-            if let l = StringEscapes.named(b, json: json) {
-                r += "\\" + String(UnicodeScalar(l))
-            } else {
-                let hex = (b < 16 ? "0" : "") + String(b, radix: 16)
-                r += json ? "\\u00" + hex : "\\x" + hex
-            }
-        }
-        return r + "\""
-    }
+    /// A JSON string literal (``UntrustedText/json(_:)``).
+    static func jsonString(_ s: String) -> String { UntrustedText.json(s) }
 }
 
 /// Formats a double like C's `%g` (glibc's `gcvt` with 6 digits is `%.6g`).

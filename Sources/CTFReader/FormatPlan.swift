@@ -141,7 +141,7 @@ final class ClassPlan {
         if let pn = env["procname"] { origin += (origin.isEmpty ? "" : ":") + pn }
         if let vp = env["vpid"] { origin += (origin.isEmpty ? "" : ":") + "(\(vp))" }
         let ec = cls.eventClasses[ci]
-        textHead = add { $0.ascii(") "); if !origin.isEmpty { $0.string(origin); $0.ascii(" ") }; $0.string(ec.name); $0.ascii(": ") }
+        textHead = add { $0.ascii(") "); if !origin.isEmpty { $0.terminalText(origin); $0.ascii(" ") }; $0.terminalText(ec.name); $0.ascii(": ") }
         jsonName = add { $0.ascii(",\"name\":"); $0.quoted(ec.name, json: true) }
         jsonHost = add { w in if let h = env["hostname"] { w.ascii(",\"hostname\":"); w.quoted(h, json: true) } }
         cpuSlot = cls.cpuIDSlot

@@ -242,9 +242,10 @@ struct ByteWriter {
         count += n
     }
 
-    /// Appends raw string bytes from a trace quoted for text (`json` false) or JSON: ASCII is escaped in place;
-    /// anything else first goes through `String(decoding:as:)` so that invalid UTF-8 becomes U+FFFD, exactly as
-    /// the decoded `CTFValue.string` would print.
+    /// Appends raw string bytes from a trace quoted for text (`json` false: a babeltrace2 string literal) or
+    /// JSON, escaped as ``UntrustedText`` says: ASCII is escaped in place; anything else first goes through
+    /// `String(decoding:as:)` so that invalid UTF-8 becomes U+FFFD, exactly as the decoded `CTFValue.string`
+    /// would print.
     @inline(__always)
     mutating func quotedRaw(_ bytes: UnsafeRawBufferPointer, json: Bool) {
         if let p = bytes.baseAddress, isPlain(p, bytes.count, json: json) {
@@ -266,17 +267,24 @@ struct ByteWriter {
         s.withUTF8 { quoted(UnsafeRawBufferPointer($0), json: json) }
     }
 
-    /// Whether none of the `n` bytes at `p` needs an escape or UTF-8 repair: ``StringEscapes/needsEscape(_:json:)``
-    /// and the bytes from 0x80, checked eight bytes at a time.
+    /// Appends a Swift string for a terminal, unquoted (``UntrustedText/terminal(_:)``): names from the
+    /// metadata in a text line.
+    mutating func terminalText(_ s: String) {
+        var s = s
+        s.withUTF8 { u in if let p = u.baseAddress { UntrustedText.escape(p, u.count, .terminal, into: &self) } }
+    }
+
+    /// Whether none of the `n` bytes at `p` needs an escape or UTF-8 repair: the ASCII bytes
+    /// ``UntrustedText`` escapes and the bytes from 0x80, checked eight bytes at a time.
     @inline(__always)
     private func isPlain(_ p: UnsafeRawPointer, _ n: Int, json: Bool) -> Bool {
         @inline(__always) func special(_ x: UInt64) -> UInt64 {
             let ones: UInt64 = 0x0101_0101_0101_0101
             @inline(__always) func equal(_ c: UInt64) -> UInt64 { let e = x ^ (ones &* c); return (e &- ones) & ~e }
-            // Per byte, the high bit flags: below 0x20 (a borrow), equal to `"` or `\` (zero after the xor),
-            // or 0x80 and above; for text also `'`, `?` and DEL. Exact as to whether any byte is flagged.
-            let common = ((x &- ones &* 0x20) & ~x) | equal(0x22) | equal(0x5C) | x
-            return json ? common : common | equal(0x27) | equal(0x3F) | equal(0x7F)
+            // Per byte, the high bit flags: below 0x20 (a borrow), equal to `"`, `\` or DEL (zero after the
+            // xor), or 0x80 and above; for text also `'` and `?`. Exact as to whether any byte is flagged.
+            let common = ((x &- ones &* 0x20) & ~x) | equal(0x22) | equal(0x5C) | equal(0x7F) | x
+            return json ? common : common | equal(0x27) | equal(0x3F)
         }
         let high: UInt64 = 0x8080_8080_8080_8080
         if n < 8 {
@@ -310,68 +318,13 @@ struct ByteWriter {
         return true
     }
 
-    /// The quoting loop: runs of bytes that need no escape are copied whole.
+    /// Valid UTF-8 in double quotes, escaped by ``UntrustedText``'s loop.
     private mutating func quoted(_ b: UnsafeRawBufferPointer, json: Bool) {
-        let n = b.count
-        reserve(n + 2)
-        base[count] = 34
-        count &+= 1
-        guard let p = b.baseAddress?.assumingMemoryBound(to: UInt8.self) else { byte(34); return }
-        var run = 0
-        var i = 0
-        while i < n {
-            let c = p[i]
-            if !StringEscapes.needsEscape(c, json: json) { i += 1; continue }
-            if i > run { bytes(p + run, i - run) }
-            run = i + 1
-            i += 1
-            reserve(6)
-            base[count] = 92
-            if let l = StringEscapes.named(c, json: json) {
-                base[count + 1] = l; count &+= 2
-            } else {
-                let h = lowerHex.utf8Start
-                if json {
-                    base[count + 1] = 117; base[count + 2] = 48; base[count + 3] = 48
-                    base[count + 4] = h[Int(c >> 4)]; base[count + 5] = h[Int(c & 15)]
-                    count &+= 6
-                } else {
-                    base[count + 1] = 120; base[count + 2] = h[Int(c >> 4)]; base[count + 3] = h[Int(c & 15)]
-                    count &+= 4
-                }
-            }
-        }
-        if n > run { bytes(p + run, n - run) }
+        reserve(b.count + 2)
         byte(34)
-    }
-}
-
-/// The escapes of quoted strings, one table for the byte writer and the `String` formatter. JSON escapes `"`, `\`
-/// and the control characters (`\n \t \r` by name, the others as `\u00NN`). Text escapes as babeltrace2's `pretty`
-/// sink does: also `'` and `?`, and the control characters C names (`\a \b \e \f \v`), the others and DEL as `\xNN`.
-enum StringEscapes {
-    /// Whether the ASCII byte `c` is written escaped.
-    @inline(__always)
-    static func needsEscape(_ c: UInt8, json: Bool) -> Bool {
-        c < 0x20 || c == 34 || c == 92 || (!json && (c == 39 || c == 63 || c == 127))
-    }
-
-    /// The letter after the backslash when `c` has a named escape (`n` for a newline, `"` for a quote), else nil
-    /// (a control character written in hexadecimal).
-    @inline(__always)
-    static func named(_ c: UInt8, json: Bool) -> UInt8? {
-        switch c {
-        case 34, 92: return c
-        case 10: return 110
-        case 9: return 116
-        case 13: return 114
-        case 39, 63: return json ? nil : c
-        case 7: return json ? nil : 97
-        case 8: return json ? nil : 98
-        case 27: return json ? nil : 101
-        case 12: return json ? nil : 102
-        case 11: return json ? nil : 118
-        default: return nil
+        if let p = b.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+            UntrustedText.escape(p, b.count, json ? .json : .quoted, into: &self)
         }
+        byte(34)
     }
 }

@@ -77,7 +77,9 @@ func writeStdout(_ s: String) {
     }
 }
 
+/// Writes `s` and a newline to standard error, each of its lines in terminal form
+/// (``UntrustedText/terminal(_:)``: a message may quote a name or a file name from a trace).
 func warn(_ s: String) {
-    var line = s + "\n"
+    var line = s.split(separator: "\n", omittingEmptySubsequences: false).map { UntrustedText.terminal(String($0)) }.joined(separator: "\n") + "\n"
     line.withUTF8 { buf in _ = write(2, buf.baseAddress!, buf.count) }
 }

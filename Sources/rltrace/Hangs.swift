@@ -1,3 +1,4 @@
+import CTFReader
 import ArgumentParser
 import Foundation
 import RLAnalysis
@@ -35,7 +36,7 @@ struct Hangs: ParsableCommand {
             let rows = r.loops.flatMap { l in l.hangs.map { Row(pid: l.pid, loop: l.loop, tid: l.tid, threadName: l.threadName, hang: $0) } }
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-            writeStdout(String(decoding: try enc.encode(rows), as: UTF8.self) + "\n")
+            writeStdout(UntrustedText.hardenJSON(Array(try enc.encode(rows))) + "\n")
             return
         }
         // Watchdog hangs are listed whatever the threshold (the program's own threshold decided):
@@ -46,8 +47,8 @@ struct Hangs: ParsableCommand {
         for l in r.loops {
             for h in l.hangs {
                 n += 1
-                let c = h.culprit.map { "\($0.kind) \"\($0.name)\" #\($0.item) ran \(formatDuration($0.durationNs))" } ?? "no callout (the time went to the loop itself)"
-                o += "  loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : l.procname) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\"")) iteration \(h.iteration) at +\(formatDuration(h.beginNs - r.trace.beginNs)): busy \(formatDuration(h.busyNs)) of \(formatDuration(h.durationNs)) — \(c)\n"
+                let c = h.culprit.map { "\($0.kind) \"\(UntrustedText.terminal($0.name))\" #\($0.item) ran \(formatDuration($0.durationNs))" } ?? "no callout (the time went to the loop itself)"
+                o += "  loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : UntrustedText.terminal(l.procname)) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\"")) iteration \(h.iteration) at +\(formatDuration(h.beginNs - r.trace.beginNs)): busy \(formatDuration(h.busyNs)) of \(formatDuration(h.durationNs)) — \(c)\n"
                 o += HangStackText.render(h, indent: "    ")
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import CTFReader
 import RLAnalysis
 
 /// The columns of `rltrace top`'s table and which of them fit a terminal's width. The loop, busy
@@ -60,9 +61,9 @@ struct TopLayout {
             let v: String
             switch c.id {
             case .host: v = host
-            case .process: v = "\(r.procname)[\(r.pid)]"
+            case .process: v = "\(UntrustedText.terminal(r.procname))[\(r.pid)]"
             case .tid: v = "\(r.tid)"
-            case .thread: v = r.threadName.isEmpty ? "-" : r.threadName
+            case .thread: v = r.threadName.isEmpty ? "-" : UntrustedText.terminal(r.threadName)
             case .loop: v = "\(r.loop)"
             case .rate: v = String(format: "%.1f", r.iterationsPerSecond)
             case .busy: v = String(format: "%.1f", r.busyRatio * 100)
@@ -76,14 +77,14 @@ struct TopLayout {
         }
         var l = cells.joined(separator: " ") + "  "
         if let h = r.hang {
-            l += "▶ HANG \(formatDuration(h.durationNs)) \(h.kind)\(h.name.isEmpty ? "" : " \"\(h.name)\"") (\(h.source))"
+            l += "▶ HANG \(formatDuration(h.durationNs)) \(UntrustedText.terminal(h.kind))\(h.name.isEmpty ? "" : " \"\(UntrustedText.terminal(h.name))\"") (\(UntrustedText.terminal(h.source)))"
         } else if let w = r.worst {
-            l += "\(w.kind) \"\(w.name)\" \(formatDuration(w.durationNs))"
+            l += "\(UntrustedText.terminal(w.kind)) \"\(UntrustedText.terminal(w.name))\" \(formatDuration(w.durationNs))"
         } else {
             l += "-"
         }
         if !r.hangs.isEmpty {
-            l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map { "\($0.kind) \"\($0.name)\" \(formatDuration($0.durationNs))" }.joined(separator: ", ") + "]"
+            l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map { "\(UntrustedText.terminal($0.kind)) \"\(UntrustedText.terminal($0.name))\" \(formatDuration($0.durationNs))" }.joined(separator: ", ") + "]"
         }
         return l
     }

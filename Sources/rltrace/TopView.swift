@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 import RLAnalysis
 #if canImport(Glibc)
@@ -140,7 +141,7 @@ final class TopView {
                 let enc = JSONEncoder()
                 enc.outputFormatting = [.sortedKeys]
                 let data = (try? enc.encode(s)) ?? Data()
-                out(String(decoding: data, as: UTF8.self) + "\n")
+                out(UntrustedText.hardenJSON(Array(data)) + "\n")
             } else {
                 out(text(s, width: 200).joined(separator: "\n") + "\n\n")
             }
@@ -213,17 +214,17 @@ final class TopView {
         head += " — \(s.wallTime)"
         lines.append(head)
         for x in s.sessions {
-            lines.append("  \(x.url): \(x.openStreams)/\(x.streams) streams open, \(x.runloopEvents) runloop events, \(x.packets) packets, \(x.beacons) beacons, \(x.discardedEvents) discarded\(x.ended ? ", ended" : "")")
+            lines.append("  \(UntrustedText.terminal(x.url)): \(x.openStreams)/\(x.streams) streams open, \(x.runloopEvents) runloop events, \(x.packets) packets, \(x.beacons) beacons, \(x.discardedEvents) discarded\(x.ended ? ", ended" : "")")
         }
         let hostWidth = min(20, max(4, s.loops.map { hostLabel($0, s).count }.max() ?? 4))
         let layout = TopLayout(width: width, hostWidth: hostWidth)
         lines.append(layout.header())
         for r in s.loops { lines.append(layout.row(r, host: hostLabel(r, s))) }
-        if s.loops.isEmpty { lines.append(filter.isEmpty ? "  (no loop seen yet)" : "  (no loop matches the filter \"\(filter)\")") }
+        if s.loops.isEmpty { lines.append(filter.isEmpty ? "  (no loop seen yet)" : "  (no loop matches the filter \"\(UntrustedText.terminal(filter))\")") }
         return lines
     }
 
     private func hostLabel(_ r: TopLoopRow, _ s: TopSnapshot) -> String {
-        s.sessions.filter { $0.host == r.host }.count > 1 ? "\(r.host)/\(r.session)" : r.host
+        UntrustedText.terminal(s.sessions.filter { $0.host == r.host }.count > 1 ? "\(r.host)/\(r.session)" : r.host)
     }
 }

@@ -79,7 +79,7 @@ enum FormatTrace {
         header(1, t0 + 3_000_000_000)
         body.append(255); le(Int8(0)); le(UInt32(1))
         header(2, t0 + 3_000_000_001)
-        str(Array("q\"b\\s\nt\tr\r\u{1}\u{1f}\u{7f} é ✓'?\u{7}\u{8}\u{1b}\u{c}\u{b}".utf8)); body += Array("ab".utf8) + [0, 99, 100, 0]; body.append(3); body += Array("xyz".utf8)
+        str(Array("q\"b\\s\nt\tr\r\u{1}\u{1f}\u{7f} é ✓'?\u{7}\u{8}\u{1b}\u{c}\u{b}\u{85}\u{202e}\u{2069}".utf8)); body += Array("ab".utf8) + [0, 99, 100, 0]; body.append(3); body += Array("xyz".utf8)
         header(2, t0 + 3_000_000_002)
         str([0x41, 0xFF, 0x42, 0xC3]); body += Array("abcdef".utf8); body.append(0)
         header(3, t0 + 3_000_000_003)
@@ -127,7 +127,7 @@ struct FormatSpeedTests {
             "[0.000000000] (+0.000000050) \(o) fmt:enums: \(c), { tag = 7 }, { se = ( { \"NEG\", \"ANY\" } : container = -3 ), ue = ( \"B\" : container = 0x2 ) }",
             "[-0.000000010] (-0.000000010) \(o) fmt:enums: \(c), { tag = 0 }, { se = ( <unknown> : container = 7 ), ue = ( <unknown> : container = 0x9 ) }",
             "[1.999999900] (+1.999999910) \(o) fmt:enums: \(c), { tag = 255 }, { se = ( { \"ZERO\", \"ANY\" } : container = 0 ), ue = ( \"A\" : container = 0x1 ) }",
-            "[1.999999901] (+0.000000001) \(o) fmt:strings: \(c), { s = \"q\\\"b\\\\s\\nt\\tr\\r\\x01\\x1f\\x7f é ✓\\'\\?\\a\\b\\e\\f\\v\", txt = \"ab\", n = 3, seq = \"xyz\" }",
+            "[1.999999901] (+0.000000001) \(o) fmt:strings: \(c), { s = \"q\\\"b\\\\s\\nt\\tr\\r\\x01\\x1f\\x7f é ✓\\'\\?\\a\\b\\e\\f\\v\\u{85}\\u{202e}\\u{2069}\", txt = \"ab\", n = 3, seq = \"xyz\" }",
             "[1.999999902] (+0.000000001) \(o) fmt:strings: \(c), { s = \"A\u{FFFD}B\u{FFFD}\", txt = \"abcdef\", n = 0, seq = \"\" }",
             "[1.999999903] (+0.000000001) \(o) fmt:arrays: \(c), { a = [ [0] = -1, [1] = 2, [2] = -32768 ], m = 2, h = [ [0] = 0xDEAD, [1] = 0x0 ], e = [ [0] = ( \"X\" : container = 1 ), [1] = ( <unknown> : container = 3 ) ], f = 1.5, d = -2.5e-10, st = { x = 7, y = \"y\" } }",
             "[1.999999904] (+0.000000001) \(o) fmt:arrays: \(c), { a = [ [0] = 0, [1] = 0, [2] = 0 ], m = 0, h = [ ], e = [ [0] = ( \"Y\" : container = 2 ), [1] = ( \"Y\" : container = 2 ) ], f = inf, d = nan, st = { x = 0, y = \"\" } }",
@@ -147,7 +147,7 @@ struct FormatSpeedTests {
             "{\"timestamp_ns\":0,\"name\":\"fmt:enums\"\(head.dropLast()),\"tag\":7},\"fields\":{\"se\":{\"value\":-3,\"labels\":[\"NEG\",\"ANY\"]},\"ue\":{\"value\":2,\"labels\":[\"B\"]}}}",
             "{\"timestamp_ns\":-10,\"name\":\"fmt:enums\"\(head.dropLast()),\"tag\":0},\"fields\":{\"se\":{\"value\":7,\"labels\":[]},\"ue\":{\"value\":9,\"labels\":[]}}}",
             "{\"timestamp_ns\":1999999900,\"name\":\"fmt:enums\"\(head.dropLast()),\"tag\":255},\"fields\":{\"se\":{\"value\":0,\"labels\":[\"ZERO\",\"ANY\"]},\"ue\":{\"value\":1,\"labels\":[\"A\"]}}}",
-            "{\"timestamp_ns\":1999999901,\"name\":\"fmt:strings\"\(head),\"fields\":{\"s\":\"q\\\"b\\\\s\\nt\\tr\\r\\u0001\\u001f\u{7f} é ✓'?\\u0007\\u0008\\u001b\\u000c\\u000b\",\"txt\":\"ab\",\"n\":3,\"seq\":\"xyz\"}}",
+            "{\"timestamp_ns\":1999999901,\"name\":\"fmt:strings\"\(head),\"fields\":{\"s\":\"q\\\"b\\\\s\\nt\\tr\\r\\u0001\\u001f\\u007f é ✓'?\\u0007\\u0008\\u001b\\u000c\\u000b\\u0085\\u202e\\u2069\",\"txt\":\"ab\",\"n\":3,\"seq\":\"xyz\"}}",
             "{\"timestamp_ns\":1999999902,\"name\":\"fmt:strings\"\(head),\"fields\":{\"s\":\"A\u{FFFD}B\u{FFFD}\",\"txt\":\"abcdef\",\"n\":0,\"seq\":\"\"}}",
             "{\"timestamp_ns\":1999999903,\"name\":\"fmt:arrays\"\(head),\"fields\":{\"a\":[-1,2,-32768],\"m\":2,\"h\":[57005,0],\"e\":[{\"value\":1,\"labels\":[\"X\"]},{\"value\":3,\"labels\":[]}],\"f\":1.5,\"d\":-2.5e-10,\"st\":{\"x\":7,\"y\":\"y\"}}}",
             "{\"timestamp_ns\":1999999904,\"name\":\"fmt:arrays\"\(head),\"fields\":{\"a\":[0,0,0],\"m\":0,\"h\":[],\"e\":[{\"value\":2,\"labels\":[\"Y\"]},{\"value\":2,\"labels\":[\"Y\"]}],\"f\":\"inf\",\"d\":\"nan\",\"st\":{\"x\":0,\"y\":\"\"}}}",

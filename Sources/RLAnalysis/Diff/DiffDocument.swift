@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 
 /// The `rltrace-diff/1` document: what changed between two traces or reports (docs/diff-json.md).
@@ -167,6 +168,6 @@ public enum JSONDiffRenderer {
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         enc.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        return String(decoding: try enc.encode(d), as: UTF8.self) + "\n"
+        return UntrustedText.hardenJSON(Array(try enc.encode(d))) + "\n"
     }
 }

@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 
 /// `rltrace diff --format html`: one self-contained file (no network): the regressions, and per loop
@@ -16,14 +17,14 @@ public enum HTMLDiffRenderer {
         for n in d.notes { o += "<p><b>Note:</b> \(H.esc(n))</p>\n" }
         o += "<h2>Regressions</h2>\n"
         o += d.regressions.isEmpty ? "<p>None: no item got significantly slower.</p>\n" : "<ul>" + d.regressions.map {
-            "<li class=\"finding\">\(H.esc(TextDiffRenderer.loopLabel($0.procname, $0.threadName))): \(H.esc($0.kind)) “\(H.esc($0.name))” \(TextDiffRenderer.impactText($0.impactNsPerSecond)) (\($0.direction), p \(pValueText($0.pValue)))</li>"
+            "<li class=\"finding\">\(UntrustedText.htmlEntities(TextDiffRenderer.loopLabel($0.procname, $0.threadName))): \(H.esc($0.kind)) “\(H.esc($0.name))” \(TextDiffRenderer.impactText($0.impactNsPerSecond)) (\($0.direction), p \(pValueText($0.pValue)))</li>"
         }.joined() + "</ul>\n"
         if let f = d.failOn {
             o += "<h2>--fail-on \(H.esc(f.conditions.joined(separator: ",")))</h2>\n"
             o += f.held.isEmpty ? "<p>No condition held.</p>\n" : "<ul>" + f.held.map { "<li class=\"finding\">\(H.esc($0))</li>" }.joined() + "</ul>\n"
         }
         for l in d.loops {
-            o += "<h2>\(H.esc(TextDiffRenderer.loopHeader(l)))</h2>\n"
+            o += "<h2>\(UntrustedText.htmlEntities(TextDiffRenderer.loopHeader(l)))</h2>\n"
             o += "<table><tr><th class=\"l\">figure</th><th>BASE</th><th>NEW</th><th>change</th><th>n BASE → NEW</th></tr>\n"
             o += row("iterations", l.iterations, count: true) + row("busy", l.busyRatio, ratio: true, note: TextDiffRenderer.verdict(l.busyTest))
             o += row("hangs", l.hangs, count: true) + row("spins", l.spins, count: true) + row("callouts", l.callouts, count: true)

@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 
 /// `rltrace diff` as text: regressions first, then per loop its figures and items by impact.
@@ -6,11 +7,11 @@ public enum TextDiffRenderer {
     public static func render(_ d: TraceDiff) -> String {
         var o = "rltrace diff — BASE \(side(d.base)) → NEW \(side(d.new))\n"
         o += "significance: Mann–Whitney U (whole distribution) and the exceedance test above BASE's p99 (slow tail), α = \(d.alpha), Bonferroni ×2\n"
-        for n in d.notes { o += "note: \(n)\n" }
+        for n in d.notes { o += "note: \(UntrustedText.terminal(n))\n" }
         o += "\nregressions (significantly slower, by at least +\(formatDuration(Int64(d.minImpactNsPerSecond)))/s and +\(Int((d.minChange * 100).rounded())) %; by added time per second of run):\n"
         if d.regressions.isEmpty { o += "  none\n" }
         for r in d.regressions {
-            o += "  • \(loopLabel(r.procname, r.threadName)): \(r.kind) \"\(r.name)\" \(impactText(r.impactNsPerSecond)) (\(r.direction), p \(pValueText(r.pValue)))\n"
+            o += "  • \(loopLabel(r.procname, r.threadName)): \(r.kind) \"\(UntrustedText.terminal(r.name))\" \(impactText(r.impactNsPerSecond)) (\(r.direction), p \(pValueText(r.pValue)))\n"
         }
         for l in d.loops {
             o += "\n" + loopHeader(l) + "\n"
@@ -21,24 +22,24 @@ public enum TextDiffRenderer {
             o += "  span \(describe(l.spanNs)) · iterations \(describe(l.iterations, count: true)) (\(rate(l.iterationsPerSecond.base)) → \(rate(l.iterationsPerSecond.new)))\n"
             o += "  busy \(describe(l.busyRatio, ratio: true)) n \(l.busyRatio.nBase)→\(l.busyRatio.nNew) iterations, \(verdict(l.busyTest))\n"
             o += "  hangs \(describe(l.hangs, count: true)) · spins \(describe(l.spins, count: true)) · callouts \(describe(l.callouts, count: true))\n"
-            let wakes = l.wakeReasonsPerSecond.sorted { $0.key < $1.key }.map { "\($0.key) \(rate($0.value.base)) → \(rate($0.value.new)) (n \($0.value.nBase)→\($0.value.nNew))" }
+            let wakes = l.wakeReasonsPerSecond.sorted { $0.key < $1.key }.map { "\(UntrustedText.terminal($0.key)) \(rate($0.value.base)) → \(rate($0.value.new)) (n \($0.value.nBase)→\($0.value.nNew))" }
             if !wakes.isEmpty { o += "  wakes/s: " + wakes.joined(separator: " · ") + "\n" }
             for t in l.timerLateness {
-                o += "  timer lateness \"\(t.name)\": p50 \(describe(t.p50Ns)) · p99 \(describe(t.p99Ns)) · max \(describe(t.maxNs)) (fires \(t.count.nBase)→\(t.count.nNew))\n"
+                o += "  timer lateness \"\(UntrustedText.terminal(t.name))\": p50 \(describe(t.p50Ns)) · p99 \(describe(t.p99Ns)) · max \(describe(t.maxNs)) (fires \(t.count.nBase)→\(t.count.nNew))\n"
             }
             o += "  items by impact (added time per second of run):\n"
             for i in l.items { o += item(i) }
         }
         if let f = d.failOn {
-            o += "\n--fail-on \(f.conditions.joined(separator: ",")): " + (f.held.isEmpty ? "no condition held\n" : "\(f.held.count) held\n")
-            for h in f.held { o += "  ✗ \(h)\n" }
-            for u in f.unchecked { o += "  ? \(u)\n" }
+            o += "\n--fail-on \(UntrustedText.terminal(f.conditions.joined(separator: ","))): " + (f.held.isEmpty ? "no condition held\n" : "\(f.held.count) held\n")
+            for h in f.held { o += "  ✗ \(UntrustedText.terminal(h))\n" }
+            for u in f.unchecked { o += "  ? \(UntrustedText.terminal(u))\n" }
         }
         return o
     }
 
     static func item(_ i: ItemDiff) -> String {
-        let label = "    \(pad(i.kind, 10))\"\(i.name)\""
+        let label = "    \(pad(i.kind, 10))\"\(UntrustedText.terminal(i.name))\""
         if i.status != "both" {
             let f = i.status == "added" ? i.p50Ns.new : i.p50Ns.base, n = i.status == "added" ? i.count.nNew : i.count.nBase
             let total = i.status == "added" ? i.totalNs.new : i.totalNs.base
@@ -65,9 +66,10 @@ public enum TextDiffRenderer {
     }
 
     static func side(_ i: DiffInput) -> String {
-        "\(i.path) (\(i.source == "trace" ? "trace" : i.reportSchema + (i.distributions ? " with distributions" : "")), \(formatDuration(i.spanNs)))"
+        "\(UntrustedText.terminal(i.path)) (\(i.source == "trace" ? "trace" : i.reportSchema + (i.distributions ? " with distributions" : "")), \(formatDuration(i.spanNs)))"
     }
-    static func loopLabel(_ p: String, _ t: String) -> String { "loop \(p.isEmpty ? "?" : p) \"\(t)\"" }
+    /// `loop PROCNAME "THREAD"`, the names in terminal form (``UntrustedText/terminal(_:)``).
+    static func loopLabel(_ p: String, _ t: String) -> String { "loop \(p.isEmpty ? "?" : UntrustedText.terminal(p)) \"\(UntrustedText.terminal(t))\"" }
     static func loopHeader(_ l: LoopDiff) -> String {
         let ids = "loop \(l.baseLoop.map(String.init) ?? "—") → \(l.newLoop.map(String.init) ?? "—"), pid \(l.basePid.map(String.init) ?? "—") → \(l.newPid.map(String.init) ?? "—")"
         return loopLabel(l.procname, l.threadName) + " (\(ids))" + (l.status == "both" ? "" : l.status == "added" ? " — ADDED" : " — REMOVED")

@@ -425,26 +425,8 @@ extension ByteCursor {
     }
 }
 
-/// A JSON string literal of UTF-8 `bytes` (RFC 8259 escaping: quote, backslash, controls).
+/// A JSON string literal of UTF-8 `bytes`, escaped as ``UntrustedText/json(_:)`` says.
+@inline(__always)
 func appendJSONString(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
-    out.append(0x22)
-    if !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-        out.append(contentsOf: bytes)
-        out.append(0x22)
-        return
-    }
-    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-    for b in bytes {
-        switch b {
-        case 0x22: out.append(0x5C); out.append(0x22)
-        case 0x5C: out.append(0x5C); out.append(0x5C)
-        case 0x0A: out.append(0x5C); out.append(0x6E)
-        case 0x0D: out.append(0x5C); out.append(0x72)
-        case 0x09: out.append(0x5C); out.append(0x74)
-        case 0..<0x20:
-            out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
-        default: out.append(b)
-        }
-    }
-    out.append(0x22)
+    UntrustedText.appendJSON(bytes, to: &out)
 }

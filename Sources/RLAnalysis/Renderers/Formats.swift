@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 
 /// `--format json`: the report as `rltrace-report/2` JSON (keys sorted, stable).
@@ -6,7 +7,7 @@ public enum JSONReportRenderer {
     public static func render(_ r: Report) throws -> String {
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try enc.encode(r), as: UTF8.self) + "\n"
+        return UntrustedText.hardenJSON(Array(try enc.encode(r))) + "\n"
     }
 }
 
@@ -24,7 +25,6 @@ public enum CSVReportRenderer {
         }
         return o
     }
-    static func q(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
-    }
+    /// A name as a CSV field (``UntrustedText/csv(_:)``).
+    static func q(_ s: String) -> String { UntrustedText.csv(s) }
 }

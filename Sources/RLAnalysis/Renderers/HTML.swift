@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 /// `--format html`: one self-contained file (no network) with SVG plots: per-loop busy strip,
 /// sleep and iteration histograms, callouts per item, and the hangs table.
@@ -18,7 +19,7 @@ public enum HTMLReportRenderer {
         let findings = TextReportRenderer().render(r).split(separator: "\n").filter { $0.hasPrefix("  • ") }
         o += "<h2>Findings</h2>\n"
         o += findings.isEmpty ? "<p>None: no hang, slow callout, late timer or spin.</p>\n"
-            : "<ul>" + findings.map { "<li class=\"finding\">\(esc(String($0.dropFirst(4))))</li>" }.joined() + "</ul>\n"
+            : "<ul>" + findings.map { "<li class=\"finding\">\(UntrustedText.htmlEntities(String($0.dropFirst(4))))</li>" }.joined() + "</ul>\n"
         for l in r.loops {
             o += "<h2>Loop \(l.loop) — \(esc(l.procname)) pid \(l.pid), thread \(l.tid) \(esc(l.threadName))</h2>\n"
             o += "<p>\(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s), busy \(formatDuration(l.busyNs)) / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))), \(l.callouts) callouts, \(l.spuriousWakes) spurious wakes.</p>\n"
@@ -46,7 +47,7 @@ public enum HTMLReportRenderer {
                 o += "</table>\n"
                 for h in l.hangs where h.watchdog != nil || h.stacks != nil {
                     o += "<h3>Hang at +\(formatDuration(h.beginNs - r.trace.beginNs)) (iteration \(h.iteration)): the watchdog's stack samples</h3>\n"
-                    o += "<pre>" + esc(HangStackText.render(h, indent: "")) + "</pre>\n"
+                    o += "<pre>" + UntrustedText.htmlEntities(HangStackText.render(h, indent: "")) + "</pre>\n"
                 }
             }
         }
@@ -161,17 +162,6 @@ public enum HTMLReportRenderer {
     }
 
     static func fmt(_ d: Double) -> String { String((d * 10).rounded() / 10) }
-    static func esc(_ s: String) -> String {
-        var o = ""
-        for c in s {
-            switch c {
-            case "<": o += "&lt;"
-            case ">": o += "&gt;"
-            case "&": o += "&amp;"
-            case "\"": o += "&quot;"
-            default: o.append(c)
-            }
-        }
-        return o
-    }
+    /// Text from the trace (names, paths) for HTML: ``UntrustedText/html(_:)``.
+    static func esc(_ s: String) -> String { UntrustedText.html(s) }
 }

@@ -1,3 +1,4 @@
+import CTFReader
 /// The watchdog's view of a hang and its stack samples, as text lines (for `rltrace hangs` and
 /// the text report): identical consecutive samples once, with their count.
 public enum HangStackText {
@@ -8,7 +9,7 @@ public enum HangStackText {
     public static func render(_ h: HangReport, indent: String) -> String {
         var o = ""
         if let w = h.watchdog {
-            let what = w.kind.isEmpty ? "" : w.kind == "loop" ? " between callouts" : " in \(w.kind) \"\(w.name)\" #\(w.item)"
+            let what = w.kind.isEmpty ? "" : w.kind == "loop" ? " between callouts" : " in \(UntrustedText.terminal(w.kind)) \"\(UntrustedText.terminal(w.name))\" #\(w.item)"
             let how = w.durationNs.map { "stuck \(formatDuration($0))" } ?? "still stuck when the trace ends"
             o += "\(indent)watchdog hang #\(w.hangId): \(how)\(what) (threshold \(formatDuration(w.thresholdNs)), thread \(w.tid)), \(w.samples) stack sample\(w.samples == 1 ? "" : "s")\n"
         }
@@ -18,7 +19,7 @@ public enum HangStackText {
             o += "\(indent)  \(which), \(when):\n"
             if g.frames.isEmpty { o += "\(indent)    (no frames)\n" }
             for (i, f) in g.frames.prefix(maxFrames).enumerated() {
-                o += "\(indent)    #\(i) \(f.text)\(f.inlined == true ? " [inlined]" : "")\n"
+                o += "\(indent)    #\(i) \(UntrustedText.terminal(f.text))\(f.inlined == true ? " [inlined]" : "")\n"
             }
             if g.frames.count > maxFrames { o += "\(indent)    … \(g.frames.count - maxFrames) more frames\n" }
         }
@@ -31,7 +32,7 @@ public enum HangStackText {
         for l in r.loops { for h in l.hangs { for g in h.stacks ?? [] { for f in g.frames {
             if let why = f.unresolved, why != "no symbol" { reasons[why, default: []].insert(f.module.map { $0.lastComponent } ?? f.address) }
         } } } }
-        return reasons.sorted { $0.key < $1.key }.map { "  ⚠ stack frames shown as module+offset (\($0.key)): \($0.value.sorted().prefix(6).joined(separator: ", "))\($0.value.count > 6 ? ", …" : "")\n" }.joined()
+        return reasons.sorted { $0.key < $1.key }.map { "  ⚠ stack frames shown as module+offset (\(UntrustedText.terminal($0.key))): \($0.value.sorted().prefix(6).map(UntrustedText.terminal).joined(separator: ", "))\($0.value.count > 6 ? ", …" : "")\n" }.joined()
     }
 }
 

@@ -1,3 +1,4 @@
+import CTFReader
 /// `rltrace histogram`: per group, the distribution of one quantity, accumulated as the trace is
 /// read (an HdrHistogram and exact log2 bucket counts per group: memory bounded by the number of
 /// groups, not the trace), rendered as terminal bars with bounds, counts and percentiles.
@@ -132,7 +133,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         switch k.b {
         case -2:
             let info = resolver?.info(of: LoopKey(pid: k.pid, loop: k.a))
-            return "loop \(k.a)\(info.map { $0.threadName.isEmpty ? "" : " \"\($0.threadName)\"" } ?? "")"
+            return "loop \(k.a)\(info.map { $0.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal($0.threadName))\"" } ?? "")"
         case -4: return (WakeReason(rawValue: UInt8(k.a)) ?? .none).label
         case -6: return (CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label
         case -5:
@@ -145,7 +146,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
             case .signalLatency: return "signal → perform"
             }
         default:
-            return "\((CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label) \"\(label(itemName: k))\""
+            return "\((CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label) \"\(UntrustedText.terminal(label(itemName: k)))\""
         }
     }
 

@@ -1,3 +1,4 @@
+import CTFReader
 import Foundation
 
 /// LAMI 1.0 (the LTTng Analyses Machine Interface that Trace Compass runs external analyses with,
@@ -153,7 +154,7 @@ public enum LAMIReportRenderer {
     public static func error(_ message: String, code: Int32? = nil) -> String {
         var o: J = ["error-message": message]
         if let code { o["error-code"] = Int(code) }
-        return ((try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) }
+        return ((try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])).map { UntrustedText.hardenJSON(Array($0)) }
                 ?? #"{"error-message": "error"}"#) + "\n"
     }
 
@@ -161,11 +162,11 @@ public enum LAMIReportRenderer {
     public static func progress(_ value: Double, _ message: String) -> String {
         let v = min(1, max(0, value.isFinite ? value : 0))
         let text = v == v.rounded() ? String(Int(v)) : String(v)
-        let m = message.replacingOccurrences(of: "\n", with: " ")
+        let m = UntrustedText.terminal(message.replacingOccurrences(of: "\n", with: " "))
         return m.isEmpty ? text + "\n" : "\(text) \(m)\n"
     }
 
     static func json(_ o: Any) throws -> String {
-        String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]), as: UTF8.self) + "\n"
+        UntrustedText.hardenJSON(Array(try JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]))) + "\n"
     }
 }

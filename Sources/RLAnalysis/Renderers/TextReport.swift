@@ -1,3 +1,4 @@
+import CTFReader
 /// Renders a ``Report`` for a terminal: findings first (hangs, slow callouts, late timers, spins,
 /// losses) naming the items responsible, then per loop the figures of `docs/report-json.md`.
 public struct TextReportRenderer {
@@ -10,34 +11,34 @@ public struct TextReportRenderer {
         var o = ""
         let span = r.trace.endNs - r.trace.beginNs
         o += "rltrace report — \(r.trace.paths.count) trace\(r.trace.paths.count == 1 ? "" : "s"), \(r.trace.events) events (\(r.trace.runloopEvents) runloop), \(formatDuration(span))\n"
-        for p in r.trace.paths { o += "  \(p)\n" }
+        for p in r.trace.paths { o += "  \(UntrustedText.terminal(p))\n" }
         if r.trace.discardedEvents > 0 || r.trace.lostPackets > 0 {
             o += "  ⚠ DATA LOST: \(r.trace.discardedEvents) discarded events, \(r.trace.lostPackets) lost packets\n"
             for l in r.trace.losses {
-                o += "    \(l.kind) \(l.count) at \(rel(l.beginNs, r))…\(rel(l.endNs, r)) (\(l.stream))\n"
+                o += "    \(l.kind) \(l.count) at \(rel(l.beginNs, r))…\(rel(l.endNs, r)) (\(UntrustedText.terminal(l.stream)))\n"
             }
             o += "    figures near these ranges are incomplete\n"
         }
-        for w in r.warnings where !w.hasPrefix("the trace lost data") { o += "  ⚠ \(w)\n" }
+        for w in r.warnings where !w.hasPrefix("the trace lost data") { o += "  ⚠ \(UntrustedText.terminal(w))\n" }
 
         // Findings
         var findings: [String] = []
         for l in r.loops {
             let who = loopName(l)
             for h in l.hangs {
-                let c = h.culprit.map { "\($0.kind) \"\($0.name)\" (\(formatDuration($0.durationNs)))" } ?? "no callout"
+                let c = h.culprit.map { "\($0.kind) \"\(UntrustedText.terminal($0.name))\" (\(formatDuration($0.durationNs)))" } ?? "no callout"
                 let cpu = h.onCpuNs.map { " (on CPU \(formatDuration($0)): \(h.state ?? ""))" } ?? ""
                 findings.append("HANG \(who): iteration \(h.iteration) at \(rel(h.beginNs, r)) busy \(formatDuration(h.busyNs))\(cpu) — held by \(c)")
             }
             for i in l.items where i.maxNs >= slowCalloutNs && i.kind != "observer" {
                 if l.hangs.contains(where: { $0.culprit?.item == i.item && $0.culprit?.kind == i.kind }) && i.count == 1 { continue }
-                findings.append("SLOW CALLOUT \(who): \(i.kind) \"\(i.name)\" max \(formatDuration(i.maxNs)), p50 \(formatDuration(i.p50Ns)), \(i.count)×, total \(formatDuration(i.totalNs))")
+                findings.append("SLOW CALLOUT \(who): \(i.kind) \"\(UntrustedText.terminal(i.name))\" max \(formatDuration(i.maxNs)), p50 \(formatDuration(i.p50Ns)), \(i.count)×, total \(formatDuration(i.totalNs))")
             }
             for t in l.timerLateness where t.maxNs >= lateTimerNs {
-                findings.append("LATE TIMER \(who): \"\(t.name)\" up to \(formatDuration(t.maxNs)) late (p50 \(formatDuration(t.p50Ns)), \(t.count) fires)")
+                findings.append("LATE TIMER \(who): \"\(UntrustedText.terminal(t.name))\" up to \(formatDuration(t.maxNs)) late (p50 \(formatDuration(t.p50Ns)), \(t.count) fires)")
             }
             for s in l.spins {
-                let c = s.culprit.map { " — busy with \($0.kind) \"\($0.name)\"" } ?? ""
+                let c = s.culprit.map { " — busy with \($0.kind) \"\(UntrustedText.terminal($0.name))\"" } ?? ""
                 findings.append("SPIN \(who): \(s.iterations) iterations without sleeping from \(rel(s.beginNs, r)) for \(formatDuration(s.endNs - s.beginNs))\(c)")
             }
         }
@@ -53,7 +54,7 @@ public struct TextReportRenderer {
         }
 
         for l in r.loops {
-            o += "\nloop \(l.loop) — pid \(l.pid) \(l.procname.isEmpty ? "" : "\(l.procname) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\"")\n"
+            o += "\nloop \(l.loop) — pid \(l.pid) \(l.procname.isEmpty ? "" : "\(UntrustedText.terminal(l.procname)) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\"")\n"
             o += "  span \(formatDuration(l.spanNs)) · \(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s) · busy \(formatDuration(l.busyNs))\(l.onCpuNs.map { " (on CPU while busy \(formatDuration($0)))" } ?? "") / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))) · \(String(format1(l.calloutsPerIteration))) callouts/iteration\n"
             if l.unmatchedCallouts > 0 { o += "  ⚠ \(l.unmatchedCallouts) callout entries/exits could not be paired\n" }
             if !l.calloutKinds.isEmpty {
@@ -67,21 +68,21 @@ public struct TextReportRenderer {
             if !l.items.isEmpty {
                 o += "  items by total time:\n"
                 for i in l.items.prefix(12) {
-                    o += "    " + pad(i.kind, 10) + pad("\"\(i.name)\"" + (i.kind == "block" ? "" : " #\(i.item)"), 30) + lpad("\(i.count)×", 8) + lpad(formatDuration(i.totalNs), 10)
+                    o += "    " + pad(i.kind, 10) + pad("\"\(UntrustedText.terminal(i.name))\"" + (i.kind == "block" ? "" : " #\(i.item)"), 30) + lpad("\(i.count)×", 8) + lpad(formatDuration(i.totalNs), 10)
                         + "  p50 " + formatDuration(i.p50Ns) + "  p99 " + formatDuration(i.p99Ns) + "  max " + formatDuration(i.maxNs)
                         + (i.onCpuNs.map { "  on CPU " + formatDuration($0) } ?? "") + "\n"
                 }
                 if l.items.count > 12 { o += "    … \(l.items.count - 12) more\n" }
             }
             if !l.wakeReasons.isEmpty {
-                o += "  wakes: " + l.wakeReasons.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: " · ")
+                o += "  wakes: " + l.wakeReasons.sorted { $0.value > $1.value }.map { "\(UntrustedText.terminal($0.key)) \($0.value)" }.joined(separator: " · ")
                     + " · sleeps \(l.sleeps), polls \(l.polls), spurious \(l.spuriousWakes)\n"
             }
             if !l.sleepHistogram.isEmpty {
                 o += "  sleep durations by wake reason:\n"
                 for (reason, h) in l.sleepHistogram.sorted(by: { $0.key < $1.key }) {
                     let total = h.values.reduce(0, +)
-                    o += "    \(reason) (\(total)):\n"
+                    o += "    \(UntrustedText.terminal(reason)) (\(total)):\n"
                     o += histogramLines(h, indent: "      ")
                 }
             }
@@ -90,10 +91,10 @@ public struct TextReportRenderer {
                 o += "  wake → first callout: p50 \(formatDuration(w.p50Ns)) · p99 \(formatDuration(w.p99Ns)) · max \(formatDuration(w.maxNs)) (\(w.count))\n"
             }
             for t in l.timerLateness {
-                o += "  timer lateness \"\(t.name)\": p50 \(formatDuration(t.p50Ns)) · p99 \(formatDuration(t.p99Ns)) · max \(formatDuration(t.maxNs)) (\(t.count) fires)\n"
+                o += "  timer lateness \"\(UntrustedText.terminal(t.name))\": p50 \(formatDuration(t.p50Ns)) · p99 \(formatDuration(t.p99Ns)) · max \(formatDuration(t.maxNs)) (\(t.count) fires)\n"
             }
             for s in l.signalLatency {
-                o += "  signal → perform \"\(s.name)\": p50 \(formatDuration(s.p50Ns)) · p99 \(formatDuration(s.p99Ns)) · max \(formatDuration(s.maxNs)) (\(s.count), signalled by tid \((s.callerTids ?? []).map(String.init).joined(separator: ", ")))\n"
+                o += "  signal → perform \"\(UntrustedText.terminal(s.name))\": p50 \(formatDuration(s.p50Ns)) · p99 \(formatDuration(s.p99Ns)) · max \(formatDuration(s.maxNs)) (\(s.count), signalled by tid \((s.callerTids ?? []).map(String.init).joined(separator: ", ")))\n"
             }
             if l.wakeUpLatency.count > 0 {
                 let w = l.wakeUpLatency
@@ -103,7 +104,7 @@ public struct TextReportRenderer {
             if !l.slowest.isEmpty {
                 o += "  slowest iterations:\n"
                 for s in l.slowest {
-                    let cs = s.callouts.prefix(3).map { "\($0.kind) \"\($0.name)\" \(formatDuration($0.durationNs))" }.joined(separator: ", ")
+                    let cs = s.callouts.prefix(3).map { "\($0.kind) \"\(UntrustedText.terminal($0.name))\" \(formatDuration($0.durationNs))" }.joined(separator: ", ")
                     o += "    #\(s.iteration) at \(rel(s.beginNs, r)) busy \(formatDuration(s.busyNs))\(cs.isEmpty ? "" : ": \(cs)")\n"
                 }
             }
@@ -112,7 +113,7 @@ public struct TextReportRenderer {
     }
 
     func loopName(_ l: LoopReport) -> String {
-        "loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : l.procname) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\""))"
+        "loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : UntrustedText.terminal(l.procname)) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\""))"
     }
     func rel(_ ns: Int64, _ r: Report) -> String { "+" + formatDuration(ns - r.trace.beginNs) }
 }

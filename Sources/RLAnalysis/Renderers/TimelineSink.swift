@@ -1,3 +1,4 @@
+import CTFReader
 import HeapModule
 
 /// `rltrace timeline`: one line per iteration, written as the trace is read.
@@ -192,7 +193,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
         if right { c.bytes(scratch, n) }
     }
 
-    /// Callout names (raw UTF-8), rendered once per item.
+    /// Callout names (``UntrustedText/terminal(_:)``), rendered once per item.
     private let names = RenderedNames()
 
     /// Where a callout's name lies in `names`; nil while its item has none (its `#id` is written then).
@@ -200,7 +201,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     private func nameRange(_ cl: CalloutRecord, _ pid: Int64) -> (start: Int, count: Int)? {
         names.range(of: cl, pid: pid) { cl in
             let n = name(cl, pid)
-            return n.isEmpty ? nil : Array(n.utf8)
+            return n.isEmpty ? nil : Array(UntrustedText.terminal(n).utf8)
         }
     }
 
@@ -296,7 +297,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
             let d = saturatingDifference(cl.begin, cl.detail)
             guard d >= lateTimerNs else { continue }
             if sep { out.byte(0x20) }
-            out.write("LATE "); out.write(resolver?.name(of: .timer, item: cl.item, pid: it.key.pid) ?? ""); out.write(" +"); out.duration(d)
+            out.write("LATE "); out.write(UntrustedText.terminal(resolver?.name(of: .timer, item: cl.item, pid: it.key.pid) ?? "")); out.write(" +"); out.duration(d)
             sep = true
         }
         staging.moveWritten(appendingTo: &buffers[b])
@@ -309,9 +310,9 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     private func renderHeader(_ loop: LoopInfo, loopNumber n: Int) {
         let out = staging
         out.write("loop "); out.uint(loop.key.loop); out.write(" (pid "); out.int(loop.key.pid)
-        if !loop.procname.isEmpty { out.byte(0x20); out.write(loop.procname) }
+        if !loop.procname.isEmpty { out.byte(0x20); out.write(UntrustedText.terminal(loop.procname)) }
         out.write(" tid "); out.int(loop.tid)
-        if !loop.threadName.isEmpty { out.write(" \""); out.write(loop.threadName); out.byte(0x22) }
+        if !loop.threadName.isEmpty { out.write(" \""); out.write(UntrustedText.terminal(loop.threadName)); out.byte(0x22) }
         out.write(")\n")
         var h: [UInt8] = []
         out.moveWritten(appendingTo: &h)
@@ -357,7 +358,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
             let label: [UInt8]?
             if let known = modeLabels[id] { label = known } else {
                 let mode = resolver?.names[id] ?? ""
-                label = mode.isEmpty || mode == "kCFRunLoopDefaultMode" ? nil : Array(" {\(mode)}".utf8)
+                label = mode.isEmpty || mode == "kCFRunLoopDefaultMode" ? nil : Array(" {\(UntrustedText.terminal(mode))}".utf8)
                 modeLabels[id] = label
             }
             lastMode = (id, label)
