@@ -324,7 +324,7 @@ class Loop:
             return
         self.kind_item_matches += 1
         cut = sel.clip(entry_ts, ts)
-        if cut < sel.min_duration:
+        if d < sel.min_duration:        # by its whole duration, cut by the window or not
             return
         self.kind_durations.setdefault(kind, []).append(cut)
         # Every perform-block is its own item: blocks are one item per name (item 0).

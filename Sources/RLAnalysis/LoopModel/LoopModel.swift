@@ -208,6 +208,10 @@ public final class LoopModel {
         /// Whether an iteration of this loop was open at the window's end: its events are still
         /// followed until it ends (``TimeWindow``).
         var followsPastWindow = false
+        /// The watchdog's records of a hang begun before the window (at most 64), handed over once
+        /// the hang is seen to reach into the window; whether a hang the sink was told of is open.
+        var hangBeforeWindow: [HangEventRecord] = []
+        var hangDelivered = false
         var modes: [Int32] = []
         var pendingWakeUps: [(ts: Int64, tid: Int64)] = []
         var procname: Int32 = -1
@@ -605,7 +609,7 @@ public final class LoopModel {
             if e.b != 0 { s.pendingWakeUps.append((e.ts, e.a)) }
         case .hangBegin, .hangStack, .hangEnd:
             // Watchdog events may come from the watchdog's thread: they never name the loop's thread.
-            if now, let r = evidence?.record(at: e.c) { sink.hang(r, of: key) }
+            if let r = evidence?.record(at: e.c) { deliverHang(r, kind: e.kind, ts: e.ts, now: now, s, key, sink) }
         case .gap:
             break
         case .source0Signalled, .timerArmed, .itemAdded, .itemRemoved:
@@ -617,6 +621,24 @@ public final class LoopModel {
 }
 
 extension LoopModel {
+    /// Hands a watchdog record to the sink by the window's rule: a hang counts whole when it
+    /// overlaps the window — begun before it (its records kept until the hang reaches the window),
+    /// or ending after it (its records followed past the window's end).
+    func deliverHang(_ r: HangEventRecord, kind: RunLoopEvent.Kind, ts: Int64, now: Bool, _ s: State, _ key: LoopKey, _ sink: LoopModelSink) {
+        if now || (ts > window.hi && (s.hangDelivered || !s.hangBeforeWindow.isEmpty)) {
+            for p in s.hangBeforeWindow { sink.hang(p, of: key) }
+            s.hangBeforeWindow.removeAll()
+            sink.hang(r, of: key)
+            s.hangDelivered = kind != .hangEnd
+        } else if ts < window.lo {
+            switch kind {
+            case .hangBegin: s.hangBeforeWindow = [r]
+            case .hangEnd: s.hangBeforeWindow.removeAll()
+            default: if !s.hangBeforeWindow.isEmpty && s.hangBeforeWindow.count < 64 { s.hangBeforeWindow.append(r) }
+            }
+        }
+    }
+
     /// Forgets what is open — iterations, callouts, sleeps, pending wake-ups and signals — at a gap
     /// between two overlapping traces that do not meet (flight-recorder snapshots taken further
     /// apart than their buffers reach): the events that would close them are not in any trace, and

@@ -62,10 +62,11 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         }
     }
 
-    /// Whether callout `c` of a loop of process `pid` is selected (its kind, item name and duration).
+    /// Whether callout `c` of a loop of process `pid` is selected (its kind, item name and whole
+    /// duration: a window that cuts a long callout still selects it by its length).
     @inline(__always)
     public func selects(_ c: CalloutRecord, pid: Int64) -> Bool {
-        selectsItem(of: c, pid: pid) && c.duration >= minCalloutNs
+        selectsItem(of: c, pid: pid) && c.wholeDurationNs >= minCalloutNs
     }
 
     /// Whether callout `c`'s kind and item are selected (whatever its duration).
@@ -97,7 +98,7 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         calloutsSeen += 1
         guard selectsItem(of: c, pid: key.pid) else { return }
         calloutsOfSelectedItems += 1
-        guard c.duration >= minCalloutNs else { return }
+        guard c.wholeDurationNs >= minCalloutNs else { return }
         calloutsSelected += 1
         next.callout(c, of: key)
     }
