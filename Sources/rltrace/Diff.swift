@@ -13,9 +13,11 @@ struct DiffCommand: ParsableCommand {
           rltrace diff base.json new.json --fail-on 'p99>+20%,busy>+5pt,hangs>0'
           rltrace report TRACE --format json --distributions > base.json
 
-        BASE and NEW are trace directories or `rltrace report --format json` files (rltrace-report/1 or /2); reports written with --distributions, as in the third example, give the tests what they need. Loops match by process and thread name, items by kind and name. A duration change is significant when Mann–Whitney U (whole distribution) or the exceedance test above BASE's p99 (slow tail) gives p < alpha/2; reports written without --distributions give the figures with significance n/a. Items are sorted by impact: NEW time per second − BASE time per second.
+        BASE and NEW are trace directories or `rltrace report --format json` files (rltrace-report/1 or /2); reports written with --distributions, as in the third example, give the tests what they need. Loops match by process and thread name, items by kind and name. A duration change is significant when Mann–Whitney U (whole distribution) or the exceedance test above BASE's p99 (slow tail) or above BASE's maximum gives p < alpha/3; reports written without --distributions give the figures with significance n/a. Items are sorted by impact: NEW time per second − BASE time per second.
 
         --fail-on METRIC OP VALUE[,…] (any holding fails): metrics p50 p90 p99 max (durations), impact (added time per second), busy (busy ratio), hangs, spins; OP > >= < <=. A signed value (+20%, +100us, +5pt, +1) is a change from BASE, which must be significant in that direction (hangs and spins need no test); an unsigned one is NEW's value (hangs>0, p99>50ms, busy>50%).
+
+        The selection options (--pid --tid --procname --loop --kind --item --min-duration) select in both traces as they do for every command; they need traces, not reports.
 
         Every format goes to standard output unless -o names a file (an existing one is replaced only with --force). JSON output: docs/diff-json.md (schema rltrace-diff/1).
 
@@ -36,6 +38,7 @@ struct DiffCommand: ParsableCommand {
     @Option(name: .customLong("min-change"), help: "A regression grows p50, p99 or time per second by at least this much (default 25%).")
     var minChange = "25%"
     @OptionGroup var thresholds: ThresholdOptions
+    @OptionGroup var selection: SelectionOptions
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
@@ -88,8 +91,13 @@ struct DiffCommand: ParsableCommand {
 
     /// A trace directory (analysed, with distributions) or a report JSON file.
     func load(_ path: String, _ opts: ReportOptions) throws -> (Report, DiffInput) {
+        let filter = try selection.filter()
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue {
+            if filter.narrowsLoops || filter.narrowsCallouts {
+                warn("rltrace diff: \(path) is a report: the selection options need traces (or write the report with them: rltrace report TRACE --format json --distributions --kind …)")
+                throw ExitCode(64)
+            }
             let r: Report
             do {
                 r = try JSONDecoder().decode(Report.self, from: try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -105,7 +113,7 @@ struct DiffCommand: ParsableCommand {
             return (r, DiffInput(path: path, source: "report", reportSchema: r.schema, distributions: dist,
                                  spanNs: r.trace.endNs - r.trace.beginNs, warnings: r.warnings))
         }
-        let r = try runAnalysis { try analyze(paths: [path], options: opts, distributions: true) }
+        let r = try runAnalysis { try analyze(paths: [path], options: opts, filter: filter, distributions: true) }
         return (r, DiffInput(path: path, source: "trace", reportSchema: r.schema, distributions: true,
                              spanNs: r.trace.endNs - r.trace.beginNs, warnings: r.warnings))
     }

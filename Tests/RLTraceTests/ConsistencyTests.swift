@@ -250,6 +250,24 @@ struct ConsistencyTests {
         #expect(loopsWithCpu >= 6, "the recordings have the thread CPU clock")
     }
 
+    @Test("diff selects as every command does: items of the selected kind only, nothing selected is exit 4, a report input refuses a selection")
+    func diffSelects() throws {
+        let d = try run("rltrace", ["diff", demoTrace, demoTrace, "--kind", "timer", "--format", "json"])
+        #expect(d.status == 0, "\(d.err)")
+        let doc = try jsonObject(d.out)
+        let kinds = Set((doc["loops"] as! [[String: Any]]).flatMap { ($0["items"] as! [[String: Any]]).map { $0["kind"] as! String } })
+        #expect(kinds == ["timer"], "\(kinds)")
+        let loops = try run("rltrace", ["diff", demoTrace, demoTrace, "--loop", "17", "--format", "json"])
+        #expect((try jsonObject(loops.out)["loops"] as! [[String: Any]]).count == 1)
+        let none = try run("rltrace", ["diff", demoTrace, demoTrace, "--procname", "nosuch"])
+        #expect(none.status == 4 && none.err.contains("nothing matches the selection"), "\(none.err)")
+        let json = NSTemporaryDirectory() + "rltrace-diff-sel-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: json) }
+        try run("rltrace", ["report", demoTrace, "--format", "json", "--distributions"]).out.write(toFile: json, atomically: true, encoding: .utf8)
+        let refused = try run("rltrace", ["diff", json, demoTrace, "--kind", "timer"])
+        #expect(refused.status == 64 && refused.err.contains("need traces"), "\(refused.err)")
+    }
+
     @Test("a filter and its complement add up to the unfiltered figures")
     func complements() throws {
         func loops(_ sel: [String]) throws -> [String: (Int, Int)] {

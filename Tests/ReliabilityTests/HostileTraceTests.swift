@@ -84,8 +84,6 @@ struct HostileCase: CustomStringConvertible, Sendable {
     var stream: [UInt8]
     /// Substrings the error must contain (empty: decoding successfully is also fine).
     var mustFailWith: [String] = []
-    /// A defect found by this case (reported; the test records it as a known issue).
-    var knownIssue: String? = nil
     var timeLimit: Double = 20
     var description: String { name }
 }
@@ -182,12 +180,7 @@ struct HostileTraceTests {
     /// capped with RLIMIT_AS, time by the parent); without fork (sanitizer runs) in-process.
     @Test("hostile trace", arguments: hostileCases)
     func hostile(_ c: HostileCase) throws {
-        if let k = c.knownIssue {
-            if !forkAllowed { return }   // in-process it would crash or hang the whole run
-            withKnownIssue(Comment(rawValue: k)) { try check(c) }
-        } else {
-            try check(c)
-        }
+        try check(c)
     }
 
     func check(_ c: HostileCase) throws {
