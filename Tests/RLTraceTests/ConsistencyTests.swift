@@ -225,6 +225,22 @@ struct ConsistencyTests {
         }
     }
 
+    @Test("on overlapping flight-recorder snapshots read together (shared packets once, a gap between two), alone and with selections")
+    func snapshots() throws {
+        let root = NSTemporaryDirectory() + "rltrace-consistency-snapshots-\(getpid())"
+        try? FileManager.default.removeItem(atPath: root)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // Two overlapping snapshots, and a third that does not meet the second (a gap).
+        try writeSnapshot(root + "/snapshot-1", packets: 0.0..<0.5)
+        try writeSnapshot(root + "/snapshot-2", packets: 0.3..<0.7)
+        try writeSnapshot(root + "/snapshot-3", packets: 0.85..<1.0)
+        for sel in [[], ["--loop", "17"], ["--kind", "timer"], ["--begin", "400ms", "--end", "500ms"], ["--procname", "nosuch"]] {
+            let f = try commandFigures([root], sel, tag: "s\(sel.joined())")
+            expectAgreement(f, "snapshots \(sel)", narrowsCallouts: sel.contains("--kind"))
+            #expect(f.status["report"] == (sel.contains("nosuch") ? 4 : 0), "\(sel): \(f.stderr["report"] ?? "")")
+        }
+    }
+
     @Test("on-CPU time is never larger than the busy time it is part of: a loop's, a hang's, an item's, whatever the window")
     func onCpuWithinBusy() throws {
         // Recorded with the thread CPU clock (record's default as root): the CPU time across each
