@@ -11,6 +11,8 @@ struct SelectionOptions: ParsableArguments {
     @Option(help: "Only the loop of this thread id; repeatable.") var tid: [Int64] = []
     @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
     @Option(help: "Only this loop id; repeatable.") var loop: [UInt64] = []
+    @Option(help: "Only what runs in this mode (`default` for kCFRunLoopDefaultMode): its iterations, and the callouts, sleeps and wakes in them; repeatable.")
+    var mode: [String] = []
     @Option(help: "Callout figures only for this kind (observer, source0, source1, timer, main_queue, block); repeatable or comma-separated.")
     var kind: [String] = []
     @Option(help: "Callout figures only for items whose name matches this glob (e.g. 'client*').") var item: String?
@@ -21,7 +23,7 @@ struct SelectionOptions: ParsableArguments {
     /// The loop and callout filters (no time window).
     func filter() throws -> EventFilter {
         var f = EventFilter()
-        f.pids = Set(pid); f.tids = Set(tid); f.procnames = Set(procname); f.loops = Set(loop)
+        f.pids = Set(pid); f.tids = Set(tid); f.procnames = Set(procname); f.loops = Set(loop); f.modes = Set(mode)
         f.calloutKinds = try kindSet(kind)
         f.itemGlob = item
         if let m = minDuration { f.minCalloutNs = try parseThreshold(m, "--min-duration") }

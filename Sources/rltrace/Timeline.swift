@@ -19,7 +19,6 @@ struct Timeline: ParsableCommand {
         """
     )
     @OptionGroup var analysis: AnalysisOptions
-    @Option(help: "Only iterations of runs in this mode (`default` for the default mode).") var mode: String?
     @Flag(help: "Only flagged iterations (hang, slow, spin, late timer).") var flagged = false
     @OptionGroup var thresholds: ThresholdOptions
 
@@ -27,7 +26,6 @@ struct Timeline: ParsableCommand {
         var sel = TimelineSink.Selection()
         // The common filters (loops, callouts, time) are the pipeline's selection: with --kind,
         // --item or --min-duration, the iterations that hold a selected callout are listed.
-        sel.mode = mode
         sel.flaggedOnly = flagged
         let opts = try thresholds.options()
         let out = ByteSink(fd: 1)

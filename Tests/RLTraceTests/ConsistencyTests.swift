@@ -176,7 +176,7 @@ struct ConsistencyTests {
         [], ["--loop", "17"], ["--tid", "5121"], ["--procname", "rl-example"], ["--pid", "5117"],
         ["--procname", "nosuch"], ["--pid", "1"], ["--tid", "99999"], ["--loop", "99"],
         ["--kind", "timer"], ["--item", "comp*"], ["--kind", "block", "--item", "reply"], ["--min-duration", "1ms"],
-        ["--kind", "source1", "--loop", "17"], ["--item", "no-such-item"],
+        ["--kind", "source1", "--loop", "17"], ["--item", "no-such-item"], ["--mode", "default"], ["--mode", "nosuch"],
     ]
     static let windows: [[String]] = [
         [], ["--begin", "400ms", "--end", "500ms"], ["--end", "1s"], ["--begin", "1s", "--end", "2s"],
@@ -239,6 +239,28 @@ struct ConsistencyTests {
             expectAgreement(f, "snapshots \(sel)", narrowsCallouts: sel.contains("--kind"))
             #expect(f.status["report"] == (sel.contains("nosuch") ? 4 : 0), "\(sel): \(f.stderr["report"] ?? "")")
         }
+    }
+
+    @Test("--mode selects the runs of a mode in every command, and the modes add up to the whole (runs in three modes, nested)")
+    func modes() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-consistency-modes-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "mainqueue"])
+        try #require(r.status == 0, "\(r.err)")
+        var sums = (iterations: 0, callouts: 0)
+        for mode in ["default", "tracking", "nested-empty"] {
+            let f = try commandFigures([dir], ["--mode", mode], tag: "m\(mode)")
+            expectAgreement(f, "--mode \(mode)", narrowsCallouts: false)
+            sums.iterations += f.report.values.reduce(0) { $0 + $1.iterations }
+            sums.callouts += f.report.values.reduce(0) { $0 + $1.callouts }
+        }
+        let all = try commandFigures([dir], [], tag: "m-all")
+        expectAgreement(all, "every mode", narrowsCallouts: false)
+        #expect(sums.iterations == all.report.values.reduce(0) { $0 + $1.iterations }, "iterations of the three modes against all")
+        #expect(sums.callouts == all.report.values.reduce(0) { $0 + $1.callouts }, "callouts of the three modes against all")
+        let tracking = try commandFigures([dir], ["--mode", "tracking"], tag: "m-tracking-only")
+        #expect(tracking.report.values.reduce(0) { $0 + $1.iterations } > 0 && tracking.report.values.reduce(0) { $0 + $1.iterations } < all.report.values.reduce(0) { $0 + $1.iterations })
     }
 
     @Test("on-CPU time is never larger than the busy time it is part of: a loop's, a hang's, an item's, whatever the window")

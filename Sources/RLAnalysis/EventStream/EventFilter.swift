@@ -5,6 +5,10 @@ public struct EventFilter: Sendable {
     /// Callout figures only for these kinds (empty: all), items whose name matches this glob, and
     /// callouts at least this long. Iterations, sleeps and wakes are not narrowed by these.
     public var calloutKinds: Set<CalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
+    /// Only what happens in runs of these modes (empty: every mode; `default` also names
+    /// `kCFRunLoopDefaultMode`): iterations of those runs, and the callouts, sleeps, wakes and
+    /// latencies inside them.
+    public var modes: Set<String> = []
     /// Only events in `[begin, end]`: resolved against the trace start on the first event.
     public var begin: TimeBound?, end: TimeBound?
 
@@ -86,6 +90,7 @@ public struct EventFilter: Sendable {
         for t in tids.sorted() { parts.append("--tid \(t)") }
         for n in procnames.sorted() { parts.append("--procname \(n.debugDescription)") }
         for l in loops.sorted() { parts.append("--loop \(l)") }
+        for m in modes.sorted() { parts.append("--mode \(m.debugDescription)") }
         return parts.joined(separator: " ")
     }
 

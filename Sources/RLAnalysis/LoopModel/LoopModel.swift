@@ -300,6 +300,14 @@ public final class LoopModel {
         return numbering.existing(key).map { (states[$0].info.tid, states[$0].procname) }
     }
 
+    /// The mode of the run loop `key` is in now (a ``NameTable`` id; the empty string's outside any
+    /// run), for the records handed over at this event.
+    @inline(__always)
+    public func currentMode(of key: LoopKey) -> Int32 {
+        if key == lastKey, let s = lastState { return s._withUnsafeGuaranteedRef { $0.modes.last ?? NameTable.empty } }
+        return numbering.existing(key).map { states[$0].modes.last ?? NameTable.empty } ?? NameTable.empty
+    }
+
     /// The thread of the loop `key` as known so far (`LoopInfo.tid`; nil if no event of it was
     /// seen), without copying its ``LoopInfo``.
     @inline(__always)

@@ -101,6 +101,11 @@ public func runPipeline(source: RunLoopEventSource, filter: EventFilter, into si
         let holds = all.isEmpty ? (away.isEmpty ? "no loop" : away.joined(separator: ", ")) : describe(loops: all, active: inWindow)
         throw AnalysisError.emptySelection(asked: asked.isEmpty ? "every loop" : asked, holds: holds)
     }
+    if let stage, !filter.modes.isEmpty, stage.iterationsSelected == 0 {
+        let seen = stage.modesSeen.map { model.names[$0] }.filter { !$0.isEmpty }.sorted()
+        throw AnalysisError.emptySelection(asked: "iterations of runs in \(filter.modes.sorted().map { "--mode \($0.debugDescription)" }.joined(separator: " "))",
+                                           holds: seen.isEmpty ? "no iteration there" : "runs in the modes \(seen.map(\.debugDescription).joined(separator: ", "))")
+    }
     if let stage, filter.calloutKinds.isEmpty == false || filter.itemGlob != nil, stage.calloutsOfSelectedItems == 0 {
         var asked: [String] = []
         if !filter.calloutKinds.isEmpty { asked.append("--kind \(filter.calloutKinds.map(\.label).sorted().joined(separator: ","))") }

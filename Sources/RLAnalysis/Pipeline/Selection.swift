@@ -10,6 +10,8 @@
 ///   to a timer and a source0). Iterations, sleeps and wakes are not narrowed by these: an
 ///   iteration still carries all its callouts, and ``selects(_:pid:)`` tells a sink which of them
 ///   are selected (the timeline lists the iterations that hold one).
+/// - Modes (`--mode`): only the iterations of runs in those modes, and the callouts, sleeps,
+///   wakes and latencies handed over while the loop runs in one of them.
 /// - Time (`--begin`, `--end`): one rule, ``TimeWindow``, applied by the loop model.
 public final class SelectionStage: LoopModelSink, NameResolving {
     /// What is selected.
@@ -21,7 +23,12 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         didSet { model = resolver.map { Unmanaged.passUnretained($0) } }
     }
     private var model: Unmanaged<LoopModel>?
-    private let narrowsLoops: Bool, narrowsCallouts: Bool
+    private let narrowsLoops: Bool, narrowsCallouts: Bool, narrowsModes: Bool
+    /// Per mode name id: 0 not decided yet, 1 selected, 2 not.
+    private var modeDecisions: [UInt8] = []
+    /// Iterations that reached the sinks, and the modes seen (name ids, for the message when none did).
+    public private(set) var iterationsSelected = 0
+    public private(set) var modesSeen: Set<Int32> = []
     private let kindMask: UInt64, minCalloutNs: Int64
     private let itemMatcher: ItemGlobMatcher?
     /// The loop decisions, direct-mapped by loop, each with the facts it was made on
@@ -39,13 +46,35 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         self.next = next
         narrowsLoops = filter.narrowsLoops
         narrowsCallouts = filter.narrowsCallouts
+        narrowsModes = !filter.modes.isEmpty
         kindMask = filter.calloutKindMask
         minCalloutNs = filter.minCalloutNs
         itemMatcher = filter.itemGlob.map { ItemGlobMatcher($0) }
     }
 
     /// Whether the stage changes anything (otherwise the pipeline leaves it out).
-    public static func needed(for filter: EventFilter) -> Bool { filter.narrowsLoops || filter.narrowsCallouts }
+    public static func needed(for filter: EventFilter) -> Bool { filter.narrowsLoops || filter.narrowsCallouts || !filter.modes.isEmpty }
+
+    /// Whether the mode of name id `id` is selected (decided once per id).
+    @inline(__always)
+    public func selects(modeID id: Int32) -> Bool {
+        guard narrowsModes else { return true }
+        let i = Int(max(0, id))
+        if i < modeDecisions.count, modeDecisions[i] != 0 { return modeDecisions[i] == 1 }
+        let name = resolver?.names[id] ?? ""
+        let yes = filter.modes.contains(name) || (name == "kCFRunLoopDefaultMode" && filter.modes.contains("default"))
+        if i >= modeDecisions.count { modeDecisions.append(contentsOf: repeatElement(0, count: i + 1 - modeDecisions.count)) }
+        modeDecisions[i] = yes ? 1 : 2
+        return yes
+    }
+
+    /// Whether loop `key` is selected and, with `--mode`, runs in a selected mode now.
+    @inline(__always)
+    private func selectsNow(_ key: LoopKey) -> Bool {
+        guard selects(loop: key) else { return false }
+        guard narrowsModes, let model else { return true }
+        return selects(modeID: model._withUnsafeGuaranteedRef { $0.currentMode(of: key) })
+    }
 
     /// Whether loop `key` is selected, as far as its events have said who it is.
     @inline(__always)
@@ -91,10 +120,15 @@ public final class SelectionStage: LoopModelSink, NameResolving {
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         guard !narrowsLoops || filter.acceptsLoop(loop) else { return }
+        if narrowsModes {
+            if modesSeen.count < 64 { modesSeen.insert(it.mode) }
+            guard selects(modeID: it.mode) else { return }
+        }
+        iterationsSelected += 1
         next.iteration(it, of: loop)
     }
     public func callout(_ c: CalloutRecord, of key: LoopKey) {
-        guard selects(loop: key) else { return }
+        guard selectsNow(key) else { return }
         calloutsSeen += 1
         guard selectsItem(of: c, pid: key.pid) else { return }
         calloutsOfSelectedItems += 1
@@ -102,24 +136,26 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         calloutsSelected += 1
         next.callout(c, of: key)
     }
-    public func sleep(_ s: SleepRecord, of key: LoopKey) { if selects(loop: key) { next.sleep(s, of: key) } }
-    public func wake(_ reason: WakeReason, of key: LoopKey) { if selects(loop: key) { next.wake(reason, of: key) } }
-    public func unmatchedCallout(of key: LoopKey) { if selects(loop: key) { next.unmatchedCallout(of: key) } }
+    public func sleep(_ s: SleepRecord, of key: LoopKey) { if selectsNow(key) { next.sleep(s, of: key) } }
+    public func wake(_ reason: WakeReason, of key: LoopKey) { if selectsNow(key) { next.wake(reason, of: key) } }
+    public func unmatchedCallout(of key: LoopKey) { if selectsNow(key) { next.unmatchedCallout(of: key) } }
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
-        if selects(loop: key) && selects(kind: .timer, item: item, pid: key.pid) { next.timerLateness(ns, item: item, of: key) }
+        if selectsNow(key) && selects(kind: .timer, item: item, pid: key.pid) { next.timerLateness(ns, item: item, of: key) }
     }
     public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {
-        if selects(loop: key) && selects(kind: .source0, item: item, pid: key.pid) {
+        if selectsNow(key) && selects(kind: .source0, item: item, pid: key.pid) {
             next.signalLatency(ns, item: item, callerTid: callerTid, of: key)
         }
     }
     public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {
-        if selects(loop: key) { next.wakeUpLatency(ns, callerTid: callerTid, of: key) }
+        if selectsNow(key) { next.wakeUpLatency(ns, callerTid: callerTid, of: key) }
     }
     public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
-        if selects(loop: key) { next.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key) }
+        guard selects(loop: key) else { return }
+        if narrowsModes && !(filter.modes.contains(mode) || (mode == "kCFRunLoopDefaultMode" && filter.modes.contains("default"))) { return }
+        next.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key)
     }
-    public func flow(_ f: Flow) { if selects(loop: f.to) { next.flow(f) } }
+    public func flow(_ f: Flow) { if selectsNow(f.to) { next.flow(f) } }
     public func traceBegins(at ts: Int64, epochOffset: Int64) { next.traceBegins(at: ts, epochOffset: epochOffset) }
     public func hang(_ record: HangEventRecord, of key: LoopKey) { if selects(loop: key) { next.hang(record, of: key) } }
     public func finish(end: Int64) { next.finish(end: end) }

@@ -14,8 +14,6 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     /// Which iterations to show, beyond the pipeline's selection (whose callout filters show the
     /// iterations that hold a selected callout).
     public struct Selection: Sendable {
-        /// Only iterations run in this mode.
-        public var mode: String?
         /// Only flagged iterations (hang, spin, late timer).
         public var flaggedOnly = false
         /// Creates a selection that keeps everything.
@@ -368,21 +366,10 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
 
     /// Whether the mode of name id `id` is the selected mode `m` (`default` also names
     /// `kCFRunLoopDefaultMode`): decided once per mode id (`modeDecisions`: 0 not yet, 1 yes, 2 no).
-    private func modeMatches(_ id: Int32, _ m: String) -> Bool {
-        let i = Int(max(0, id))
-        if i < modeDecisions.count, modeDecisions[i] != 0 { return modeDecisions[i] == 1 }
-        let mode = resolver?.names[id] ?? ""
-        let yes = mode == m || (m == "default" && mode == "kCFRunLoopDefaultMode")
-        if i >= modeDecisions.count { modeDecisions.append(contentsOf: repeatElement(0, count: i + 1 - modeDecisions.count)) }
-        modeDecisions[i] = yes ? 1 : 2
-        return yes
-    }
-    private var modeDecisions: [UInt8] = []
 
     /// Whether the selection keeps iteration `it`, its flags aside (``print(_:)`` applies
     /// `flaggedOnly`).
     private func accept(_ it: IterationRecord) -> Bool {
-        if let m = selection.mode, !modeMatches(it.mode, m) { return false }
         if let st = selectionStage, st.filter.narrowsCallouts, !it.callouts.contains(where: { st.selects($0, pid: it.key.pid) }) { return false }
         return true
     }
