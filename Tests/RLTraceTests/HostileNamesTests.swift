@@ -77,24 +77,10 @@ struct RawRun {
     var status: Int32
 }
 
-/// Runs the built `rltrace` with `args`; standard output and error through files.
+/// Runs the built `rltrace` with `args`.
 func runRaw(_ args: [String]) throws -> RawRun {
-    let p = Process()
-    p.executableURL = binDir.appendingPathComponent("rltrace")
-    p.arguments = args
-    let base = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-names-\(getpid())-\(UUID().uuidString)")
-    let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: outURL); try? FileManager.default.removeItem(at: errURL) }
-    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = FileHandle.nullDevice
-    try p.run()
-    p.waitUntilExit()
-    try? out.close(); try? err.close()
-    return RawRun(out: [UInt8](try Data(contentsOf: outURL)), err: [UInt8](try Data(contentsOf: errURL)), status: p.terminationStatus)
+    let r = try runProgram(binDir.appendingPathComponent("rltrace").path, args)
+    return RawRun(out: r.stdoutBytes, err: r.stderrBytes, status: r.status)
 }
 
 /// What a terminal must never receive raw: ESC, the other C0 controls but tab and newline, DEL, a C1

@@ -49,8 +49,11 @@ public func which(_ name: String) -> String? {
 public struct ProgramRun: Sendable {
     /// The exit status (or the signal number, for a program killed by one).
     public var status: Int32
-    /// Everything it wrote to standard output and standard error.
-    public var stdout: String, stderr: String
+    /// Everything it wrote to standard output and standard error, as bytes.
+    public var stdoutBytes: [UInt8], stderrBytes: [UInt8]
+    /// The same as text (invalid UTF-8 replaced by U+FFFD).
+    public var stdout: String { String(decoding: stdoutBytes, as: UTF8.self) }
+    public var stderr: String { String(decoding: stderrBytes, as: UTF8.self) }
     /// Wall time from start to exit.
     public var seconds: Double
     /// Its process id.
@@ -96,7 +99,7 @@ public func runProgram(_ path: String, _ args: [String], environment: [String: S
     let seconds = Date().timeIntervalSince(start)
     try? out.close(); try? err.close()
     return ProgramRun(status: p.terminationStatus,
-                      stdout: String(decoding: FileManager.default.contents(atPath: outURL.path) ?? Data(), as: UTF8.self),
-                      stderr: String(decoding: FileManager.default.contents(atPath: errURL.path) ?? Data(), as: UTF8.self),
+                      stdoutBytes: [UInt8](FileManager.default.contents(atPath: outURL.path) ?? Data()),
+                      stderrBytes: [UInt8](FileManager.default.contents(atPath: errURL.path) ?? Data()),
                       seconds: seconds, pid: p.processIdentifier, killedBySignal: p.terminationReason == .uncaughtSignal)
 }
