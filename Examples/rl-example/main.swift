@@ -4,9 +4,10 @@
 //   rl-example [--port N] [--duration SECONDS] [--clients N] [--requests N]
 //              [--inject slow-callout,hang,late-timer,spin]...
 //
-// It serves for --duration seconds and, when the built-in load is not done by then (a slow or busy
-// machine), until it is, at most `loadGrace` seconds longer: every run serves the whole load, so
-// that what it injects (some of it every 25th compute) does not depend on the machine's speed.
+// It runs until its work is done — the built-in load served and each injected problem made — or
+// until --duration seconds have passed, whichever comes first: --duration is a maximum. Each load
+// client pauses 2 ms after every reply, so N requests take at least N × 2 ms whatever the machine
+// (20000 requests: 40 s); a load longer than --duration is cut there, and the last lines say so.
 //
 // Protocol: newline-terminated requests over TCP. "ping" → "pong"; "compute N" → the sum 1…N,
 // computed on a worker thread whose result comes back through a source0 (the network-loader hand-off).
@@ -72,6 +73,8 @@ func warn(_ message: String) {
 final class Stats: @unchecked Sendable {
     let counts = Mutex<[String: Int]>([:])
     func bump(_ k: String, _ n: Int = 1) { counts.withLock { $0[k, default: 0] += n } }
+    /// Adds one and returns the new count.
+    func increment(_ k: String) -> Int { counts.withLock { $0[k, default: 0] += 1; return $0[k]! } }
     func get(_ k: String) -> Int { counts.withLock { $0[k] ?? 0 } }
 }
 let stats = Stats()
@@ -97,7 +100,10 @@ final class Injected: @unchecked Sendable {
             if let i = e.firstIndex(where: { $0.problem == problem }) { e[i].count += 1; e[i].maxNs = max(e[i].maxNs, ns) }
             else { e.append(Entry(problem: problem, what: what, count: 1, maxNs: ns)) }
         }
+        workProgressed()
     }
+    /// The problems made at least once.
+    var problems: Set<String> { entries.withLock { Set($0.map(\.problem)) } }
     var lines: [String] {
         entries.withLock { $0.map { "injected \($0.problem): \($0.what) — \($0.count)×, max \($0.maxNs) ns (\(Double($0.maxNs / 1_000) / 1_000) ms)" } }
     }
@@ -349,7 +355,7 @@ func runLoad(port: UInt16, clients: Int, requests: Int) {
             addr.sin_port = port.bigEndian
             addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
             let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard ok == 0 else { stats.bump("load-connect-failures"); return }
+            guard ok == 0 else { stats.bump("load-connect-failures"); clientFinished(); return }
             var reader = LineReader(fd: fd)
             for i in 0..<requests {
                 let req = i % 4 == 3 ? "compute \(i)" : "ping"
@@ -362,8 +368,19 @@ func runLoad(port: UInt16, clients: Int, requests: Int) {
             }
             close(fd)
             stats.bump("load-clients-done")
+            clientFinished()
         }
     }
+}
+
+/// When the load started and when its last client finished (ns since `loadStart`; 0 until then).
+nonisolated(unsafe) var loadStart = RLInstant.now
+let loadDoneNs = Atomic<Int64>(0)
+
+/// A load client is done (or could not connect): the last one notes the time.
+func clientFinished() {
+    if stats.increment("load-clients-finished") == options.clients { loadDoneNs.store(max(1, nsOf(RLInstant.now - loadStart)), ordering: .relaxed) }
+    workProgressed()
 }
 
 struct LineReader {
@@ -411,25 +428,43 @@ if !options.inject.isEmpty && Duration.seconds(options.duration) <= Schedule.las
 }
 let service = Service(options: options)
 do { try service.start() } catch { fail("cannot start: \(error)") }
-print("rl-example: serving on 127.0.0.1:\(service.port) for \(options.duration) s (or until the load is done); load \(options.clients) clients × \(options.requests) requests; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
+let loop = RLRunLoop.main
+
+/// The problems made at a time of their own (the slow callout comes with the load).
+let scheduledProblems = options.inject.subtracting(["slow-callout"])
+/// Whether the work is done: every load client finished and every scheduled problem was made.
+func workDone() -> Bool {
+    loadDoneNs.load(ordering: .relaxed) != 0 && scheduledProblems.isSubset(of: injected.problems)
+}
+/// How the run ended: "done" (the work) or "duration" (--duration passed first).
+nonisolated(unsafe) var endedBy = ""
+/// Signalled (from any thread) when a load client finishes or a problem is made: stops the loop
+/// once the work is done.
+let shutdown = RLSource0(name: "shutdown") {
+    if workDone() && endedBy.isEmpty { endedBy = "done"; loop.stop() }
+}
+func workProgressed() {
+    shutdown.signal()
+    loop.wakeUp()
+}
+loop.add(shutdown, forMode: .commonModes)
+
+print("rl-example: serving on 127.0.0.1:\(service.port) until the load is done (\(options.clients) clients × \(options.requests) requests\(scheduledProblems.isEmpty ? "" : " and the injected problems")) or \(options.duration) s have passed, whichever comes first; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
+let started = RLInstant.now
+loadStart = started
 runLoad(port: service.port, clients: options.clients, requests: options.requests)
 
-let loop = RLRunLoop.main
 var iterations = 0, sleeps = 0
 loop.add(RLObserver(activities: [.beforeTimers, .beforeWaiting], name: "stats") { _, a in
     if a == .beforeTimers { iterations += 1 } else { sleeps += 1 }
 }, forMode: .commonModes)
-/// How much longer than --duration the service waits for its load to finish.
-let loadGrace = 15.0
-let started = RLInstant.now
-let lastCall = started.advanced(bySeconds: options.duration + loadGrace)
-// At --duration: stop when the load is done (every client finished or gave up), else look again
-// every 50 ms, until `lastCall`.
-loop.add(RLTimer(fireAt: started.advanced(bySeconds: options.duration), interval: .milliseconds(50), name: "shutdown") { _ in
-    let done = stats.get("load-clients-done") + stats.get("load-connect-failures") >= options.clients
-    if done || RLInstant.now >= lastCall { loop.stop() }
+// --duration is a maximum: the run stops there, done or not.
+loop.add(RLTimer(fireAt: started.advanced(bySeconds: options.duration), name: "duration") { _ in
+    if endedBy.isEmpty { endedBy = "duration"; loop.stop() }
 }, forMode: .commonModes)
-loop.run(mode: .default, seconds: options.duration + loadGrace + 5, returnAfterSourceHandled: false)
+if workDone() { endedBy = "done" } else {
+    loop.run(mode: .default, seconds: options.duration + 5, returnAfterSourceHandled: false)
+}
 let elapsed = Double(nsOf(RLInstant.now - started)) / 1e9
 
 func nsOf(_ d: Duration) -> Int64 { d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000 }
@@ -441,4 +476,11 @@ load: ok \(stats.get("load-ok")), wrong \(stats.get("load-wrong")), broken \(sta
 heartbeats \(stats.get("heartbeats")), main-queue updates \(stats.get("main-queue-updates")), main-actor updates \(stats.get("main-actor-updates")), flushes \(stats.get("flushes"))
 """)
 for line in injected.lines { print(line) }
+let answered = stats.get("load-ok") + stats.get("load-wrong")
+if endedBy == "done" {
+    print("ended: the work was done (the load after \(Double(loadDoneNs.load(ordering: .relaxed) / 1_000_000) / 1000) s)")
+} else {
+    let missing = scheduledProblems.subtracting(injected.problems).sorted()
+    print("ended: --duration \(options.duration) s passed before the work was done: \(answered) of \(options.clients * options.requests) requests answered\(missing.isEmpty ? "" : "; not injected: " + missing.joined(separator: ","))")
+}
 exit(stats.get("load-wrong") == 0 && stats.get("load-broken") == 0 ? 0 : 1)

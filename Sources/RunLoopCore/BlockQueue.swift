@@ -188,3 +188,66 @@ extension BlockQueue where Item == BlockItem {
         return false
     }
 }
+
+// The drains of ``RLRunLoop/doBlocks(_:)`` (step 2 and 10 of a pass, RunAlgorithm.swift).
+extension RLRunLoop {
+    /// ``doBlocks(_:)`` when only ``ownBlocks`` holds blocks, all for the mode running: each runs.
+    func drainOwnBlocks(into taken: BlockQueue<OwnBlockItem>) -> Bool {
+        ownBlocks.swapContents(with: taken)
+        ownBlocksMode.store(0, ordering: .releasing)
+        defer { taken.shrinkIfDrained() }
+        while let b = taken.popFirst() {
+            calloutToBlock(b, id: makeOwnBlockID())
+        }
+        return true
+    }
+
+    /// Moves the blocks of ``ownBlocks`` to the end of `queue`, as the blocks of `blocks` they
+    /// stand for. Called with the lock held, on the loop's thread.
+    fileprivate func moveOwnBlocksLocked(to queue: BlockQueue<BlockItem>) {
+        guard !ownBlocks.isEmpty, let target = ownBlocksTarget else { return }
+        let mode = target._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+        while let b = ownBlocks.popFirst() {
+            queue.append(BlockItem(target: .mode(mode), id: makeOwnBlockID(), name: nil, body: b.body))
+        }
+        ownBlocksMode.store(0, ordering: .releasing)
+    }
+
+    func drainBlocks(_ m: ModeState, into taken: BlockQueue<BlockItem>) -> Bool {
+        let isCommon: Bool? = locked {
+            if blocks.isEmpty && ownBlocks.isEmpty { return nil }
+            if ownBlocks.isEmpty {
+                blocks.swapContents(with: taken)
+            } else {
+                // The own blocks first: they were queued before every block of `blocks`.
+                moveOwnBlocksLocked(to: taken)
+                taken.append(movingFrom: blocks)
+            }
+            hasSharedBlocks.store(false, ordering: .relaxed)
+            return m.isCommon
+        }
+        guard let isCommon else { return false }
+        defer { taken.shrinkIfDrained() }
+        var kept: BlockQueue<BlockItem>?
+        var did = false
+        while let b = taken.popFirst() {
+            if b.matches(m, isCommon: isCommon) {
+                calloutToBlock(b, id: b.id)
+                did = true
+            } else {
+                if kept == nil { kept = BlockQueue() }
+                kept!.append(b)
+            }
+        }
+        if let kept {
+            // Ahead of the blocks queued meanwhile: first this thread's own, then the others'.
+            locked {
+                moveOwnBlocksLocked(to: kept)
+                kept.append(movingFrom: blocks)
+                blocks.swapContents(with: kept)
+                hasSharedBlocks.store(true, ordering: .relaxed)
+            }
+        }
+        return did
+    }
+}

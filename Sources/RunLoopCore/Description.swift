@@ -29,7 +29,7 @@ extension RLRunLoop {
                 out += "\t\tsources0 = {\(m.sources0.isEmpty ? "" : "\n" + m.sources0.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t\tsources1 = {\(m.sources1.isEmpty ? "" : "\n" + m.sources1.values.sorted { $0.id < $1.id }.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t\tobservers = {\(m.observers.isEmpty ? "" : "\n" + m.observers.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
-                let timers = m.timers.liveTimers().sorted { $0.nextFireDate < $1.nextFireDate }
+                let timers = m.timers.liveTimers().sorted { ($0.nextFireDate ?? .distantFuture) < ($1.nextFireDate ?? .distantFuture) }
                 out += "\t\ttimers = {\(timers.isEmpty ? "" : "\n" + timers.map { "\t\t\t\($0)" }.joined(separator: "\n") + "\n\t\t")}\n"
                 out += "\t}\n"
             }

@@ -489,9 +489,11 @@ public final class RLTimer: @unchecked Sendable, CustomStringConvertible {
     /// The next fire date (CF's `CFRunLoopTimerGetNextFireDate`): the date given to the initialiser
     /// or to ``setNextFireDate(_:)`` — as given, even if it was in the past (the timer is then due
     /// from the time it was given) — or, after a repeating fire, the computed next one. Inside the
-    /// timer's callout, the date being fired. An invalidated timer's is `RLInstant(nanoseconds: 0)`
-    /// (CF returns 0).
-    public var nextFireDate: RLInstant { RLInstant(nanoseconds: withState { $0.valid ? $0.dateNs : 0 }) }
+    /// timer's callout, the date being fired. Nil once the timer is invalidated: it has no next
+    /// fire (CF returns 0, its "none"), and ``setNextFireDate(_:)`` does not give it one.
+    public var nextFireDate: RLInstant? {
+        withState { $0.valid ? RLInstant(nanoseconds: $0.dateNs) : nil }
+    }
 
     /// The tolerance. Setting a negative value sets 0; a repeating timer's is capped at its interval.
     public var tolerance: Duration {

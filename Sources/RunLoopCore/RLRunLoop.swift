@@ -79,11 +79,18 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var lastMode: Unmanaged<ModeState>?
 
     // MARK: Written only on the loop's thread
-    /// The iteration counter (per loop, across runs). Only the loop's thread writes it; other
-    /// threads read it (relaxed) to stamp their cross-thread events: signal, wakeUp, registration.
+    /// The iteration the loop is in (per loop, numbered across runs): set by each pass, and given
+    /// back to the enclosing pass when a run nested in one of its callouts returns, so what that
+    /// pass emits after the nested run (a callout's exit, a timer re-armed after its fire, an item
+    /// removed) carries its own number. Between top-level runs, the last pass's. Only the loop's
+    /// thread writes it; other threads read it (relaxed) to stamp their cross-thread events:
+    /// signal, wakeUp, registration.
     let iterationCounter = Atomic<UInt64>(0)
     /// The current value of ``iterationCounter``.
     var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
+    /// The last iteration number given to a pass (numbers are never reused: a pass after a nested
+    /// run continues from the nested run's last). Loop's thread only.
+    @exclusivity(unchecked) var lastIteration: UInt64 = 0
     /// What the loop's thread is doing, for the hang watchdog (see `Watch` in Watchdog.swift): relaxed
     /// stores on the loop's thread only, read by the watchdog's thread.
     let watchWord = Atomic<UInt64>(0)
@@ -243,7 +250,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
             ownBlocksMode.store(0, ordering: .releasing)
         }
         for (s, m) in cancels { s.cancel?(self, m) }
-        RLTrace.loopDestroyed(loop: id, iteration: iteration, tid: threadID)
+        RLTrace.loopDestroyed(loop: id, iteration: lastIteration, tid: threadID)
     }
 
     deinit {
@@ -257,7 +264,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
                 }
             }
         }
-        if !deallocating { RLTrace.loopDestroyed(loop: id, iteration: iteration, tid: threadID) }
+        if !deallocating { RLTrace.loopDestroyed(loop: id, iteration: lastIteration, tid: threadID) }
     }
 
     // MARK: - Modes
@@ -328,7 +335,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     public func addCommonMode(_ mode: RLMode) {
         guard !mode.isCommonModes else { return }
         var scheduled: [RLSource0] = []
-        locked {
+        // Copying the common timers may move the deadline of the mode the loop sleeps in: re-armed
+        // (and woken when due) as when a timer is added to it (CF's `CFRunLoopAddTimer` for each).
+        lockedRearming {
             guard !commonModeNames.contains(mode) else { return }
             commonModeNames.insert(mode)
             let hasItems = !commonSources0.isEmpty || !commonSources1.isEmpty || !commonObservers.isEmpty || !commonTimers.isEmpty

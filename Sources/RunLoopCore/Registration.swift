@@ -278,16 +278,12 @@ extension RLRunLoop {
         // The usual case, a mode the loop has (the one looked up last is recognised without
         // hashing and lent unretained: `withModeLocked`).
         if let added = withModeLocked(mode, create: false, { addTimerLocked(timer, $0) }) {
-            let ring = rearmIfSleepingLocked()
-            lock.unlock()
-            if ring { waiter.ring() }
+            unlockRearming()
             if added && RLTrace.isEnabled(.itemAdded) { traceTimerAdded(timer, CollectionOfOne(mode)) }
             return
         }
         let joined = addTimerSlowLocked(timer, mode)
-        let ring = rearmIfSleepingLocked()
-        lock.unlock()
-        if ring { waiter.ring() }
+        unlockRearming()
         // (Checked first: iterating `joined` copies it, which costs even when nobody records.)
         if RLTrace.isEnabled(.itemAdded) { traceTimerAdded(timer, joined) }
     }
@@ -357,7 +353,7 @@ extension RLRunLoop {
     /// modes, it belongs to no loop any more and may be added to another (CF).
     public func remove(_ timer: RLTimer, forMode mode: RLMode) {
         var left = ModeNames()
-        locked {
+        lockedRearming {
             // A mode the loop has (no array, no name comparison), or else the common pseudo-mode.
             let found: Void? = withModeLocked(mode, create: false) { m in
                 if removeTimerLocked(timer, m) { left.append(m) }
@@ -366,7 +362,6 @@ extension RLRunLoop {
                 guard commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil else { return }
                 for m in commonModeNames.compactMap({ modes[$0] }) where removeTimerLocked(timer, m) { left.append(m) }
             }
-            rearmIfSleepingLocked()
         }
         if RLTrace.isEnabled(.itemRemoved) {
             for m in left { RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.rawValue) }
@@ -386,7 +381,7 @@ extension RLRunLoop {
     /// Removes a timer from every mode of this loop in one pass (invalidation).
     func removeEverywhere(_ timer: RLTimer) {
         var left = TimerMemberships()
-        locked {
+        lockedRearming {
             commonTimers.removeValue(forKey: ObjectIdentifier(timer))
             left = timer.withState { s in
                 let ms = s.memberships
@@ -395,7 +390,6 @@ extension RLRunLoop {
                 return ms
             }
             left.forEach { $0.withTimers { $0.removed() } }
-            rearmIfSleepingLocked()
         }
         left.forEach { m in
             RLTrace.itemRemoved(loop: id, iteration: iteration, kind: .timer, item: timer.id, name: timer.name ?? "", mode: m.mode.name.rawValue)
@@ -407,8 +401,7 @@ extension RLRunLoop {
     /// when the timer is not (any more) bound to this loop.
     func reschedule(_ t: RLTimer, _ change: (inout RLTimer.State) -> Void) -> Bool {
         var fire: UInt64 = 0, interval: UInt64 = 0
-        var ring = false
-        let bound: Bool = locked {
+        let bound: Bool = lockedRearming {
             var tol: UInt64 = 0
             var bound = true
             let ms: TimerMemberships = t.withState { s in
@@ -422,10 +415,8 @@ extension RLRunLoop {
             }
             guard bound else { return false }
             repositionTimerLocked(t, in: ms, fireNs: fire, toleranceNs: tol)
-            ring = rearmIfSleepingLocked()
             return true
         }
-        if ring { waiter.ring() }
         guard bound else { return false }
         RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
         return true
@@ -449,12 +440,11 @@ extension RLRunLoop {
     /// The next fire date of `mode`'s first timer (CF's `CFRunLoopGetNextTimerFireDate`): its
     /// ``RLTimer/nextFireDate`` — the date as given, even a past one — where timers are taken in
     /// the order they fire, a timer whose callout is running included. Nil when the mode does not
-    /// exist or has no timer (CF returns 0), and for ``RLMode/commonModes`` (not a mode). Any thread.
+    /// exist or has no timer (CF returns 0), when its first timer was just invalidated, and for
+    /// ``RLMode/commonModes`` (not a mode). Any thread.
     public func nextTimerFireDate(forMode mode: RLMode) -> RLInstant? {
         let first: RLTimer? = locked { modes[mode].flatMap { m in m.timers.first() } }
-        guard let first else { return nil }
-        let date = first.withState { $0.valid ? $0.dateNs : 0 }
-        return RLInstant(nanoseconds: date)
+        return first?.nextFireDate
     }
 
     /// Foundation's `RunLoop.limitDate(forMode:)`: polls `mode` once (firing due timers, running
@@ -477,22 +467,39 @@ extension RLRunLoop {
         locked { deallocating || (modeLocked(mode, create: false).map { isEmptyLocked($0) } ?? true) }
     }
 
-    /// While the loop sleeps, keeps the timerfd armed for the running mode's earliest deadline.
-    /// Returns whether the caller must ring the loop's doorbell (`Waiter.ring()`) once it has given
-    /// the lock back: the deadline moved earlier to a time already past (a timer added, or given a
-    /// past date, from another thread), and the doorbell ends the loop's wait as a timer wake at
-    /// once; a timerfd set to a past time is a slow system call on a VM (`Waiter.arm`;
-    /// docs/benchmarks.md, "A timer due at once"). Rung after the unlock: the woken loop takes the
-    /// lock at once, and finding it still held it would park and need a second wake-up. Removals
-    /// ignore it: they only move the deadline later, and a deadline past before was rung for then.
-    @inline(__always) @discardableResult
-    func rearmIfSleepingLocked() -> Bool {
-        sleeping ? rearmSleepingLocked() : false
+    /// `body` under the loop's lock, for a change that may move a mode's next timer deadline (a
+    /// timer added, removed, invalidated or re-dated; a mode made common, which copies the common
+    /// timers into it): every such change goes through here (or ``unlockRearming()``), from any
+    /// thread, as CF re-arms a mode's timer in each (`__CFRepositionTimerInMode`,
+    /// `__CFArmNextTimerInMode`). While the loop sleeps, its timer is re-armed for the running
+    /// mode's deadline before the lock is given back, and when that deadline is due already the
+    /// loop is woken (see ``unlockRearming()``).
+    @inline(__always)
+    func lockedRearming<R>(_ body: () -> R) -> R {
+        lock.lock()
+        let r = body()
+        unlockRearming()
+        return r
+    }
+
+    /// Gives the lock back after a change that may move a mode's next timer deadline: while the
+    /// loop sleeps, re-arms its timer for the running mode's earliest deadline and, when that is
+    /// due already, rings the loop's doorbell (`Waiter.ring()`) once the lock is given back — the
+    /// doorbell ends the wait as a timer wake at once; a timerfd set to a past time is a slow
+    /// system call on a VM (`Waiter.arm`; docs/benchmarks.md, "A timer due at once"). Rung after
+    /// the unlock: the woken loop takes the lock at once, and finding it still held it would park
+    /// and need a second wake-up. Removals ring too: a later deadline may be past already when the
+    /// loop has not yet taken the timerfd's expiry for the earlier one, which the re-arm resets.
+    @inline(__always)
+    func unlockRearming() {
+        let ring = sleeping && rearmSleepingLocked()
+        lock.unlock()
+        if ring { waiter.ring() }
     }
 
     @inline(never)
     private func rearmSleepingLocked() -> Bool {
         guard let m = currentModeState?.takeUnretainedValue() else { return false }
-        return waiter.arm(min(m.timers.hardDeadline(), perRun[perRun.count - 1].deadline))
+        return armTimerLocked(m, deadline: perRun[perRun.count - 1].deadline)
     }
 }

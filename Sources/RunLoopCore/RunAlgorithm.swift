@@ -11,8 +11,8 @@ let runTimeoutLimit = 504_911_232.0
 
 // The run algorithm, readable top to bottom as CF's `CFRunLoopRunSpecific` + `__CFRunLoopRun`
 // (the step numbers are those of the reference, docs/runloop-semantics.md), followed by the
-// per-kind "do" functions and one trampoline per callout kind — the only places user code is called,
-// and where the tracepoints sit.
+// per-kind "do" functions. They call user code only through the trampolines of Callouts.swift
+// (one per callout kind, where the tracepoints sit); the block queue's drains are in BlockQueue.swift.
 extension RLRunLoop {
 
     /// CFRunLoopRunSpecific.
@@ -44,7 +44,8 @@ extension RLRunLoop {
         return mode_._withUnsafeGuaranteedRef { m in
             depth += 1
             let outerWatch = watchRunBegin()   // hang watchdog: "in the loop's own code" (Watchdog.swift)
-            RLTrace.runEnter(loop: id, iteration: iteration, mode: mode.rawValue,
+            let enclosingIteration = iteration
+            RLTrace.runEnter(loop: id, iteration: enclosingIteration, mode: mode.rawValue,
                              timeoutNs: seconds <= 0 ? 0 : (seconds <= runTimeoutLimit ? Int64(seconds * 1e9) : -1),
                              returnAfterSourceHandled: stopAfterHandle, depth: depth)
             doObservers(m, .entry)
@@ -53,6 +54,8 @@ extension RLRunLoop {
             RLTrace.runExit(loop: id, iteration: iteration, mode: mode.rawValue, result: UInt8(result.rawValue), depth: depth)
             watchRestore(outerWatch)
             depth -= 1
+            // Nested in a callout: the enclosing pass is the loop's iteration again.
+            if depth > 0 { iterationCounter.store(enclosingIteration, ordering: .relaxed) }
             locked {
                 // Pop the per-run flags: the enclosing activation (or the idle loop) ignores wake-ups
                 // again if it did when this one began. Accepting again must be sequentially
@@ -97,7 +100,8 @@ extension RLRunLoop {
         var result: RLRunResult?
 
         repeat {
-            let it = iteration &+ 1
+            let it = lastIteration &+ 1
+            lastIteration = it
             iterationCounter.store(it, ordering: .relaxed)
             let calloutsAtStart = calloutCount
             RLTrace.iterationBegin(loop: id, iteration: it)
@@ -206,7 +210,7 @@ extension RLRunLoop {
             // Armed even for a poll: it also resets a timerfd left expired by an earlier run,
             // which would otherwise end this wait as a stale "timer" wake (a no-op when unchanged).
             // Due already: the doorbell, not a timerfd set to the past (`Waiter.arm`).
-            if waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline)) { waiter.ring() }
+            if armTimerLocked(m, deadline: deadline) { waiter.ring() }
             ownFDsOnly = m.sources1.isEmpty && !m.mainQueueRegistered
             return waiter.armedDeadline
         }
@@ -224,12 +228,7 @@ extension RLRunLoop {
             sleeping = false
             // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
             ignoresWakeUps.store(true, ordering: .releasing)
-            // CF arms a mode's timer when a timer is added, so even a poll sees an already-due
-            // timer as a timer wake; our timerfd is armed lazily, so a poll checks the queue.
-            if wake == nil && poll {
-                let fire = m.timers.earliestFire()
-                if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) { wake = .timer }
-            }
+            if wake == nil && poll { wake = dueTimerWakeLocked(m, now: now) }
             return traceWake ? wakeReasonLocked(wake, m, now: now, deadline: deadline) : .none
         }
         if traceWake {
@@ -251,21 +250,36 @@ extension RLRunLoop {
             // Armed even for a poll (see `waitOnSet`). A deadline already due needs no doorbell
             // here: the poll below sees it, and until a timer wake is handled every later arm of
             // it asks for the doorbell again (`Waiter.arm`), so no wait sleeps through it.
-            waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+            armTimerLocked(m, deadline: deadline)
             var wake = waiter.pollOwnFDs(armed: waiter.armedDeadline)
             let now = traceWake ? rl_monotonic_ns() : 0
             ignoresWakeUps.store(true, ordering: .releasing)
-            // An already-due timer is a timer wake (see `waitOnSet`).
-            if wake == nil {
-                let fire = m.timers.earliestFire()
-                if fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) { wake = .timer }
-            }
+            if wake == nil { wake = dueTimerWakeLocked(m, now: now) }
             if traceWake { reason = wakeReasonLocked(wake, m, now: now, deadline: deadline) }
             return .some(wake)
         }
         guard let polled else { return nil }
         if traceWake { RLTrace.wake(loop: id, iteration: it, reason: reason, fd: wakeFD(polled), sleptNs: 0) }
         return .some(polled)
+    }
+
+    /// Arms the loop's timer for the wait of a pass over `m`: the earliest fire + tolerance of its
+    /// timers not firing, or the run's deadline if earlier (`deadline`: the activation's; 0, a
+    /// poll's, does not count). Returns whether the deadline is due already, so that a waiter must
+    /// be woken by the doorbell (`Waiter.arm`). Called for the pass's own wait and, while the loop
+    /// sleeps, by every change that can move the deadline (``RLRunLoop/lockedRearming(_:)``).
+    @inline(__always) @discardableResult
+    func armTimerLocked(_ m: ModeState, deadline: UInt64) -> Bool {
+        waiter.arm(deadline == 0 ? m.timers.hardDeadline() : min(m.timers.hardDeadline(), deadline))
+    }
+
+    /// A poll's "timer" wake when one of `m`'s timers is due (`now`, or the clock when 0): CF arms a
+    /// mode's timer when a timer is added, so even a poll sees an already-due timer as a timer
+    /// wake; our timerfd is armed lazily, so a poll checks the queue. Nil when none is due.
+    @inline(__always)
+    private func dueTimerWakeLocked(_ m: ModeState, now: UInt64) -> Waiter.Wake? {
+        let fire = m.timers.earliestFire()
+        return fire != .max && fire <= (now != 0 ? now : rl_monotonic_ns()) ? .timer : nil
     }
 
     /// Writes `sleep_begin` when a session records it; returns the sleep's start time (0 if not read).
@@ -359,66 +373,6 @@ extension RLRunLoop {
         // earlier pass (no allocation for the blocks queued meanwhile), which is then drained: each
         // block is moved out. A run nested in a block, while the drain queue is in use, uses a spare.
         return drainQueues.withEmptyQueue { drainBlocks(m, into: $0) }
-    }
-
-    /// ``doBlocks(_:)`` when only ``ownBlocks`` holds blocks, all for the mode running: each runs.
-    private func drainOwnBlocks(into taken: BlockQueue<OwnBlockItem>) -> Bool {
-        ownBlocks.swapContents(with: taken)
-        ownBlocksMode.store(0, ordering: .releasing)
-        defer { taken.shrinkIfDrained() }
-        while let b = taken.popFirst() {
-            calloutToBlock(b, id: makeOwnBlockID())
-        }
-        return true
-    }
-
-    /// Moves the blocks of ``ownBlocks`` to the end of `queue`, as the blocks of `blocks` they
-    /// stand for. Called with the lock held, on the loop's thread.
-    private func moveOwnBlocksLocked(to queue: BlockQueue<BlockItem>) {
-        guard !ownBlocks.isEmpty, let target = ownBlocksTarget else { return }
-        let mode = target._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
-        while let b = ownBlocks.popFirst() {
-            queue.append(BlockItem(target: .mode(mode), id: makeOwnBlockID(), name: nil, body: b.body))
-        }
-        ownBlocksMode.store(0, ordering: .releasing)
-    }
-
-    private func drainBlocks(_ m: ModeState, into taken: BlockQueue<BlockItem>) -> Bool {
-        let isCommon: Bool? = locked {
-            if blocks.isEmpty && ownBlocks.isEmpty { return nil }
-            if ownBlocks.isEmpty {
-                blocks.swapContents(with: taken)
-            } else {
-                // The own blocks first: they were queued before every block of `blocks`.
-                moveOwnBlocksLocked(to: taken)
-                taken.append(movingFrom: blocks)
-            }
-            hasSharedBlocks.store(false, ordering: .relaxed)
-            return m.isCommon
-        }
-        guard let isCommon else { return false }
-        defer { taken.shrinkIfDrained() }
-        var kept: BlockQueue<BlockItem>?
-        var did = false
-        while let b = taken.popFirst() {
-            if b.matches(m, isCommon: isCommon) {
-                calloutToBlock(b, id: b.id)
-                did = true
-            } else {
-                if kept == nil { kept = BlockQueue() }
-                kept!.append(b)
-            }
-        }
-        if let kept {
-            // Ahead of the blocks queued meanwhile: first this thread's own, then the others'.
-            locked {
-                moveOwnBlocksLocked(to: kept)
-                kept.append(movingFrom: blocks)
-                blocks.swapContents(with: kept)
-                hasSharedBlocks.store(true, ordering: .relaxed)
-            }
-        }
-        return did
     }
 
     /// CF's `__CFRunLoopDoSources0`: the signalled sources, by order then signal time, each
@@ -575,8 +529,7 @@ extension RLRunLoop {
             guard let r else { return false }
             if let ms = r {
                 if !commonTimers.isEmpty { commonTimers.removeValue(forKey: ObjectIdentifier(t)) }
-                ms.forEach { $0.withTimers { $0.removed() } }
-                rearmIfSleepingLocked()
+                ms.forEach { $0.withTimers { $0.removed() } }   // (the loop is not asleep: no re-arm)
                 left = ms
             }
             return true
@@ -611,111 +564,5 @@ extension RLRunLoop {
             for sm in mainQueueSuspended { registerMainQueueLocked(sm) }
             mainQueueSuspended.removeAll()
         }
-    }
-
-    // MARK: - Trampolines: every callout goes through exactly one of these
-    // Each is one check ("does a session record this kind's entry or exit?") and the callout; the
-    // traced path, out of line, reads the iteration before the callout (a nested run inside it
-    // advances the counter) and emits entry and exit. A session that starts during a callout sees
-    // the next one whole; one that stops during it gets no exit (each emitter re-checks).
-    // Around the callout, two relaxed stores tell the hang watchdog which callout the thread is in
-    // (`watchCalloutBegin` / `watchRestore`, Watchdog.swift): no lock, no system call, no clock.
-
-    @inline(never)
-    func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
-        calloutCount &+= 1
-        let outer = watchCalloutBegin(.observer, o.id)
-        if RLTrace.isCalloutTraced(.observer) { tracedObserver(o, activity) } else { o.callout(o, activity) }
-        watchRestore(outer)
-    }
-
-    @inline(never)
-    private func tracedObserver(_ o: RLObserver, _ activity: RLActivity) {
-        let it = iteration
-        RLTrace.observerEntry(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
-        o.callout(o, activity)
-        RLTrace.observerExit(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
-    }
-
-    @inline(never)
-    func calloutToSource0(_ s: RLSource0) {
-        calloutCount &+= 1
-        let outer = watchCalloutBegin(.source0, s.id)
-        if RLTrace.isCalloutTraced(.source0) { tracedSource0(s) } else { s.perform() }
-        watchRestore(outer)
-    }
-
-    @inline(never)
-    private func tracedSource0(_ s: RLSource0) {
-        let it = iteration
-        RLTrace.source0Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "")
-        s.perform()
-        RLTrace.source0Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "")
-    }
-
-    @inline(never)
-    func calloutToSource1(_ s: RLSource1, events: UInt32) {
-        calloutCount &+= 1
-        let outer = watchCalloutBegin(.source1, s.id)
-        if RLTrace.isCalloutTraced(.source1) { tracedSource1(s, events: events) } else { s.handler(s, s.fd, RLSource1.Readiness(rawValue: events)) }
-        watchRestore(outer)
-    }
-
-    @inline(never)
-    private func tracedSource1(_ s: RLSource1, events: UInt32) {
-        let it = iteration
-        RLTrace.source1Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
-        s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
-        RLTrace.source1Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
-    }
-
-    @inline(never)
-    func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
-        calloutCount &+= 1
-        let outer = watchCalloutBegin(.timer, t.id)
-        if RLTrace.isCalloutTraced(.timer) { tracedTimer(t, scheduled: scheduled) } else { t.callout(t) }
-        watchRestore(outer)
-    }
-
-    @inline(never)
-    private func tracedTimer(_ t: RLTimer, scheduled: UInt64) {
-        let it = iteration
-        RLTrace.timerEntry(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
-        t.callout(t)
-        RLTrace.timerExit(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
-    }
-
-    @inline(never)
-    func calloutToMainQueue() {
-        calloutCount &+= 1
-        let outer = watchCalloutBegin(.mainQueue, 0)
-        if RLTrace.isCalloutTraced(.mainQueue) { tracedMainQueue() } else { _dispatch_main_queue_callback_4CF(nil) }
-        watchRestore(outer)
-    }
-
-    @inline(never)
-    private func tracedMainQueue() {
-        let it = iteration
-        RLTrace.mainQueueEntry(loop: id, iteration: it)
-        _dispatch_main_queue_callback_4CF(nil)
-        RLTrace.mainQueueExit(loop: id, iteration: it)
-    }
-
-    /// Takes the queued block whole, borrowed (either item type, specialised for each): passing its
-    /// fields instead made the drain copy the closure out of the item — a retain/release pair per block.
-    @inline(__always)
-    func calloutToBlock<B: QueuedBlock>(_ b: borrowing B, id: UInt64) {
-        calloutCount &+= 1
-        let outer = watchCalloutBegin(.block, id)
-        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: id, name: b.name, body: b.body) } else { b.body() }
-        watchRestore(outer)
-    }
-
-    @inline(never)
-    private func tracedBlock(id item: UInt64, name: String?, body: () -> Void) {
-        let it = iteration
-        RLTrace.blockEntry(loop: id, iteration: it, item: item, name: name ?? "")
-        body()
-        RLTrace.blockExit(loop: id, iteration: it, item: item, name: name ?? "")
     }
 }

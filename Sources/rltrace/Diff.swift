@@ -11,22 +11,15 @@ struct DiffCommand: ParsableCommand {
         Examples:
           rltrace diff BASE-TRACE NEW-TRACE
           rltrace diff base.json new.json --fail-on 'p99>+20%,busy>+5pt,hangs>0'
-          rltrace report TRACE --format json --distributions > base.json    (reports the tests can use)
+          rltrace report TRACE --format json --distributions > base.json
 
-        BASE and NEW are trace directories or `rltrace report --format json` files (rltrace-report/1
-        or /2). Loops match by process and thread name, items by kind and name. A duration change is
-        significant when Mann–Whitney U (whole distribution) or the exceedance test above BASE's
-        p99 (slow tail) gives p < alpha/2; reports written without --distributions give the figures
-        with significance n/a. Items are sorted by impact: NEW time per second − BASE time per second.
+        BASE and NEW are trace directories or `rltrace report --format json` files (rltrace-report/1 or /2); reports written with --distributions, as in the third example, give the tests what they need. Loops match by process and thread name, items by kind and name. A duration change is significant when Mann–Whitney U (whole distribution) or the exceedance test above BASE's p99 (slow tail) gives p < alpha/2; reports written without --distributions give the figures with significance n/a. Items are sorted by impact: NEW time per second − BASE time per second.
 
-        --fail-on METRIC OP VALUE[,…] (any holding fails): metrics p50 p90 p99 max (durations),
-        impact (added time per second), busy (busy ratio), hangs, spins; OP > >= < <=. A signed value
-        (+20%, +100us, +5pt, +1) is a change from BASE, which must be significant in that direction
-        (hangs and spins need no test); an unsigned one is NEW's value (hangs>0, p99>50ms, busy>50%).
-        Exit codes: 0 ok; 1 unreadable input or output; 3 no trace found; 4 no runloop events;
-        5 unsupported runloop schema; 7 a --fail-on condition held (they are printed on standard
-        error); 64 bad command line (e.g. a --fail-on expression that cannot be read).
-        JSON output: docs/diff-json.md (schema rltrace-diff/1).
+        --fail-on METRIC OP VALUE[,…] (any holding fails): metrics p50 p90 p99 max (durations), impact (added time per second), busy (busy ratio), hangs, spins; OP > >= < <=. A signed value (+20%, +100us, +5pt, +1) is a change from BASE, which must be significant in that direction (hangs and spins need no test); an unsigned one is NEW's value (hangs>0, p99>50ms, busy>50%).
+
+        Every format goes to standard output unless -o names a file (an existing one is replaced only with --force). JSON output: docs/diff-json.md (schema rltrace-diff/1).
+
+        Exit codes: 0 ok; 1 unreadable input or output; 2 an existing output file without --force; 3 no trace found; 4 no runloop events; 5 unsupported runloop schema; 7 a --fail-on condition held (they are printed on standard error); 64 bad command line (e.g. a --fail-on expression that cannot be read).
         """
     )
 
@@ -43,8 +36,7 @@ struct DiffCommand: ParsableCommand {
     @Option(name: .customLong("min-change"), help: "A regression grows p50, p99 or time per second by at least this much (default 25%).")
     var minChange = "25%"
     @OptionGroup var thresholds: ThresholdOptions
-    @Option(name: .shortAndLong, help: "Write to this file instead of standard output (html: default diff.html).")
-    var output: String?
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         if let failOn {
@@ -83,7 +75,7 @@ struct DiffCommand: ParsableCommand {
         case .json: text = try JSONDiffRenderer.render(d)
         case .html: text = HTMLDiffRenderer.render(d)
         }
-        try emit(text, to: output ?? (format == .html ? "diff.html" : nil))
+        try output.write(text)
         if let f = d.failOn {
             for u in f.unchecked { warn("rltrace diff: --fail-on \(u)") }
             if !f.held.isEmpty {

@@ -11,9 +11,11 @@ struct Dump: ParsableCommand {
         abstract: "Print every event of CTF traces in time order (babeltrace2-like text or JSON lines).",
         discussion: """
         Examples:
-          rltrace dump TRACE | less               (babeltrace2 --clock-seconds style: [epoch seconds] (+delta) …)
+          rltrace dump TRACE | less
           rltrace dump TRACE --format json | jq 'select(.name == "runloop:wake")'
-        Losses and reader warnings go to standard error; events decoded before an error are printed.
+
+        The text is babeltrace2 --clock-seconds' style: [epoch seconds] (+delta) …. Losses and reader warnings go to standard error; events decoded before an error are printed.
+
         Exit codes: 0 ok; 1 unreadable trace; 3 no trace found; 64 bad command line.
         """
     )

@@ -53,6 +53,7 @@ func recordOnHang(_ command: [String], output: URL, settings: FlightRecorderSett
     var recorder: FlightRecorder
     do {
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        FlightRecorderNote.write(in: output, settings: settings)
         recorder = try FlightRecorder(name: name, outputDirectory: output, cli: cli)
     } catch {
         warn("rltrace: cannot set up the flight recorder session: \(error)")

@@ -8,12 +8,14 @@ struct Hangs: ParsableCommand {
         commandName: "hangs",
         abstract: "Each hang (an iteration busy past the threshold) with its loop, time, duration, and the callout and item that held it.",
         discussion: """
-        Example:  rltrace hangs TRACE --hang-threshold 100ms      (--threshold is the same option)
-                  rltrace hangs DIR        (every flight-recorder snapshot in DIR: rltrace record --on-hang)
-        Exit code 0 also when there is no hang (the output says so).
-        When the program's hang watchdog recorded hangs (runloop:hang_begin/hang_stack/hang_end), each
-        is listed with its stack samples as function (file.swift:line), whatever --hang-threshold;
-        frames of binaries missing here show as module+0xoffset (docs/hangs.md).
+        Examples:
+          rltrace hangs TRACE --hang-threshold 100ms
+          rltrace hangs DIR
+
+        --threshold is the same option as --hang-threshold. A DIR written by `rltrace record --on-hang` is read whole: every flight-recorder snapshot in it; when it holds none, no hang was recorded (exit 0). The exit code is 0 also when there is no hang (the output says so).
+
+        When the program's hang watchdog recorded hangs (runloop:hang_begin/hang_stack/hang_end), each is listed with its stack samples as function (file.swift:line), whatever --hang-threshold; frames of binaries missing here show as module+0xoffset (docs/hangs.md).
+
         \(exitCodesHelp)
         """
     )
@@ -23,6 +25,7 @@ struct Hangs: ParsableCommand {
     enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
 
     func run() throws {
+        if let none = flightRecordersWithoutHangs(analysis.traces) { writeStdout(format == .json ? "[]\n" : none); return }
         let opts = try thresholds.options()
         let t = opts.hangThresholdNs
         let filter = try analysis.filter()

@@ -10,9 +10,11 @@ struct HistogramCommand: ParsableCommand {
         discussion: """
         Examples:
           rltrace histogram TRACE --of sleep --by reason
-          rltrace histogram TRACE --of callout --by item --scale linear --buckets 20 --max 2ms
+          rltrace histogram TRACE --of callout --by item --scale linear --max 2ms
           rltrace histogram TRACE --of timer-lateness --by item
+
         Linear buckets of more than 32 values are placed from the HdrHistogram (within 0.1 %).
+
         \(exitCodesHelp)
         """
     )
@@ -43,11 +45,10 @@ struct HistogramCommand: ParsableCommand {
     }
 
     func run() throws {
-        var lo = try min.map { try parseThreshold($0, "--min") } ?? 0
+        let lo = try min.map { try parseThreshold($0, "--min") } ?? 0
         let hi = try max.map { try parseThreshold($0, "--max") } ?? Int64.max
         if lo > hi { warn("rltrace: contradictory filters: --min is above --max"); throw ExitCode(2) }
-        if let md = analysis.minDuration { lo = Swift.max(lo, try parseThreshold(md, "--min-duration")) }
-        let sink = HistogramSink(of: of, by: by, lo: lo, hi: hi, kinds: try kindSet(analysis.kind), itemGlob: analysis.item)
+        let sink = HistogramSink(of: of, by: by, lo: lo, hi: hi)
         try stream(analysis, into: sink)
         writeStdout(sink.render(scale: scale, buckets: buckets))
     }

@@ -18,16 +18,19 @@ struct LAMICommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lami",
         abstract: "The run-loop report as a LAMI 1.0 external analysis (for Trace Compass).",
+        usage: "rltrace lami [<options>] [<traces> ...]",
         discussion: """
         The LAMI 1.0 phases, as Trace Compass runs them:
           rltrace lami --mi-version                  prints 1.0
           rltrace lami --metadata                    the table classes (JSON)
-          rltrace lami --test-compatibility TRACE    exit 0, silent: TRACE can be read
+          rltrace lami --test-compatibility TRACE    exit 0: TRACE can be read
           rltrace lami [--output-progress] [--begin NS] [--end NS] [--limit N] TRACE
-        --begin/--end: ns since the Unix epoch, both included; each result table's
-        time range is that window (without them, the whole trace). Errors print a
-        LAMI error object on standard output.
-        Example:  rltrace lami --begin 1763875200000000000 ~/lttng-traces/demo-1
+
+        --begin/--end: ns since the Unix epoch, both included; each result table's time range is that window (without them, the whole trace). Errors print a LAMI error object on standard output.
+
+        Example:
+          rltrace lami --begin 1763875200000000000 ~/lttng-traces/demo-1
+
         \(exitCodesHelp)
         """
     )

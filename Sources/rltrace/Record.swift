@@ -13,26 +13,21 @@ struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Run a program under an LTTng session recording its run loops, and keep the trace.",
+        usage: "rltrace record [--on-hang[=THRESHOLD]] [<options>] -- COMMAND [ARG...]",
         discussion: """
-        Creates an LTTng session, enables the `runloop` provider, runs COMMAND, then stops and destroys
-        the session and prints where the trace is with a short summary. With no reachable session
-        daemon, a private one is started (temporary LTTNG_HOME) and stopped afterwards. Ctrl-C stops
-        the program and still keeps the trace. The exit status is the program's.
+        Creates an LTTng session, enables the `runloop` provider, runs COMMAND, then stops and destroys the session and prints where the trace is with a short summary. With no reachable session daemon, a private one is started (temporary LTTNG_HOME) and stopped afterwards. Ctrl-C stops the program and still keeps the trace. The exit status is the program's.
 
         Examples:
           rltrace record -- ./my-service --port 8080
-          rltrace record -o /tmp/trace --context vpid,vtid,procname -- ./service     (no on-CPU time)
-        The per-thread CPU clock (perf:thread:task-clock) is added when the kernel allows it: the
-        report then tells a callout that computed from one that blocked. It is the costliest part of
-        recording: LTTng reads it with one read(2) per event, about 2 µs per callout against about
-        0.4 µs without it (docs/benchmarks.md); leave it out, as above, for a busy service.
-          rltrace record --snapshot -- ./service      (flight recorder: only the last buffers are kept)
-          rltrace record --on-hang 100ms -o DIR -- ./service   (a snapshot per hang: docs/hangs.md)
-        With --on-hang, the program's hang watchdog (RLTRACE_HANG_THRESHOLD, set to the threshold)
-        reports each hang with stack samples, and each hang leaves one snapshot (a trace in a
-        subdirectory of DIR) holding the seconds before it; `rltrace hangs DIR` reads them all.
-        The state dump events (lttng_ust_statedump:*, lttng_ust_lib:*: which binary is mapped where)
-        are recorded with runloop:* so that rltrace can symbolize stack samples.
+          rltrace record -o /tmp/trace --context vpid,vtid,procname -- ./service
+          rltrace record --snapshot -- ./service
+          rltrace record --on-hang=100ms -o DIR -- ./service
+
+        The per-thread CPU clock (perf:thread:task-clock) is added when the kernel allows it: the report then tells a callout that computed from one that blocked. It is the costliest part of recording: LTTng reads it with one read(2) per event, about 2 µs per callout against about 0.4 µs without it (docs/benchmarks.md); leave it out, as the second example does, for a busy service.
+
+        --snapshot is a flight recorder that keeps only the last buffers when the program ends. --on-hang records a snapshot per hang instead (docs/hangs.md): the program's hang watchdog (RLTRACE_HANG_THRESHOLD, set to the threshold) reports each hang with stack samples, and each hang leaves one snapshot (a trace in a subdirectory of DIR) holding the seconds before it; `rltrace hangs DIR` reads them all. The threshold follows --on-hang as --on-hang=100ms or --on-hang 100ms (default 250ms).
+
+        The state dump events (lttng_ust_statedump:*, lttng_ust_lib:*: which binary is mapped where) are recorded with runloop:* so that rltrace can symbolize stack samples. -o takes a local directory (its parent must exist); streaming to a relay daemon (-o net://HOST) is not supported yet: watch a program live with `rltrace top -- COMMAND`.
         """
     )
 
@@ -49,9 +44,10 @@ struct Record: ParsableCommand {
     @Flag(help: "Write into the output directory even if it already holds a trace.")
     var force = false
     @Flag(name: .customLong("on-hang"),
-          help: "Flight recorder: record a snapshot each time the program's watchdog reports a hang of at least the threshold that may follow (default 250ms): --on-hang [THRESHOLD].")
+          help: ArgumentHelp("Flight recorder: record a snapshot each time the program's watchdog reports a hang of at least the threshold: --on-hang=THRESHOLD or --on-hang THRESHOLD (default 250ms).", valueName: "threshold"))
     var onHangFlag = false
-    @Argument(help: ArgumentHelp("With --on-hang: the hang threshold (e.g. 100ms).", valueName: "threshold"))
+    /// The threshold after `--on-hang` (`--on-hang=X` reaches here as `--on-hang X`: ``splittingOnHangValue(_:)``).
+    @Argument(help: ArgumentHelp("With --on-hang: the hang threshold (e.g. 100ms).", valueName: "threshold", visibility: .hidden))
     var onHangThreshold: String?
     @Option(help: "With --on-hang: ring buffer per CPU kept for each snapshot (e.g. 4M, 512K).") var buffer: String?
     @Option(help: "With --on-hang: the most snapshots taken (one per hang); later hangs are not recorded.") var maxSnapshots: Int?
@@ -90,7 +86,7 @@ struct Record: ParsableCommand {
     }
 
     func run() throws {
-        let out = URL(fileURLWithPath: output ?? defaultTraceDirectory())
+        let out = URL(fileURLWithPath: try localTraceDirectory(output ?? defaultTraceDirectory()))
         if !force, holdsTrace(out.path) {
             warn("rltrace: \(out.path) already holds a trace; choose another -o, or --force to record into it anyway")
             throw ExitCode(2)
@@ -281,16 +277,18 @@ struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Record the bundled example service (rl-example) with injected problems, print the report, write the HTML.",
+        usage: "rltrace demo [-o DIR] [--force] [--duration S] [--inject PROBLEMS]",
         discussion: """
-        rl-example serves TCP on loopback with source1s, timers, the main queue, perform-blocks, a
-        source0 signalled from a worker and observers; the demo injects a slow callout, a hang, a late
-        timer and a busy spin, which the report names.
+        rl-example serves TCP on loopback with source1s, timers, the main queue, perform-blocks, a source0 signalled from a worker and observers; the demo injects a slow callout, a hang, a late timer and a busy spin, which the report names. The service runs until its load is done and each problem was made, or until --duration passes, whichever comes first.
 
-        Example:  rltrace demo -o /tmp/demo
+        Example:
+          rltrace demo -o /tmp/demo
         """
     )
     @Option(name: .shortAndLong, help: "Keep the trace and the HTML report in this directory (default: a temporary one).")
     var output: String?
+    @Flag(help: "Record into the directory even if it already holds a demo's trace or report.html.")
+    var force = false
     @Option(help: "How long the service runs, in seconds.") var duration = 3.0
     @Option(help: "Problems to inject (comma-separated: slow-callout,hang,late-timer,spin; `none` for none).")
     var inject = "slow-callout,hang,late-timer,spin"
@@ -302,8 +300,10 @@ struct Demo: ParsableCommand {
             warn("rltrace: rl-example not found next to rltrace (\(example)); build it with `swift build --product rl-example`")
             throw ExitCode(1)
         }
-        let dir = URL(fileURLWithPath: output ?? NSTemporaryDirectory() + "rltrace-demo-\(getpid())")
+        let dir = URL(fileURLWithPath: try output.map { try localTraceDirectory($0) } ?? NSTemporaryDirectory() + "rltrace-demo-\(getpid())")
         let trace = dir.appendingPathComponent("trace")
+        let html = dir.appendingPathComponent("report.html")
+        try refuseExistingDemo(trace: trace.path, html: html.path, force: force)
         var args = [example, "--duration", String(duration), "--clients", "4", "--requests", "300"]
         if inject != "none" { args += ["--inject", inject] }
         let status = try recordProgram(args, output: trace, snapshot: false, contexts: ["vpid", "vtid", "procname"],
@@ -312,8 +312,7 @@ struct Demo: ParsableCommand {
         let strips = BusyStripCollector()
         let report = try runAnalysis { try analyze(paths: [trace.path], also: strips) }
         writeStdout(TextReportRenderer().render(report))
-        let html = dir.appendingPathComponent("report.html")
-        try HTMLReportRenderer.render(report, strips: strips).write(to: html, atomically: true, encoding: .utf8)
+        try writeOutput(to: html.path, force: true) { $0.write(HTMLReportRenderer.render(report, strips: strips)) }
         writeStdout("\ntrace: \(trace.path)\nHTML report: \(html.path)\n")
     }
 }

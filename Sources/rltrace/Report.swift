@@ -89,9 +89,7 @@ struct ThresholdOptions: ParsableArguments {
 
 /// The exit codes every analysis command documents.
 let exitCodesHelp = """
-Exit codes: 0 ok; 1 unreadable trace or output; 2 contradictory options (a window outside the trace);
-3 no trace found; 4 no runloop events; 5 unsupported runloop schema; 6 LTTng session set-up failed
-(record, demo); 64 bad command line.
+Exit codes: 0 ok; 1 unreadable trace or output; 2 contradictory options (a window outside the trace, an existing output file without --force); 3 no trace found; 4 no runloop events; 5 unsupported runloop schema; 6 LTTng session set-up failed (record, demo); 64 bad command line.
 """
 
 /// `rltrace report`: the overview per process and loop.
@@ -102,11 +100,14 @@ struct ReportCommand: ParsableCommand {
         discussion: """
         Examples:
           rltrace report ~/lttng-traces/demo-20261122-101500
-          rltrace report TRACE --format json > report.json      (schema: docs/report-json.md)
+          rltrace report TRACE --format json -o report.json
+          rltrace report TRACE --format html > report.html
           rltrace report TRACE --hang-threshold 100ms --procname rl-example
 
-        Times: +1.5s after the trace start, or on the trace clock: @SECONDS (as dump and timeline print),
-        @YYYY-MM-DDTHH:MM:SS.N or @HH:MM:SS.N (UTC, as babeltrace2 --clock-gmt prints).
+        Every format goes to standard output unless -o names a file, which is written whole or not at all; an existing file is replaced only with --force. The JSON schema is docs/report-json.md.
+
+        Times: +1.5s after the trace start, or on the trace clock: @SECONDS (as dump and timeline print), @YYYY-MM-DDTHH:MM:SS.N or @HH:MM:SS.N (UTC, as babeltrace2 --clock-gmt prints).
+
         \(exitCodesHelp)
         """
     )
@@ -117,8 +118,7 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Output format: text, json (docs/report-json.md), csv, lami (LAMI 1.0 for Trace Compass), html.")
     var format: Format = .text
     @OptionGroup var thresholds: ThresholdOptions
-    @Option(name: .shortAndLong, help: "Write to this file instead of standard output (html: default report.html).")
-    var output: String?
+    @OptionGroup var output: OutputOptions
     @Flag(help: "json: give each item its durations (\"distribution\": [[valueNs, count], …]) for `rltrace diff`'s tests.")
     var distributions = false
 
@@ -141,37 +141,8 @@ struct ReportCommand: ParsableCommand {
         case .lami: text = try LAMIReportRenderer.render(report, window: LAMIReportRenderer.window(for: filter, in: report))
         case .html: text = HTMLReportRenderer.render(report, strips: strips)
         }
-        try emit(text, to: output ?? (format == .html ? "report.html" : nil))
+        try output.write(text)
         for w in report.warnings where format != .text { warn("rltrace: warning: \(w)") }
-    }
-}
-
-/// Writes to a file or standard output. A new or regular file is replaced atomically (a reader
-/// never sees half a report); anything else that exists — a symbolic link, `/dev/stdout`, a FIFO,
-/// a terminal — is written through, in place: an atomic write renames a new file over the path,
-/// which would replace the link or the device node itself (as root, `-o /dev/stdout` replaced
-/// the system's `/dev/stdout` with a regular file).
-func emit(_ text: String, to path: String?) throws {
-    if let path {
-        do {
-            var st = stat()
-            if lstat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {
-                let sink = try ByteSink(creating: path)
-                sink.write(text)
-                try sink.finish()
-            } else {
-                try text.write(toFile: path, atomically: true, encoding: .utf8)
-            }
-        } catch let e as ByteSinkError {
-            warn("rltrace: \(e)")
-            throw ExitCode(1)
-        } catch {
-            warn("rltrace: cannot write \(path): \(error.localizedDescription)")
-            throw ExitCode(1)
-        }
-        warn("wrote \(path)")
-    } else {
-        writeStdout(text)
     }
 }
 

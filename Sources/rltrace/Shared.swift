@@ -13,15 +13,6 @@ func stream(_ a: AnalysisOptions, into sink: LoopModelSink) throws {
     try runAnalysis { try streamAnalysis(paths: a.traces, filter: filter, into: sink) }
 }
 
-/// The output file of `-o`, or standard output.
-func openOutput(_ path: String?) throws -> ByteSink {
-    guard let path else { return ByteSink(fd: 1) }
-    do { return try ByteSink(creating: path) } catch {
-        warn("rltrace: \(error)")
-        throw ExitCode(1)
-    }
-}
-
 func kindSet(_ kinds: [String]) throws -> Set<CalloutKind> {
     Set(try kinds.flatMap { $0.split(separator: ",") }.map { k in
         guard let c = CalloutKind(label: String(k)) else {

@@ -10,11 +10,11 @@ struct Timeline: ParsableCommand {
         discussion: """
         Examples:
           rltrace timeline TRACE --begin 1.2s --end 1.5s
-          rltrace timeline TRACE --flagged                    (hangs, slow iterations, spins, late timers)
+          rltrace timeline TRACE --flagged
           rltrace timeline TRACE --kind timer --item 'heart*' --min-duration 1ms
-        Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start
-        column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it.
-        Iterations cut by --begin/--end are marked CLIPPED.
+
+        --flagged keeps hangs, slow iterations, spins and late timers. Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it. Iterations cut by --begin/--end are marked CLIPPED.
+
         \(exitCodesHelp)
         """
     )
@@ -25,11 +25,8 @@ struct Timeline: ParsableCommand {
 
     func run() throws {
         var sel = TimelineSink.Selection()
-        // The common callout filters select iterations here: those with a matching callout; and
-        // --min-duration selects iterations busy at least that long.
-        sel.kinds = try kindSet(analysis.kind)
-        sel.itemGlob = analysis.item
-        sel.minBusyNs = try analysis.minDuration.map { try parseThreshold($0, "--min-duration") } ?? 0
+        // The common filters (loops, callouts, time) are the pipeline's selection: with --kind,
+        // --item or --min-duration, the iterations that hold a selected callout are listed.
         sel.mode = mode
         sel.flaggedOnly = flagged
         let opts = try thresholds.options()

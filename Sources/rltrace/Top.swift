@@ -16,20 +16,18 @@ struct Top: ParsableCommand {
         Examples:
           rltrace top -- ./service       run it in a live session, watch its loops
           rltrace top net://HOST[:PORT]  list a relay daemon's live sessions
-          rltrace top net://HOST:5344/host/HOSTNAME/SESSION   (babeltrace2's URL)
+          rltrace top net://HOST:5344/host/HOSTNAME/SESSION
           rltrace top net://HOST --all   watch every live session there
           rltrace top --batch --count 4 --format json -- ./service
-        With a program: a live session streams to a relay daemon started on free
-        loopback ports (or --relayd), with a private session daemon when none is
-        reachable; the program's output goes to --log (stderr with --batch); when
-        it exits, the rest is read and a final snapshot shown; -o DIR keeps the
-        relay daemon's trace. JSON: docs/top-json.md.
-        A row per loop: iterations/s, busy %, p50/p99 callout duration in the interval,
-        longest callout, late timers, spins, discarded events, and a hang in progress
-        (runloop:hang_begin, else a callout open longer than --hang-threshold).
+
+        With a program: a live session streams to a relay daemon started on free loopback ports (or --relayd), with a private session daemon when none is reachable; the program's output goes to --log (stderr with --batch); when it exits, the rest is read and a final snapshot shown, which stays on the terminal; -o DIR keeps the relay daemon's trace. A URL is babeltrace2's (the third example). JSON: docs/top-json.md.
+
+        A row per loop: iterations/s, busy %, p50/p99 callout duration in the interval, longest callout, late timers, spins, discarded events, and a hang in progress (runloop:hang_begin, else a callout open longer than --hang-threshold). A narrow terminal drops the least important columns first (discarded events, host, thread id, p50, …); the loop, busy %, p99 and the hang column always show.
+
         Keys: s sort column, S reverse, / filter, space/p pause, q quit.
-        An event is on screen at most the live period plus the interval after it
-        happened (docs/live.md).
+
+        An event is on screen at most the live period plus the interval after it happened (docs/live.md).
+
         \(exitCodesHelp)
         """
     )
@@ -49,6 +47,7 @@ struct Top: ParsableCommand {
     @Option(help: "With COMMAND: stream to this relay daemon (net://HOST:CONTROL:DATA) instead of starting one.") var relayd: String?
     @Option(help: "With --relayd: its live port.") var livePort = LiveURL.defaultPort
     @Option(name: .shortAndLong, help: "With COMMAND and no --relayd: the started relay daemon writes the trace here (kept).") var output: String?
+    @Flag(help: "With -o: write into the directory even if it already holds a trace.") var force = false
     @Option(help: "With COMMAND: where the program's output goes (default: a temporary file; standard error with --batch).") var log: String?
     @Flag(help: "With URLs: read the sessions from their first event (default: from now).") var fromBeginning = false
     @OptionGroup var thresholds: ThresholdOptions
@@ -65,9 +64,8 @@ struct Top: ParsableCommand {
     enum Format: String, ExpressibleByArgument, CaseIterable { case text, json }
 
     func validate() throws {
-        if command.isEmpty && urls.isEmpty {
-            throw ValidationError("give a program after `--` (rltrace top -- ./service) or a live URL (rltrace top net://localhost)")
-        }
+        // (That neither a program nor a URL was given is said in run(): ArgumentParser reports an
+        // unknown option only once validate() passes, and `top --bogus` must name --bogus.)
         if !command.isEmpty && !urls.isEmpty { throw ValidationError("give either a program after `--` or live URLs, not both") }
         let ns = try parseThreshold(interval, "--interval")
         if ns < 10_000_000 { throw ValidationError("--interval must be at least 10ms") }
@@ -83,6 +81,10 @@ struct Top: ParsableCommand {
     }
 
     func run() throws {
+        if command.isEmpty && urls.isEmpty {
+            warn("Error: give a program after `--` (rltrace top -- ./service) or a live URL (rltrace top net://localhost)\n  See 'rltrace top --help' for more information.")
+            throw ExitCode(64)
+        }
         var options = TopSink.Options()
         let o = try thresholds.options()
         options.hangThresholdNs = o.hangThresholdNs
@@ -98,7 +100,7 @@ struct Top: ParsableCommand {
                     return
                 }
                 let sessions = try attachAll(parsed)
-                let driver = TopDriver(pipelines: sessions.map { LivePipeline($0, options: options) }, view: view,
+                let driver = TopDriver(pipelines: sessions.map { LivePipeline($0, options: options, intervalNs: intervalNs) }, view: view,
                                        intervalNs: intervalNs, count: count)
                 try driver.run(child: nil)
             } else {
@@ -168,6 +170,10 @@ struct Top: ParsableCommand {
             warn("rltrace: cannot run \(command[0]): no such program (not found on PATH, or not executable)")
             throw ExitCode(127)
         }
+        if let o = output, !force, holdsTrace(try localTraceDirectory(o)) {
+            warn("rltrace: \(o) already holds a trace; choose another -o, or --force to record into it anyway")
+            throw ExitCode(2)
+        }
         var daemon: PrivateSessionDaemon?
         var relay: PrivateRelayDaemon?
         var cli = LTTngCLI.ambient
@@ -204,7 +210,7 @@ struct Top: ParsableCommand {
             liveHost = String(parts[0]); livePortUsed = livePort
         } else {
             let out: URL
-            if let o = output { out = URL(fileURLWithPath: o) } else {
+            if let o = output { out = URL(fileURLWithPath: try localTraceDirectory(o)) } else {
                 out = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
                 tempOutput = out
             }
@@ -264,7 +270,7 @@ struct Top: ParsableCommand {
         }
         program = p
         let child = TopChild(process: p, session: s)
-        let driver = TopDriver(pipelines: [LivePipeline(l, options: options)], view: view, intervalNs: intervalNs, count: count)
+        let driver = TopDriver(pipelines: [LivePipeline(l, options: options, intervalNs: intervalNs)], view: view, intervalNs: intervalNs, count: count)
         try driver.run(child: child)
         if p.isRunning { kill(p.processIdentifier, SIGTERM) }
         p.waitUntilExit()
@@ -307,32 +313,55 @@ final class TopChild {
 }
 
 /// One attached session and its analysis: live session → decoder → loop model → TopSink.
+///
+/// Its snapshots follow the traced host's clock: each covers `intervalNs` of trace time, from the
+/// first event on. The pump stops at an interval's end (the event past it waits in `pending`), so
+/// a backlog — the relay daemon announces a new session's streams about a second after the program
+/// starts — is shown as several snapshots of one interval each, not one long first interval.
 final class LivePipeline {
     let live: LiveSession
     let decoder = LiveEventDecoder()
     let model: LoopModel
     let sink: TopSink
+    let intervalNs: Int64
     var ended = false
+    /// The current interval (trace clock ns; 0 before the first event).
     var intervalBegin: Int64 = 0
+    var intervalEnd: Int64 = .max
+    /// A decoded event at or past `intervalEnd`, consumed once the interval was shown.
+    private var pending: RunLoopEvent?
     var lastDiscarded: UInt64 = 0
 
-    init(_ live: LiveSession, options: TopSink.Options) {
+    init(_ live: LiveSession, options: TopSink.Options, intervalNs: UInt64) {
         self.live = live
+        self.intervalNs = Int64(intervalNs)
         sink = TopSink(host: live.info.hostname, session: live.info.name, options: options)
         model = LoopModel(sink: sink, names: decoder.names)
         model.evidence = decoder.evidence
         sink.model = model
     }
 
-    /// Consumes what the relay daemon has, until `deadline` (CLOCK_MONOTONIC ns). Returns whether
-    /// an event was consumed.
+    /// Whether an event was seen.
+    var hasData: Bool { intervalBegin != 0 }
+
+    /// Consumes what the relay daemon has, up to the current interval's end, until `deadline`
+    /// (CLOCK_MONOTONIC ns). Returns whether an event was consumed.
     func pump(until deadline: UInt64) throws -> Bool {
         guard !ended else { return false }
+        if let e = pending {
+            guard e.ts < intervalEnd else { return false }
+            model.consume(e)
+            pending = nil
+        }
         var n = 0
         while true {
             switch try live.next() {
             case .event(let i):
-                if let e = try decoder.decode(live.stream(i), streamIndex: i) { model.consume(e) }
+                if let e = try decoder.decode(live.stream(i), streamIndex: i) {
+                    if intervalBegin == 0 { intervalBegin = max(1, e.ts); intervalEnd = intervalBegin &+ intervalNs }
+                    if e.ts >= intervalEnd { pending = e; return true }
+                    model.consume(e)
+                }
                 n &+= 1
                 if n & 1023 == 0 && monotonicNanoseconds() >= deadline { return true }
             case .idle:
@@ -345,21 +374,42 @@ final class LivePipeline {
         }
     }
 
-    /// The live stream's newest safe time: every event before it was consumed.
+    /// Ends the pipeline when every stream of its session hung up and everything was consumed:
+    /// nothing more can come. (The live session learns that the session closed from its next
+    /// GET_NEW_STREAMS, which it sends only while some stream is still asked for packets; once
+    /// all hung up together, it never asks again.)
+    func endIfEveryStreamHungUp() {
+        guard !ended, pending == nil, live.streamCount > 0, live.openStreamCount == 0 else { return }
+        ended = true
+        model.consume(RunLoopEvent(kind: .gap, ts: decoder.lastTs))
+    }
+
+    /// The live stream's newest safe time: every event before it was consumed (or is pending).
     var horizon: Int64 {
         if ended { return max(decoder.lastTs, intervalBegin) }
         let h = Int64(bitPattern: live.horizon)
         return max(h, decoder.lastTs == .min ? 0 : decoder.lastTs, intervalBegin)
     }
 
+    /// Whether the current interval is over: an event past its end came, or the stream is known
+    /// to be quiet up to it.
+    var intervalComplete: Bool { hasData && (pending != nil || ended || horizon >= intervalEnd) }
+
+    /// The rows of the current interval, then the next interval. The interval ends at its planned
+    /// end, or where the data ends (the session over; a stalled stream shown anyway).
+    ///
+    /// The last interval ends where the recorded data does: the end of the streams' last packets
+    /// (the tracer's flush when the session stopped, a few tens of ms after the last event), so its
+    /// rates are over the time it covers, short as it may be — not over the gap between the last
+    /// two events, which a loop's last iterations fill quickly.
     func snapshot() -> (rows: [TopLoopRow], begin: Int64, end: Int64) {
-        let end = horizon
-        if intervalBegin == 0 { intervalBegin = decoder.firstTs == .max ? end : decoder.firstTs }
+        let begin = hasData ? intervalBegin : horizon
+        let dataEnd = ended ? max(decoder.lastTs, Int64(bitPattern: live.latest)) : min(horizon, intervalEnd)
+        let end = hasData ? max(begin, dataEnd) : begin
         let d = live.discardedEvents
-        let rows = sink.snapshot(begin: intervalBegin, end: end, discarded: Int64(clamping: d &- lastDiscarded))
+        let rows = sink.snapshot(begin: begin, end: end, discarded: Int64(clamping: d &- lastDiscarded))
         lastDiscarded = d
-        let begin = intervalBegin
-        intervalBegin = end
+        if hasData { intervalBegin = end; intervalEnd = end &+ intervalNs }
         return (rows, begin, end)
     }
 }
@@ -401,27 +451,21 @@ final class TopDriver {
         defer { for sig in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { signal(sig, SIG_DFL) } }
         view.enterScreen()
         defer { view.restoreTerminal() }
-        // The refreshes start with the first stream (a program registers with the session daemon
-        // a moment after it starts: no empty first snapshot), or after 3 s without one.
+        // A refresh when every session with data finished its interval (``LivePipeline``): at the
+        // pace of the traced clock, once every --interval when the data keeps up, back to back when
+        // a backlog arrives. A stalled stream does not stop the view: after two intervals without a
+        // refresh, what was received is shown. Before any data, an empty view after 3 s.
         let started = monotonicNanoseconds()
-        var nextRefresh = started + intervalNs
-        var scheduled = false
+        var lastShown = started
+        let stalled = max(2 * intervalNs, 1_000_000_000)
         while true {
             if topInterrupted != 0 || view.outputFailed { child?.terminate(); return }
             var busy = false
             for p in pipelines {
-                if try p.pump(until: min(nextRefresh, monotonicNanoseconds() + 50_000_000)) { busy = true }
-            }
-            if !scheduled {
-                let t = monotonicNanoseconds()
-                if pipelines.contains(where: { $0.live.streamCount > 0 }) || t >= started + 3_000_000_000 {
-                    scheduled = true
-                    nextRefresh = t + intervalNs
-                } else {
-                    nextRefresh = t + intervalNs
-                }
+                if try p.pump(until: monotonicNanoseconds() + 50_000_000) { busy = true }
             }
             child?.endSessionIfExited()
+            if child?.sessionEnded == true && !busy { for p in pipelines { p.endIfEveryStreamHungUp() } }
             var over = pipelines.allSatisfy(\.ended)
             // The program's session is gone: the relay daemon hangs its streams up within a live
             // period or two. Should one never be (a relay daemon that keeps it open), the view
@@ -431,16 +475,24 @@ final class TopDriver {
                 over = true
             }
             let now = monotonicNanoseconds()
-            if now >= nextRefresh || over {
-                let final = over
-                try show(final: final)
-                if final { return }
+            let withData = pipelines.filter { $0.hasData && !$0.ended }
+            let due: Bool
+            if over {
+                due = true
+            } else if !withData.isEmpty {
+                due = withData.allSatisfy(\.intervalComplete) || now &- lastShown >= stalled
+            } else {
+                due = now >= started + 3_000_000_000 && now &- lastShown >= intervalNs
+            }
+            if due {
+                try show(final: over)
+                lastShown = now
+                if over { return }
                 if let c = count, shown >= c { child?.terminate(); return }
-                nextRefresh += intervalNs
-                if nextRefresh <= now { nextRefresh = now + intervalNs }
+                continue
             }
             // Wait for keys, or until data may have arrived (the streams' retry delay).
-            let wait = busy ? 0 : Int32(min(max(1, (nextRefresh &- monotonicNanoseconds()) / 1_000_000), 20))
+            let wait: Int32 = busy ? 0 : 20
             if view.interactive {
                 if view.waitForKeys(timeoutMs: wait) == .quit { child?.terminate(); return }
             } else if wait > 0 {

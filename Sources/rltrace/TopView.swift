@@ -48,11 +48,26 @@ final class TopView {
     }
 
     /// Leaves the alternate screen and restores the terminal's modes (harmless when not needed).
+    /// The last snapshot shown is printed again on the normal screen, so that it stays on the
+    /// terminal once the view ends (the alternate screen's content goes with it).
     func restoreTerminal() {
         guard onScreen else { return }
         onScreen = false
         out("\u{1B}[?25h\u{1B}[?1049l")
         if var t = saved { tcsetattr(0, TCSANOW, &t) }
+        if let l = last {
+            var s = l
+            s.loops = arrange(s.loops)
+            let width = terminalSize().width
+            out(text(s, width: width).map { clip($0, width) }.joined(separator: "\n") + "\n")
+        }
+    }
+
+    /// The terminal's columns and rows (120 × 40 when standard output is not a terminal).
+    private func terminalSize() -> (width: Int, height: Int) {
+        var ws = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 else { return (120, 40) }
+        return (ws.ws_col > 0 ? Int(ws.ws_col) : 120, ws.ws_row > 0 ? Int(ws.ws_row) : 40)
     }
 
     /// Set when standard output cannot be written (a closed pipe): the view quits.
@@ -138,9 +153,7 @@ final class TopView {
 
     private func draw() {
         guard interactive, onScreen else { return }
-        var ws = winsize()
-        let width = ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col > 0 ? Int(ws.ws_col) : 120
-        let height = ws.ws_row > 0 ? Int(ws.ws_row) : 40
+        let (width, height) = terminalSize()
         var lines: [String]
         if let l = last {
             var s = l
@@ -187,51 +200,25 @@ final class TopView {
         return r
     }
 
-    private func dur(_ ns: Int64?) -> String { ns.map { formatDuration($0) } ?? "-" }
-
-    private func pad(_ s: String, _ n: Int, right: Bool = false) -> String {
-        let c = s.count
-        if c >= n { return String(s.prefix(n)) }
-        let sp = String(repeating: " ", count: n - c)
-        return right ? sp + s : s + sp
-    }
-
-    /// The snapshot as lines of text.
+    /// The snapshot as lines of text, its table laid out for `width` columns (``TopLayout``).
     func text(_ s: TopSnapshot, width: Int) -> [String] {
         var lines: [String] = []
         let span = Double(max(0, s.intervalEndNs - s.intervalBeginNs)) / 1e9
-        var head = "rltrace top — \(s.wallTime) — \(s.loops.count) loop\(s.loops.count == 1 ? "" : "s") in \(s.sessions.count) session\(s.sessions.count == 1 ? "" : "s")"
-        head += String(format: " — interval %.2f s", span)
-        if let lag = s.lagNs, lag >= 0 { head += String(format: ", data %.2f s behind", Double(lag) / 1e9) }
+        // What matters first, for a narrow terminal: hangs, the end, then the interval and time.
+        var head = "rltrace top — \(s.loops.count) loop\(s.loops.count == 1 ? "" : "s") in \(s.sessions.count) session\(s.sessions.count == 1 ? "" : "s")"
         if s.hangsInProgress > 0 { head += " — \(s.hangsInProgress) HANG\(s.hangsInProgress == 1 ? "" : "S") IN PROGRESS" }
         if s.final { head += " — final (session over)" }
+        head += String(format: " — interval %.2f s", span)
+        if let lag = s.lagNs, lag >= 0 { head += String(format: ", data %.2f s behind", Double(lag) / 1e9) }
+        head += " — \(s.wallTime)"
         lines.append(head)
         for x in s.sessions {
             lines.append("  \(x.url): \(x.openStreams)/\(x.streams) streams open, \(x.runloopEvents) runloop events, \(x.packets) packets, \(x.beacons) beacons, \(x.discardedEvents) discarded\(x.ended ? ", ended" : "")")
         }
         let hostWidth = min(20, max(4, s.loops.map { hostLabel($0, s).count }.max() ?? 4))
-        lines.append(pad("HOST", hostWidth) + " " + pad("PROCESS", 22) + " " + pad("TID", 7, right: true) + " " + pad("THREAD", 12) + " "
-                     + pad("LOOP", 5, right: true) + " " + pad("IT/S", 8, right: true) + " " + pad("BUSY%", 6, right: true) + " "
-                     + pad("P50", 8, right: true) + " " + pad("P99", 8, right: true) + " " + pad("LATE", 4, right: true) + " "
-                     + pad("SPIN", 4, right: true) + " " + pad("DISC", 5, right: true) + "  WORST / HANG")
-        for r in s.loops {
-            var l = pad(hostLabel(r, s), hostWidth) + " " + pad("\(r.procname)[\(r.pid)]", 22) + " " + pad("\(r.tid)", 7, right: true) + " "
-            l += pad(r.threadName.isEmpty ? "-" : r.threadName, 12) + " " + pad("\(r.loop)", 5, right: true) + " "
-            l += pad(String(format: "%.1f", r.iterationsPerSecond), 8, right: true) + " " + pad(String(format: "%.1f", r.busyRatio * 100), 6, right: true) + " "
-            l += pad(dur(r.calloutP50Ns), 8, right: true) + " " + pad(dur(r.calloutP99Ns), 8, right: true) + " "
-            l += pad("\(r.lateTimers)", 4, right: true) + " " + pad("\(r.spins)", 4, right: true) + " " + pad("\(r.discardedEvents)", 5, right: true) + "  "
-            if let h = r.hang {
-                l += "▶ HANG \(formatDuration(h.durationNs)) in \(h.kind)\(h.name.isEmpty ? "" : " \"\(h.name)\"") (\(h.source))"
-            } else if let w = r.worst {
-                l += "\(w.kind) \"\(w.name)\" \(formatDuration(w.durationNs))"
-            } else {
-                l += "-"
-            }
-            if !r.hangs.isEmpty {
-                l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map { "\($0.kind) \"\($0.name)\" \(formatDuration($0.durationNs))" }.joined(separator: ", ") + "]"
-            }
-            lines.append(l)
-        }
+        let layout = TopLayout(width: width, hostWidth: hostWidth)
+        lines.append(layout.header())
+        for r in s.loops { lines.append(layout.row(r, host: hostLabel(r, s))) }
         if s.loops.isEmpty { lines.append(filter.isEmpty ? "  (no loop seen yet)" : "  (no loop matches the filter \"\(filter)\")") }
         return lines
     }

@@ -26,4 +26,4 @@ if CommandLine.arguments.dropFirst() == ["--mi-version"] {
     exit(0)
 }
 
-RLTrace.main()
+RLTrace.main(splittingOnHangValue(Array(CommandLine.arguments.dropFirst())))

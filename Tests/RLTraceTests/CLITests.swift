@@ -107,11 +107,15 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let expected = try run("rltrace", ["report", demoTrace, "--format", "json"])
         #expect(expected.status == 0)
-        // A link to a regular file: the file gets the report, the link stays a link.
+        // A link to a regular file: that file exists, so it is kept without --force; with it, the
+        // file gets the report and the link stays a link.
         let target = dir + "/target.json", link = dir + "/link.json"
         _ = FileManager.default.createFile(atPath: target, contents: Data("old".utf8))
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        let r = try run("rltrace", ["report", demoTrace, "--format", "json", "-o", link])
+        let kept = try run("rltrace", ["report", demoTrace, "--format", "json", "-o", link])
+        #expect(kept.status == 2, "\(kept.err)")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "old")
+        let r = try run("rltrace", ["report", demoTrace, "--format", "json", "-o", link, "--force"])
         #expect(r.status == 0, "\(r.err)")
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == target)
         #expect(try String(contentsOfFile: target, encoding: .utf8) == expected.out)

@@ -134,6 +134,23 @@ struct DiffTests {
         #expect(same.pHeavier > 0.3 && same.pLighter > 0.3, "\(same)")
     }
 
+    @Test("ten 50 ms callouts against a BASE whose maximum is 70 µs are a regression in every run, wherever BASE's p99 falls")
+    func valuesFarBeyondBasesMaximumAreSignificant() {
+        // BASE: 300 distinct values 10–70 µs (its p99 is 3 values below its maximum: r = 4);
+        // NEW: 290 of the same spread and 10 × 50 ms. Above BASE's p99 alone, P(X ≥ 10) is 0.044
+        // (exact fractions): not significant, so whether such a diff finds the regression depends on
+        // where BASE's top values fall. Above BASE's maximum (r = 1) it is 0.000905.
+        let base: [(value: Int64, count: Int)] = (0..<300).map { (10_000 + Int64($0) * 200, 1) }
+        let new: [(value: Int64, count: Int)] = (0..<290).map { (10_100 + Int64($0) * 200, 1) } + [(50_000_000, 10)]
+        let p99 = upperTailTest(new, base, percentile: 99)
+        #expect(p99.above2 == 3 && p99.above1 == 10 && abs(p99.pHeavier - 0.04439567185965886) < 1e-9, "\(p99)")
+        let t = DiffBuilder().changeTest(base: base, new: new)
+        #expect(t.direction == "slower" && (t.pValue ?? 1) < 0.01, "\(t)")
+        #expect(t.tailMax?.above1 == 10 && t.tailMax?.above2 == 0 && abs((t.tailMax?.pHeavier ?? 1) - 0.0009049040571149407) < 1e-9)
+        // …and BASE against itself stays quiet.
+        #expect(DiffBuilder().changeTest(base: base, new: base).direction == "none")
+    }
+
     @Test func failOnAcceptsTheDocumentedForms() throws {
         let cs = try FailCondition.parseList("p99>+20%,busy>+5pt,hangs>0,p50>+100us,impact>=+1ms,busy>50%,max<-10%")
         #expect(cs.map(\.metric) == [.p99, .busy, .hangs, .p50, .impact, .busy, .max])
@@ -206,6 +223,24 @@ struct DiffTests {
         let gate = try run("rltrace", ["diff", base, new, "--fail-on", "p99>+20%"])
         #expect(gate.status == 7, "\(gate.err)")
         #expect(gate.err.contains("p99>+20%") && gate.err.contains("compute-results"), "\(gate.err)")
+        // The gate evaluates the headline's rule: every item it names is in the regressions list
+        // (microsecond noise on another loop, significant but below the floors, does not trip it).
+        let gated = try jsonObject(try run("rltrace", ["diff", base, new, "--fail-on", "p99>+20%,p50>+20%,max>+20%", "--format", "json"]).out)
+        let heldLines = (gated["failOn"] as! [String: Any])["held"] as! [String]
+        let named = Set(regs.map { "\($0["kind"]!) \"\($0["name"]!)\"" })
+        #expect(!heldLines.isEmpty)
+        for line in heldLines { #expect(named.contains { line.contains($0) }, "\(line) is not among the regressions \(named)") }
+        // A busy change of a few percent of a loop at a few percent busy is not a change that matters.
+        for (x, y) in [(base, new), (new, base)] {
+            let busy = try jsonObject(try run("rltrace", ["diff", x, y, "--fail-on", "busy>+5%", "--format", "json"]).out)
+            for l in busy["loops"] as! [[String: Any]] {
+                let change = ((l["busyRatio"] as! [String: Any])["change"] as? Double) ?? 0
+                if abs(change) < 0.02 {
+                    let lines = (busy["failOn"] as! [String: Any])["held"] as! [String]
+                    #expect(!lines.contains { $0.contains("\"\(l["threadName"]!)\": busy") }, "\(lines)")
+                }
+            }
+        }
         // The same trace on both sides does not trip the gate.
         #expect(try run("rltrace", ["diff", new, new, "--fail-on", "p99>+20%,busy>+5pt,hangs>+0"]).status == 0)
     }

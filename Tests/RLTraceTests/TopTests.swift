@@ -219,10 +219,10 @@ struct Live {
         #expect(rows.reduce(0) { $0 + ($1["lateTimers"] as? Int ?? 0) } >= 1)
     }
 
-    @Test("the issue's check: top --batch --interval 1s --count 4 --format json -- rl-example --duration 5 --inject hang")
+    @Test("four snapshots: top --batch --interval 1s --count 4 --format json -- rl-example --duration 5 --requests 3000 --inject hang")
     func doneCriterion() throws {
         let r = try rltraceTop(["top", "--batch", "--interval", "1s", "--count", "4", "--format", "json", "--",
-                                example, "--duration", "5", "--inject", "hang"])
+                                example, "--duration", "5", "--requests", "3000", "--inject", "hang"])
         #expect(r.status == 0, "\(r.err)")
         let snaps = try topSnapshots(r.out)
         #expect(snaps.count == 4)
@@ -250,57 +250,82 @@ struct Live {
         #expect(elapsed == elapsed.sorted())
     }
 
-    @Test("the full-screen view in tmux: loops shown, s changes the sort, q quits and restores the terminal")
+    @Test("the full-screen view in tmux: loops shown, s changes the sort, q quits, leaves the alternate screen and prints the last screen")
     func interactive() throws {
-        guard let tmux = which("tmux") else { Issue.record("tmux is not installed (scripts/install-deps.sh installs it)"); return }
-        let name = "rltrace-top-\(getpid())"
-        let rcFile = NSTemporaryDirectory() + "\(name).rc"
-        try? FileManager.default.removeItem(atPath: rcFile)
-        defer { _ = try? runProgram(tmux, ["-L", name, "kill-server"]); try? FileManager.default.removeItem(atPath: rcFile) }
-        let logFile = NSTemporaryDirectory() + "\(name).log"
+        let logFile = NSTemporaryDirectory() + "rltrace-top-\(getpid()).log"
         defer { try? FileManager.default.removeItem(atPath: logFile) }
-        let cmd = "\(binDir.appendingPathComponent("rltrace").path) top --interval 300ms --log \(logFile) -- \(workload) --hangs 0 --duration 20000; echo $? > \(rcFile); sleep 30"
-        // A server of its own (-L), a known shell and terminal: the test runner's environment may
-        // name neither.
-        var env = ProcessInfo.processInfo.environment
-        env["SHELL"] = "/bin/sh"
-        env["TERM"] = "xterm-256color"
-        env.removeValue(forKey: "TMUX")
-        func tmuxRun(_ args: [String]) throws -> ProgramRun { try runProgram(tmux, ["-L", name, "-f", "/dev/null"] + args, environment: env) }
-        // Started through system(3): a tmux server started by Foundation's Process does not
-        // outlive the client that started it.
-        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        let started = system("SHELL=/bin/sh TERM=xterm-256color \(q(tmux)) -L \(q(name)) -f /dev/null new-session -d -s \(q(name)) -x 160 -y 30 \(q(cmd)) </dev/null >/dev/null 2>&1")
-        #expect(started == 0)
-        func screen() throws -> String {
-            let c = try tmuxRun(["capture-pane", "-t", name, "-p"])
-            return c.stdout.isEmpty ? "(capture-pane: status \(c.status), \(c.stderr))" : c.stdout
-        }
-        func waitFor(_ what: String, _ ok: (String) -> Bool) throws -> String {
-            let deadline = Date().addingTimeInterval(30)
-            var s = ""
-            while Date() < deadline {
-                s = try screen()
-                if ok(s) { return s }
-                usleep(200_000)
-            }
-            Issue.record("timed out waiting for \(what); the screen:\n\(s)")
-            return s
-        }
-        let first = try waitFor("the loop's row") { $0.contains("hang-workload[") && $0.contains("IT/S") }
+        let t = try TmuxView(columns: 160, rows: 30,
+                             "\(binDir.appendingPathComponent("rltrace").path) top --interval 300ms --log \(logFile) -- \(workload) --hangs 0 --duration 20000")
+        defer { t.stop() }
+        let first = try t.waitFor("the loop's row") { $0.contains("hang-workload[") && $0.contains("IT/S") }
         #expect(first.contains("sort (busy ▼)"))
-        _ = try tmuxRun(["send-keys", "-t", name, "s"])
-        _ = try waitFor("the sort to change") { $0.contains("sort (rate ▼)") }
-        _ = try tmuxRun(["send-keys", "-t", name, "/"])
-        _ = try tmuxRun(["send-keys", "-t", name, "nomatch", "Enter"])
-        _ = try waitFor("the filter") { $0.contains("no loop matches the filter \"nomatch\"") }
-        _ = try tmuxRun(["send-keys", "-t", name, "q"])
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: rcFile) && Date() < deadline { usleep(100_000) }
-        let rc = (try? String(contentsOfFile: rcFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(rc == "0")
-        let after = try screen()
-        #expect(!after.contains("IT/S"), "the alternate screen was not left:\n\(after)")
+        try t.keys("s")
+        _ = try t.waitFor("the sort to change") { $0.contains("sort (rate ▼)") }
+        try t.keys("/")
+        try t.keys("nomatch", "Enter")
+        _ = try t.waitFor("the filter") { $0.contains("no loop matches the filter \"nomatch\"") }
+        try t.keys("s")
+        try t.keys("/")
+        try t.keys("Enter")
+        _ = try t.waitFor("the filter cleared") { $0.contains("hang-workload[") }
+        try t.keys("q")
+        #expect(t.exitStatus() == "0")
+        #expect(try t.alternateScreen() == false, "the alternate screen was not left")
+        // The last screen stays: printed again on the normal screen, without the keys' line.
+        let after = try t.screen()
+        #expect(after.contains("hang-workload[") && after.contains("IT/S") && !after.contains("keys: s sort"), "\(after)")
+    }
+
+    @Test("the full-screen view at 80×24 and 200×50: loop, busy %, p99 and the hang always shown; the final screen stays",
+          arguments: [(80, 24), (200, 50)])
+    func layout(_ columns: Int, _ rows: Int) throws {
+        let logFile = NSTemporaryDirectory() + "rltrace-top-\(getpid())-\(columns).log"
+        defer { try? FileManager.default.removeItem(atPath: logFile) }
+        // A 2.5 s hang in the timer "parser" 1 s after the start; the program ends at 4.5 s.
+        let t = try TmuxView(columns: columns, rows: rows,
+                             "\(binDir.appendingPathComponent("rltrace").path) top --interval 300ms --log \(logFile) -- \(workload) --hangs 1 --first 1000 --hold 2500 --duration 4500")
+        defer { t.stop() }
+        let hung = try t.waitFor("the hang in progress") { $0.contains("▶ HANG") && $0.contains("parser") }
+        let lines = hung.split(separator: "\n").map(String.init)
+        #expect(lines.allSatisfy { $0.count <= columns }, "\(hung)")
+        let header = try #require(lines.first { $0.contains("LOOP") }, "\(hung)")
+        for title in ["LOOP", "BUSY%", "P99", "WORST / HANG"] { #expect(header.contains(title), "\(title) missing at \(columns) columns:\n\(hung)") }
+        if columns >= 200 {
+            for title in ["HOST", "PROCESS", "TID", "THREAD", "IT/S", "P50", "LATE", "SPIN", "DISC"] { #expect(header.contains(title), "\(title) missing:\n\(hung)") }
+        }
+        // The row shows the hang with its callout's name, whole.
+        let row = try #require(lines.first { $0.contains("▶ HANG") }, "\(hung)")
+        #expect(row.contains("timer \"parser\""), "\(row)")
+        // The program ends: the view leaves the alternate screen and its final snapshot stays.
+        #expect(t.exitStatus(timeout: 30) == "0")
+        #expect(try t.alternateScreen() == false)
+        let after = try t.screen()
+        #expect(after.contains("final (session over)") && after.contains("hang-workload["), "the final screen is gone:\n\(after)")
+        #expect(after.split(separator: "\n").allSatisfy { $0.count <= columns }, "\(after)")
+    }
+
+    @Test("--batch: every snapshot but the last covers exactly --interval of the traced clock, from the first; rates over what each covers")
+    func intervalsFollowTheTraceClock() throws {
+        // hang-workload's 10 ms heartbeat: 100 iterations per second. The relay daemon announces
+        // the program's streams about a second after it starts: the first second arrives at once.
+        let r = try rltraceTop(["top", "--batch", "--interval", "300ms", "--format", "json", "--",
+                                workload, "--hangs", "0", "--duration", "2000"])
+        #expect(r.status == 0, "\(r.err)")
+        let snaps = try topSnapshots(r.out)
+        #expect(snaps.count >= 6, "\(r.out)")
+        let spans = snaps.map { ($0["intervalEndNs"] as? Int64 ?? 0) - ($0["intervalBeginNs"] as? Int64 ?? 0) }
+        #expect(spans.dropLast().allSatisfy { $0 == 300_000_000 }, "spans \(spans)")
+        for (a, b) in zip(snaps, snaps.dropFirst()) { #expect(a["intervalEndNs"] as? Int64 == b["intervalBeginNs"] as? Int64) }
+        // The last one: its rate over the time it covers, not extrapolated from a sliver.
+        let last = try #require(snaps.last)
+        #expect(last["final"] as? Bool == true)
+        #expect(spans.last! > 0 && spans.last! <= 300_000_000 + 200_000_000, "spans \(spans)")
+        for s in snaps {
+            for row in loops(s) {
+                let rate = row["iterationsPerSecond"] as? Double ?? -1
+                #expect(rate >= 40 && rate <= 130, "\(rate) iterations/s in \(s)")
+            }
+        }
     }
 
     @Test("bad input: no relayd (6), an unknown session (3), a bad URL (64)")
@@ -323,4 +348,72 @@ struct Live {
         #expect(c.status == 127)
     }
 }
+}
+
+/// `rltrace top` in a tmux server of its own (-L), a known shell and terminal of `columns` × `rows`;
+/// the command's exit status is written to a file, then the pane stays for the screen to be read.
+final class TmuxView {
+    let tmux: String, name: String, rcFile: String
+    var env: [String: String]
+
+    init(columns: Int, rows: Int, _ command: String) throws {
+        tmux = try #require(which("tmux"), "tmux is not installed (scripts/install-deps.sh installs it)")
+        name = "rltrace-top-\(getpid())-\(columns)x\(rows)"
+        rcFile = NSTemporaryDirectory() + "\(name).rc"
+        try? FileManager.default.removeItem(atPath: rcFile)
+        env = ProcessInfo.processInfo.environment
+        env["SHELL"] = "/bin/sh"
+        env["TERM"] = "xterm-256color"
+        env.removeValue(forKey: "TMUX")
+        // Started through system(3): a tmux server started by Foundation's Process does not
+        // outlive the client that started it.
+        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let cmd = "\(command); echo $? > \(rcFile); sleep 60"
+        let started = system("SHELL=/bin/sh TERM=xterm-256color \(q(tmux)) -L \(q(name)) -f /dev/null new-session -d -s \(q(name)) -x \(columns) -y \(rows) \(q(cmd)) </dev/null >/dev/null 2>&1")
+        #expect(started == 0)
+    }
+
+    func stop() {
+        _ = try? run(["kill-server"])
+        try? FileManager.default.removeItem(atPath: rcFile)
+    }
+
+    @discardableResult
+    func run(_ args: [String]) throws -> ProgramRun { try runProgram(tmux, ["-L", name, "-f", "/dev/null"] + args, environment: env) }
+
+    func screen() throws -> String {
+        let c = try run(["capture-pane", "-t", name, "-p"])
+        return c.stdout.isEmpty ? "(capture-pane: status \(c.status), \(c.stderr))" : c.stdout
+    }
+
+    func keys(_ k: String...) throws { try run(["send-keys", "-t", name] + k) }
+
+    /// Whether the pane shows the alternate screen.
+    func alternateScreen() throws -> Bool? {
+        switch try run(["display-message", "-p", "-t", name, "#{alternate_on}"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) {
+        case "1": true
+        case "0": false
+        default: nil
+        }
+    }
+
+    func waitFor(_ what: String, timeout: Double = 30, _ ok: (String) -> Bool) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        var s = ""
+        while Date() < deadline {
+            s = try screen()
+            if ok(s) { return s }
+            usleep(100_000)
+        }
+        Issue.record("timed out waiting for \(what); the screen:\n\(s)")
+        return s
+    }
+
+    /// The command's exit status, once it ended (nil after `timeout` seconds).
+    func exitStatus(timeout: Double = 20) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !FileManager.default.fileExists(atPath: rcFile) && Date() < deadline { usleep(100_000) }
+        usleep(100_000)
+        return (try? String(contentsOfFile: rcFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }

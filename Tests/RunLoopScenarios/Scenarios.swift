@@ -72,8 +72,9 @@ public protocol LoopEngine: AnyObject {
     func setNextFire(timer: AnyObject, after: Double)
     func remove(timer: AnyObject, _ mode: String)
     func contains(timer: AnyObject, _ mode: String) -> Bool
-    /// The timer's next fire date on the engine's clock (`now()`); 0 for an invalidated timer.
-    func nextFire(timer: AnyObject) -> Double
+    /// The timer's next fire date on the engine's clock (`now()`); nil when it has none (an
+    /// invalidated timer: CF returns 0).
+    func nextFire(timer: AnyObject) -> Double?
     /// The next timer fire date of a mode (CF's `CFRunLoopGetNextTimerFireDate`); 0 when none.
     func nextTimerFireDate(_ mode: String) -> Double
     /// Foundation's `RunLoop.limitDate(forMode:)`: "nil", "distantFuture" or the date (on `now()`'s clock).
@@ -156,7 +157,7 @@ public final class RLEngine: LoopEngine {
     public func setNextFire(timer: AnyObject, after: Double) { (timer as! RLTimer).setNextFireDate(RLInstant.now.advanced(bySeconds: after)) }
     public func remove(timer: AnyObject, _ m: String) { loop.remove(timer as! RLTimer, forMode: mode(m)) }
     public func contains(timer: AnyObject, _ m: String) -> Bool { loop.contains(timer as! RLTimer, inMode: mode(m)) }
-    public func nextFire(timer: AnyObject) -> Double { Double((timer as! RLTimer).nextFireDate.nanoseconds) / 1e9 }
+    public func nextFire(timer: AnyObject) -> Double? { (timer as! RLTimer).nextFireDate.map { Double($0.nanoseconds) / 1e9 } }
     public func nextTimerFireDate(_ m: String) -> Double { loop.nextTimerFireDate(forMode: mode(m)).map { Double($0.nanoseconds) / 1e9 } ?? 0 }
     public func limitDate(_ m: String) -> String {
         let d: RLInstant?
@@ -205,6 +206,19 @@ public func threadCPUSeconds() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
+/// A next fire date as the scenarios log it: "none", or "date".
+public func dateKind(_ d: Double?) -> String { d == nil ? "none" : "date" }
+
+/// Runs `body` on another thread `seconds` from now (while the scenario's loop sleeps), detached.
+public func fromAnotherThread(after seconds: Double, _ body: @escaping () -> Void) {
+    let t = Thread {
+        usleep(UInt32(seconds * 1e6))
+        body()
+    }
+    t.name = "scenario-other"
+    t.start()
+}
+
 /// Adds an observer of every activity that logs `tag:activity`.
 @discardableResult
 public func observeAll(_ e: any LoopEngine, _ log: EventLog, _ mode: String = "default", tag: String = "obs", order: Int = 0) -> AnyObject {
@@ -213,7 +227,11 @@ public func observeAll(_ e: any LoopEngine, _ log: EventLog, _ mode: String = "d
     return o
 }
 
-public let differentialScenarios: [(String, Scenario)] = [
+/// Every differential scenario: those below (changes made on the loop's own thread), then those that
+/// change a sleeping loop from another thread (CrossThreadScenarios.swift).
+public let differentialScenarios: [(String, Scenario)] = loopThreadScenarios + crossThreadScenarios
+
+let loopThreadScenarios: [(String, Scenario)] = [
     ("empty mode finishes without entry/exit", { e, log in
         let o = observeAll(e, log)
         log.add("result:\(e.run("default", 0.2, false))")
@@ -513,7 +531,7 @@ public let differentialScenarios: [(String, Scenario)] = [
         }
         e.add(timer: t!, "default")
         log.add("r:\(e.run("default", 0.5, false))")
-        log.add("valid-after:\(e.isValid(timer: t!)) date:\(e.nextFire(timer: t!))")
+        log.add("valid-after:\(e.isValid(timer: t!)) date:\(dateKind(e.nextFire(timer: t!)))")
     }),
     ("past fire dates mean the time they were given: timers fire in that order", { e, log in
         // Fire dates in the past are clamped to the time of creation / of setNextFireDate, so these
@@ -529,8 +547,8 @@ public let differentialScenarios: [(String, Scenario)] = [
         usleep(2_000)
         e.setNextFire(timer: c, after: -2)
         let now = e.now()
-        log.add("b-reports-its-past-date:\(abs(e.nextFire(timer: b) - (now - 1)) < 0.1)")
-        log.add("c-reports-its-past-date:\(abs(e.nextFire(timer: c) - (now - 2)) < 0.1)")
+        log.add("b-reports-its-past-date:\(abs((e.nextFire(timer: b) ?? .nan) - (now - 1)) < 0.1)")
+        log.add("c-reports-its-past-date:\(abs((e.nextFire(timer: c) ?? .nan) - (now - 2)) < 0.1)")
         log.add("r:\(e.run("default", 1, false))")
     }),
     ("a timer moved into the past by another timer's callout fires on the next pass", { e, log in
@@ -564,9 +582,9 @@ public let differentialScenarios: [(String, Scenario)] = [
         var firstDate = 0.0
         t = e.timer(after: 0.01, interval: 0.03) {
             n += 1
-            if n == 1 { firstDate = e.nextFire(timer: t!); usleep(100_000) }
+            if n == 1 { firstDate = e.nextFire(timer: t!) ?? .nan; usleep(100_000) }
             if n == 2 {
-                let k = (e.nextFire(timer: t!) - firstDate) / 0.03
+                let k = ((e.nextFire(timer: t!) ?? .nan) - firstDate) / 0.03
                 log.add("on-grid:\(abs(k - k.rounded()) < 0.05) skipped:\(k.rounded() >= 4)")
                 e.invalidate(timer: t!)
             }
@@ -670,14 +688,14 @@ public let differentialScenarios: [(String, Scenario)] = [
     ("invalidated items: a timer has no date and ignores new ones; a source0 is not signalled", { e, log in
         let t = e.timer(after: 5, interval: 1) {}
         e.add(timer: t, "default")
-        log.add("date-set:\(e.nextFire(timer: t) > 0)")
+        log.add("date-set:\(dateKind(e.nextFire(timer: t)))")
         e.invalidate(timer: t)
-        log.add("invalidated:\(e.nextFire(timer: t))")
+        log.add("invalidated:\(dateKind(e.nextFire(timer: t)))")
         e.setNextFire(timer: t, after: 1)
-        log.add("after-set:\(e.nextFire(timer: t)) valid:\(e.isValid(timer: t))")
+        log.add("after-set:\(dateKind(e.nextFire(timer: t))) valid:\(e.isValid(timer: t))")
         let loose = e.timer(after: 5, interval: 0) {}
         e.invalidate(timer: loose)
-        log.add("loose:\(e.nextFire(timer: loose))")
+        log.add("loose:\(dateKind(e.nextFire(timer: loose)))")
         let s = e.source0(order: 0) { log.add("perform") }
         e.add(source0: s, "default")
         e.signal(s)
@@ -738,6 +756,29 @@ public let differentialScenarios: [(String, Scenario)] = [
         e.invalidate(timer: t)
         e.invalidate(source0: s)
         log.add("emptied:\(e.limitDate("default"))")
+    }),
+    ("an invalidated timer has no next fire date, in its callout or from another thread, and a new date gives it none", { e, log in
+        var t: AnyObject?
+        t = e.timer(after: 0, interval: 1) {
+            log.add("in-callout:\(dateKind(e.nextFire(timer: t!)))")
+            e.invalidate(timer: t!)
+            log.add("invalidated-in-callout:\(dateKind(e.nextFire(timer: t!)))")
+            e.setNextFire(timer: t!, after: 0.01)
+            log.add("set-in-callout:\(dateKind(e.nextFire(timer: t!))) valid:\(e.isValid(timer: t!))")
+        }
+        e.add(timer: t!, "default")
+        let once = e.timer(after: 0, interval: 0) { log.add("once") }
+        e.add(timer: once, "default")
+        log.add("r:\(e.run("default", 0.5, false))")
+        log.add("after-run:\(dateKind(e.nextFire(timer: t!))) fired-once:\(dateKind(e.nextFire(timer: once))) mode:\(e.nextTimerFireDate("default"))")
+        let other = e.timer(after: 5, interval: 0) {}
+        e.add(timer: other, "default")
+        log.add("other-before:\(dateKind(e.nextFire(timer: other)))")
+        onFreshThread("invalidator") {
+            e.invalidate(timer: other)
+            e.setNextFire(timer: other, after: 1)
+        }
+        log.add("other-after:\(dateKind(e.nextFire(timer: other))) mode:\(e.nextTimerFireDate("default"))")
     }),
 ]
 

@@ -21,6 +21,18 @@ public struct DiffBuilder {
         self.minChange = minChange
     }
 
+    /// The builder whose rules made `d` (its significance level and floors).
+    public init(rulesOf d: TraceDiff) {
+        self.init(alpha: d.alpha, minImpactNsPerSecond: d.minImpactNsPerSecond, minChange: d.minChange)
+    }
+
+    /// Whether a loop's busy change is large enough to count: at least the impact floor in busy
+    /// share (20 ms/s is 2 points), the same floor an item's added time per second must pass.
+    public func busyChangeMatters(_ l: LoopDiff) -> Bool {
+        guard let c = l.busyRatio.change else { return false }
+        return abs(c) * 1e9 >= minImpactNsPerSecond
+    }
+
     /// Whether an item's change is a regression: significantly slower (or mixed) and large enough.
     public func isRegression(_ i: ItemDiff) -> Bool {
         guard i.test.direction == "slower" || i.test.direction == "mixed" else { return false }
@@ -149,6 +161,11 @@ public struct DiffBuilder {
         return out.sorted { ($0.impactNsPerSecond, $1.kind, $1.name) > ($1.impactNsPerSecond, $0.kind, $0.name) }
     }
 
+    /// The tests of an item's durations, `new` against `base` (docs/diff-json.md, "Significance").
+    public func changeTest(base: [(value: Int64, count: Int)], new: [(value: Int64, count: Int)]) -> ChangeTest {
+        test(.some(.some(base)), .some(.some(new)), tail: true, missing: "")
+    }
+
     /// Both tests (or Mann–Whitney only), NEW against BASE, with the verdict at `alpha`.
     func test(_ base: [(value: Int64, count: Int)]??, _ new: [(value: Int64, count: Int)]??, tail: Bool, missing: String) -> ChangeTest {
         guard let bo = base, let no = new else { return ChangeTest(available: false, reason: missing, direction: "none") }
@@ -156,18 +173,25 @@ public struct DiffBuilder {
             return ChangeTest(available: false, reason: "no distribution: a report written without --distributions", direction: "none")
         }
         let mw = mannWhitneyU(n, b)
-        let tests = tail ? 2.0 : 1.0
+        let tests = tail ? 3.0 : 1.0
         var slower = false, faster = false
         if mw.pValue * tests < alpha { if mw.effect > 0.5 { slower = true } else if mw.effect < 0.5 { faster = true } }
-        var tt: TailTestResult?
+        var tt: TailTestResult?, tm: TailTestResult?
         var p = mw.pValue
         if tail {
+            // Above BASE's p99 and above its maximum (docs/diff-json.md, "Significance").
             let r = upperTailTest(n, b)
             tt = r
             p = min(p, r.pValue)
             if r.pValue * tests < alpha { if r.pHeavier < r.pLighter { slower = true } else { faster = true } }
+            // Beyond BASE's maximum, one-sided: NEW values above everything BASE had (fewer of them
+            // says nothing a test of the bulk does not).
+            let m = upperTailTest(n, b, percentile: 100)
+            tm = m
+            p = min(p, m.pHeavier)
+            if m.pHeavier * tests < alpha { slower = true }
         }
-        return ChangeTest(available: true, mannWhitney: mw, tail: tt, pValue: min(1, p * tests),
+        return ChangeTest(available: true, mannWhitney: mw, tail: tt, tailMax: tm, pValue: min(1, p * tests),
                           direction: slower && faster ? "mixed" : slower ? "slower" : faster ? "faster" : "none")
     }
 

@@ -96,7 +96,12 @@ public struct FailCondition: Sendable, Equatable {
     var wantsSlower: Bool { op.hasPrefix(">") }
 
     /// Evaluates the conditions on the diff: the lines that held, and those that could not be checked.
+    /// A condition on a change holds only where the diff's own rule calls the change real, the rule
+    /// its headline uses (``DiffBuilder/isRegression(_:)``: significant and past the floors of
+    /// impact and growth, for items; significant and past the impact floor in busy share, for a
+    /// loop's busy time), so the gate and the regressions list never disagree.
     public static func evaluate(_ conditions: [FailCondition], on d: TraceDiff) -> FailOnResult {
+        let rules = DiffBuilder(rulesOf: d)
         var held: [String] = [], unchecked: [String] = []
         for c in conditions {
             var missingTest = 0
@@ -109,7 +114,7 @@ public struct FailCondition: Sendable, Equatable {
                 case .busy:
                     let scale = c.unit == .points || (!c.isChange && c.unit == .percent) ? 100.0 : 1
                     guard c.holds(l.busyRatio, scale: scale) == true else { continue }
-                    if c.isChange && !(l.busyTest.significant && (l.busyTest.direction == "slower") == c.wantsSlower) { continue }
+                    if c.isChange && !(l.busyTest.significant && (l.busyTest.direction == "slower") == c.wantsSlower && rules.busyChangeMatters(l)) { continue }
                     held.append("\(c.text): \(where_): busy \(describe(l.busyRatio, ratio: true)) (p \(pValueText(l.busyTest.pValue)))")
                 default:
                     for i in l.items {
@@ -125,7 +130,11 @@ public struct FailCondition: Sendable, Equatable {
                         if c.isChange {
                             if !i.test.available { if i.status == "both" { missingTest += 1 }; continue }
                             let dir = i.test.direction
-                            guard dir == "mixed" || (dir == "slower" && c.wantsSlower) || (dir == "faster" && !c.wantsSlower) else { continue }
+                            if c.wantsSlower {
+                                guard rules.isRegression(i) else { continue }
+                            } else {
+                                guard dir == "mixed" || dir == "faster" else { continue }
+                            }
                         }
                         held.append("\(c.text): \(where_): \(i.kind) \"\(i.name)\" \(c.metric.rawValue) \(describe(f, count: false))\(i.test.available ? " (p \(pValueText(i.test.pValue)))" : "")")
                     }
@@ -146,7 +155,10 @@ func describe(_ f: FigureChange, count: Bool = false, ratio: Bool = false) -> St
     }
     var s = "\(v(f.base)) → \(v(f.new))"
     if let c = f.change, f.base != nil {
-        if ratio { s += " (\(c >= 0 ? "+" : "")\(format1(c * 100))pt)" }
+        if ratio {
+            // Points, and the relative change that a `busy>+N%` condition compares.
+            s += " (\(c >= 0 ? "+" : "")\(format1(c * 100))pt\(f.changePct.map { ", \($0 >= 0 ? "+" : "")\(percentText($0))" } ?? ""))"
+        }
         else if let p = f.changePct { s += " (\(p >= 0 ? "+" : "")\(percentText(p)))" }
         else if c != 0 { s += " (\(c > 0 ? "+" : "")\(count ? String(Int64(c)) : formatDuration(Int64(c))))" }
     }

@@ -79,6 +79,16 @@ public struct EventFilter: Sendable {
     /// Whether any loop-level filter (pid, tid, procname, loop) is set.
     public var narrowsLoops: Bool { !(pids.isEmpty && tids.isEmpty && procnames.isEmpty && loops.isEmpty) }
 
+    /// The loop-level filters as the command line gives them (`--pid 1 --procname x`; empty when none).
+    public var loopSelectionText: String {
+        var parts: [String] = []
+        for p in pids.sorted() { parts.append("--pid \(p)") }
+        for t in tids.sorted() { parts.append("--tid \(t)") }
+        for n in procnames.sorted() { parts.append("--procname \(n.debugDescription)") }
+        for l in loops.sorted() { parts.append("--loop \(l)") }
+        return parts.joined(separator: " ")
+    }
+
     /// Whether a loop passes the loop-level filters (pid, tid, procname, loop).
     public func acceptsLoop(_ l: LoopInfo) -> Bool {
         (pids.isEmpty || pids.contains(l.key.pid)) && (tids.isEmpty || tids.contains(l.tid))
@@ -162,49 +172,6 @@ public func formatDuration(_ ns: Int64) -> String {
     if a < 1_000_000 { return f(a / 1e3, "µs") }
     if a < 1_000_000_000 { return f(a / 1e6, "ms") }
     return f(a / 1e9, "s")
-}
-
-/// The event-level filters of an ``EventFilter`` resolved for one trace (time bounds as absolute
-/// CLOCK_MONOTONIC ns), checked per event with integer compares only.
-final class EventGate {
-    private let pids: Set<Int64>, loops: Set<UInt64>
-    private let checkPids: Bool, checkLoops: Bool
-    private let begin: EventFilter.TimeBound?, end: EventFilter.TimeBound?
-    /// The window resolved at the first event (absolute CLOCK_MONOTONIC ns).
-    private(set) var lo: Int64 = .min, hi: Int64 = .max
-    private var started = false
-
-    init(_ f: EventFilter) {
-        pids = f.pids; loops = f.loops
-        checkPids = !f.pids.isEmpty; checkLoops = !f.loops.isEmpty
-        begin = f.begin; end = f.end
-    }
-
-    /// Resolves relative and epoch bounds against the first `runloop` event and the clock offset.
-    private func start(origin: Int64, epochOffset: Int64) {
-        started = true
-        func resolve(_ b: EventFilter.TimeBound) -> Int64 {
-            switch b {
-            case .relative(let ns): origin &+ ns
-            case .absolute(let ns): ns
-            case .epoch(let ns): ns &- epochOffset
-            case .timeOfDay(let ns): dayStart(origin &+ epochOffset) &+ ns &- epochOffset
-            }
-        }
-        lo = begin.map(resolve) ?? .min
-        hi = end.map(resolve) ?? .max
-    }
-
-    /// Whether the event passes the pid and loop filters. The time window is the loop model's to
-    /// apply (it follows what began before the window); the gate only resolves it.
-    @inline(__always)
-    func accepts(_ e: RunLoopEvent, epochOffset: Int64) -> Bool {
-        if !started { start(origin: e.ts, epochOffset: epochOffset) }
-        if checkPids && !pids.contains(e.pid) { return false }
-        // (A signal of a source in no loop, loop 0, may still be performed by a selected loop.)
-        if checkLoops && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { return false }
-        return true
-    }
 }
 
 extension Set where Element == CalloutKind {

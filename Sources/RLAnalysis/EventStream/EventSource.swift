@@ -13,6 +13,9 @@ public enum AnalysisError: Error, CustomStringConvertible {
     case reader(String)
     /// Options that cannot all hold.
     case contradictoryFilters(String)
+    /// The selection (loops, callouts, time window) matches nothing in the traces: what was asked
+    /// and what the traces hold.
+    case emptySelection(asked: String, holds: String)
 
     /// A sentence for the user.
     public var description: String {
@@ -23,6 +26,7 @@ public enum AnalysisError: Error, CustomStringConvertible {
         case .schemaMismatch(let s): "unsupported `runloop` event schema: \(s) (this rltrace reads the schema of docs/tracepoints.md)"
         case .reader(let s): s
         case .contradictoryFilters(let s): "contradictory filters: \(s)"
+        case .emptySelection(let asked, let holds): "nothing matches the selection: \(asked); the trace holds \(holds)"
         }
     }
 
@@ -34,6 +38,7 @@ public enum AnalysisError: Error, CustomStringConvertible {
         case .schemaMismatch: 5
         case .reader: 1
         case .contradictoryFilters: 2
+        case .emptySelection: 4
         }
     }
 }
@@ -61,10 +66,16 @@ public final class RunLoopEventSource: @unchecked Sendable {
     public var totalEvents: Int { clock.totalEvents }
     /// `runloop` events read.
     public private(set) var runLoopEvents = 0
-    /// Events after the first one past the time window's end: read and counted (totals, `runloop`
-    /// events, the last timestamp, the binaries mapped), not decoded — the loop model has closed
-    /// everything at the window's end and takes nothing after it.
+    /// Events past the time window's end once the loop model follows nothing there any more
+    /// (``windowDone``): read and counted (totals, `runloop` events, the last timestamp, the
+    /// binaries mapped), not decoded.
     public private(set) var eventsCountedOnly = 0
+    /// Set by the loop model when nothing after the window can count (``LoopModel/pastWindow``).
+    public let windowDone = WindowDoneFlag()
+    /// Loops (process, loop id) whose events the selection's `--pid` and `--loop` turned away (at
+    /// most 64), for the message when nothing is selected.
+    public private(set) var turnedAway: Set<LoopKey> = []
+    private var turnedAwayCount = 0
     /// First and last event timestamps (CLOCK_MONOTONIC ns), over all events.
     public var firstTs: Int64 { clock.firstTs }
     /// Last event timestamp.
@@ -189,8 +200,8 @@ public final class RunLoopEventSource: @unchecked Sendable {
         var next = chunk.events + chunk.count
         var end = chunk.events + Chunk.capacity
         defer { chunk.count = next - chunk.events }
-        // Set once an event after the window's end is delivered (the model closes everything at
-        // the window's end on it and takes nothing more): the rest is only counted.
+        // Set once an event after the window's end is read and the model follows nothing past
+        // the window any more (``windowDone``): the rest is only counted.
         var pastEnd = false
         // The entry at `next` is delivered: a full chunk is handed on.
         @inline(__always) func advance() throws {
@@ -224,7 +235,8 @@ public final class RunLoopEventSource: @unchecked Sendable {
                         try advance()
                     }
                     if try refs[index]._withUnsafeGuaranteedRef({ try step(s, $0, ts: ts, gate, into: next) }) {
-                        if ts > gate.hi { pastEnd = true }
+                        // Past the window's end, once the model has nothing open there to follow.
+                        if ts > gate.hi && windowDone.isSet { pastEnd = true }
                         try advance()
                     }
                     return true
@@ -243,7 +255,10 @@ public final class RunLoopEventSource: @unchecked Sendable {
     private func step(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, _ gate: EventGate, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
         guard try fields.decode(s, sp, ts: ts, into: e) else { return false }
         runLoopEvents &+= 1
-        guard gate.accepts(e.pointee, epochOffset: clockOffset) else { return false }
+        guard gate.accepts(e.pointee, epochOffset: clockOffset) else {
+            if gate.turnedAway.count != turnedAwayCount { turnedAwayCount = gate.turnedAway.count; turnedAway = gate.turnedAway }
+            return false
+        }
         if window == nil { window = (gate.lo, gate.hi) }
         return true
     }

@@ -33,6 +33,9 @@ public struct CalloutRecord: Sendable {
     /// On-CPU time of the loop's thread during it (ns; -1 when the trace has no CPU clock context,
     /// or the callout was clipped). While open: the CPU clock at entry.
     public var cpuNs: Int64 = -1
+    /// Its whole duration, as the trace has it, also when a window cut it (a hang's culprit is
+    /// named with it).
+    public var wholeDurationNs: Int64 = 0
     /// The duration.
     public var duration: Int64 { end &- begin }
 }
@@ -69,15 +72,29 @@ public struct IterationRecord: Sendable {
     public var polls = 0
     /// Callouts that belong to it (not to nested iterations), in entry order.
     public var callouts: [CalloutRecord] = []
-    /// Sleeps of iterations nested in it: total ns, count, and their polls.
+    /// Sleeps of iterations nested in it: total ns (inside the window), count, and their polls.
     public var nestedSleepNs: Int64 = 0, nestedSleeps = 0, nestedPolls = 0
+    /// Sleep time of iterations nested in it, whole (a time window does not cut it).
+    public var nestedSleepWholeNs: Int64 = 0
+    /// On-CPU time the thread spent between its sleeps' `sleep_begin` and `wake` (its own and its
+    /// nested iterations'), taken out of ``cpuNs`` so that on-CPU time covers the busy time only.
+    public var sleepCpuNs: Int64 = 0
+    /// The whole iteration, as the trace has it, when a time window cuts it (equal to `begin`,
+    /// `end` and ``busyNs`` otherwise): findings that are about the iteration as a whole (a hang,
+    /// a slow iteration) are decided on these, so a window inside a hang still shows the hang.
+    public var wholeBegin: Int64 = 0, wholeEnd: Int64 = 0, wholeBusyNs: Int64 = 0
+    /// Whether it (not a nested iteration) made a callout other than an observer's, inside the
+    /// window or not: a wake that leads to no work (a spurious wake) is decided on the whole
+    /// iteration, not on the part a window leaves.
+    public var worked = false
     /// Whether it handled a source (`iteration_end.handled_source`).
     public var handledSource = false
     /// Whether a time window cut it (it began before the window or ends after it): its begin, end,
     /// sleeps and callouts are clipped to the window.
     public var clipped = false
-    /// On-CPU time of the loop's thread during it (ns; -1 without a CPU clock context or when
-    /// clipped). While open: the CPU clock at its begin.
+    /// On-CPU time of the loop's thread while it was busy (ns; its sleeps' CPU time taken out, and
+    /// never more than its whole busy time); -1 without a CPU clock context. Of the whole
+    /// iteration also when a window cuts it (``clipped``). While open: the CPU clock at its begin.
     public var cpuNs: Int64 = -1
 
     /// The duration.
@@ -187,7 +204,10 @@ public final class LoopModel {
         var stack: [IterationRecord] = []
         var open = 0
         var callouts = OpenCallouts()
-        var pendingSleep: (iteration: UInt64, ts: Int64)?
+        var pendingSleep: (iteration: UInt64, ts: Int64, cpu: Int64)?
+        /// Whether an iteration of this loop was open at the window's end: its events are still
+        /// followed until it ends (``TimeWindow``).
+        var followsPastWindow = false
         var modes: [Int32] = []
         var pendingWakeUps: [(ts: Int64, tid: Int64)] = []
         var procname: Int32 = -1
@@ -226,8 +246,16 @@ public final class LoopModel {
         self.names = names
     }
 
-    /// Every loop seen, sorted.
+    /// Every loop seen doing something in the window, sorted.
     public var loops: [LoopInfo] { states.map(\.info).filter { $0.first <= $0.last }.sorted { $0.key < $1.key } }
+    /// Every loop the trace names, in the window or not, sorted.
+    public var knownLoops: [LoopInfo] { states.map(\.info).sorted { $0.key < $1.key } }
+
+    /// The items of the loops' processes named so far, as `kind "name"`, sorted (for messages).
+    public func itemLabels(in loops: Set<LoopKey>) -> [String] {
+        let pids = Set(loops.map(\.pid))
+        return Set(itemNames.compactMap { k, id in pids.contains(k.pid) ? "\(k.kind.label) \(names[id].debugDescription)" : nil }).sorted()
+    }
 
     /// Loops busy at the end of the stream (a trace that ends while they run — a killed process, a
     /// cut trace): per loop, the outermost open iteration's number and begin, and the callout it was
@@ -342,90 +370,73 @@ public final class LoopModel {
         return u
     }
 
-    // MARK: the time window
+    // MARK: the time window (the rule: docs/report-json.md, "Selection and time window")
 
-    /// The window `[lo, hi]` (CLOCK_MONOTONIC ns) whose figures are wanted: events before it are
-    /// still followed (an iteration that began before the window and overlaps it is counted,
-    /// clipped to it, and names learned before it are known); the first event after it closes what
-    /// is open (clipped at `hi`) and ends the model's work.
-    public private(set) var lo: Int64 = .min, hi: Int64 = .max
-    /// Whether an event after the window was seen (the rest of the trace is not needed).
+    /// The window `[lo, hi]` (CLOCK_MONOTONIC ns) whose figures are wanted.
+    public private(set) var window = TimeWindow.all
+    /// The window's bounds.
+    public var lo: Int64 { window.lo }
+    public var hi: Int64 { window.hi }
+    /// Whether nothing more after the window can count: every iteration open at its end has ended
+    /// (the rest of the trace is not needed).
     public private(set) var pastWindow = false
+    /// Set with ``pastWindow``, for a reader on another thread that may stop decoding.
+    public var pastWindowFlag: WindowDoneFlag?
+    /// Loops still followed past the window's end.
+    private var followed = 0
+    private var reachedWindowEnd = false
 
     /// Sets the window.
-    public func setWindow(lo: Int64, hi: Int64) { self.lo = lo; self.hi = hi }
+    public func setWindow(lo: Int64, hi: Int64) { window = TimeWindow(lo: lo, hi: hi) }
 
-    @inline(__always) private func inWindow(_ ts: Int64) -> Bool { ts >= lo }
-
-    /// The part of `[a, b]` inside the window (0 when none).
-    @inline(__always) private func overlap(_ a: Int64, _ b: Int64) -> Int64 {
-        let x = max(a, lo), y = min(b, hi)
-        return y > x ? y &- x : 0
+    /// The first event after the window's end: the loops with an iteration open are followed until
+    /// it ends; nothing else after the window counts.
+    private func reachWindowEnd() {
+        reachedWindowEnd = true
+        for s in states where s.open > 0 { s.followsPastWindow = true; followed += 1 }
+        if followed == 0 { endWindow() }
     }
 
-    /// Clips a completed iteration to the window; false when it lies outside.
-    private func clip(_ it: inout IterationRecord) -> Bool {
-        if lo == .min && hi == .max { return true }
-        guard it.end >= lo && it.begin <= hi else { return false }
-        if it.begin < lo { it.begin = lo; it.clipped = true; it.cpuNs = -1 }
-        if it.end > hi { it.end = hi; it.clipped = true; it.cpuNs = -1 }
-        return true
-    }
-
-    /// Closes everything open at the window's end, clipped to it.
-    private func closeAtWindowEnd() {
-        let sink = self.sink
+    private func endWindow() {
         pastWindow = true
-        for s in states {
-            let key = s.info.key
-            if let p = s.pendingSleep, s.open > 0 {
-                var sl = SleepRecord(begin: max(p.ts, lo), end: hi, reason: .none, fd: -1)
-                sl.clipped = true
-                if sl.end > sl.begin {
-                    sink.sleep(sl, of: key)
-                    s.stack[s.open - 1].sleeps.append(sl)
-                }
-                s.pendingSleep = nil
-            }
-            while let (rec0, iterIdx) = s.callouts.popLast() {
-                var rec = rec0
-                rec.end = hi
-                rec.clipped = true
-                rec.cpuNs = -1
-                if rec.begin < lo { rec.begin = lo }
-                if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
-                sink.callout(rec, of: key)
-            }
-            while s.open > 0 {
-                let idx = s.open - 1
-                s.stack[idx].end = hi
-                s.stack[idx].clipped = true
-                s.stack[idx].cpuNs = -1
-                finishIteration(s, idx, sink)
-            }
-        }
+        pastWindowFlag?.set()
     }
 
-    /// Hands the iteration at `idx` (closed) to the sink and folds it into its parent.
+    /// A followed loop's outermost iteration ended.
+    private func stopFollowing(_ s: State) {
+        s.followsPastWindow = false
+        followed -= 1
+        if followed == 0 { endWindow() }
+    }
+
+    /// Hands the iteration at `idx` (closed) to the sink, cut by the window, and folds it into its
+    /// parent.
     private func finishIteration(_ s: State, _ idx: Int, _ sink: LoopModelSink) {
         s.open = idx
-        if lo != .min || hi != .max {
-            // Sleeps outside the window do not count; those across its edges count their part inside.
-            s.stack[idx].sleeps.removeAll { $0.end < lo || $0.begin > hi }
-            for i in s.stack[idx].sleeps.indices {
-                let sl = s.stack[idx].sleeps[i]
-                if sl.begin < lo || sl.end > hi {
-                    s.stack[idx].sleeps[i] = SleepRecord(begin: max(sl.begin, lo), end: min(sl.end, hi), reason: sl.reason, fd: sl.fd, clipped: true)
-                }
-            }
+        // The whole iteration first: what a window leaves of it is cut from this.
+        var ownWhole: Int64 = 0
+        for sl in s.stack[idx].sleeps { ownWhole &+= sl.duration }
+        let wholeBusy = s.stack[idx].duration &- ownWhole &- s.stack[idx].nestedSleepWholeNs
+        s.stack[idx].wholeBegin = s.stack[idx].begin
+        s.stack[idx].wholeEnd = s.stack[idx].end
+        s.stack[idx].wholeBusyNs = wholeBusy
+        if s.stack[idx].cpuNs >= 0 {
+            // The CPU clock ran across its sleeps too (the wait's system call, the tracer's own
+            // work at sleep_begin and wake): that part is not busy time.
+            s.stack[idx].cpuNs = min(max(0, s.stack[idx].cpuNs &- s.stack[idx].sleepCpuNs), max(0, wholeBusy))
         }
+        if window.cuts { window.clipSleeps(&s.stack[idx].sleeps) }
         if idx > 0 {
             let it = s.stack[idx]
             s.stack[idx - 1].nestedSleepNs &+= it.ownSleepNs &+ it.nestedSleepNs
+            s.stack[idx - 1].nestedSleepWholeNs &+= ownWhole &+ it.nestedSleepWholeNs
             s.stack[idx - 1].nestedSleeps += it.sleeps.count + it.nestedSleeps
             s.stack[idx - 1].nestedPolls += it.polls + it.nestedPolls
+            s.stack[idx - 1].sleepCpuNs &+= it.sleepCpuNs
+        } else if s.followsPastWindow {
+            stopFollowing(s)
         }
-        if clip(&s.stack[idx]) {
+        if window.clip(&s.stack[idx]) {
             // An iteration overlapping the window puts its loop in the window (a loop hung across
             // the whole window has no event in it).
             if s.stack[idx].begin < s.info.first { s.info.first = s.stack[idx].begin }
@@ -463,11 +474,12 @@ public final class LoopModel {
     @inline(__always)
     private func consume(_ ep: UnsafePointer<RunLoopEvent>, _ sink: LoopModelSink) {
         var e: RunLoopEvent { ep.pointee }
-        if e.ts > hi {
-            if !pastWindow { closeAtWindowEnd() }
-            return
+        if e.ts > window.hi {
+            // Past the window: only what was open at its end is followed, until it ends.
+            if pastWindow { return }
+            if !reachedWindowEnd { reachWindowEnd(); if pastWindow { return } }
         }
-        let now = inWindow(e.ts)
+        let now = window.contains(e.ts)
         if e.kind == .source0Signalled {
             if e.name >= 0 { setName(e.name, pid: e.pid, item: e.item, kind: .source0) }
             // A source in several loops is signalled once per loop, the events sharing signal_seq
@@ -487,6 +499,7 @@ public final class LoopModel {
     @inline(__always)
     private func apply(_ ep: UnsafePointer<RunLoopEvent>, to s: State, key: LoopKey, now: Bool, _ sink: LoopModelSink) {
         var e: RunLoopEvent { ep.pointee }
+        if reachedWindowEnd && !s.followsPastWindow && e.ts > window.hi { return }
         if now {
             if e.ts < s.info.first { s.info.first = e.ts }
             if e.ts > s.info.last { s.info.last = e.ts }
@@ -556,24 +569,24 @@ public final class LoopModel {
             while s.callouts.count > idx + 1 { s.callouts.removeLast(); if now { sink.unmatchedCallout(of: key) } }
             s.callouts.removeLast()
             rec.end = e.ts
-            rec.cpuNs = cpuSpan(rec.cpuNs, e.cpu)
-            guard now else { return }
-            if rec.begin < lo { rec.begin = lo; rec.clipped = true; rec.cpuNs = -1 }
-            if iterIdx >= 0 && iterIdx < s.open { s.stack[iterIdx].callouts.append(rec) }
+            rec.cpuNs = min(cpuSpan(rec.cpuNs, e.cpu), rec.duration)
+            rec.wholeDurationNs = rec.duration
+            let inIteration = iterIdx >= 0 && iterIdx < s.open
+            if inIteration && rec.kind != .observer { s.stack[iterIdx].worked = true }
+            guard window.clip(&rec) else { return }
+            if inIteration { s.stack[iterIdx].callouts.append(rec) }
             sink.callout(rec, of: key)
         case .sleepBegin:
-            s.pendingSleep = (e.iteration, e.ts)
+            s.pendingSleep = (e.iteration, e.ts, e.cpu)
         case .wake:
             let reason = WakeReason(rawValue: UInt8(truncatingIfNeeded: e.b)) ?? .none
             if now { sink.wake(reason, of: key) }
             var slept: SleepRecord?
             if let p = s.pendingSleep, p.iteration == e.iteration {
                 slept = SleepRecord(begin: p.ts, end: e.ts, reason: reason, fd: e.a)
-                if now {
-                    var sl = slept!
-                    if sl.begin < lo { sl.begin = lo; sl.clipped = true }
-                    sink.sleep(sl, of: key)
-                }
+                var sl = slept!
+                if window.clip(&sl) { sink.sleep(sl, of: key) }
+                if s.open > 0, p.cpu >= 0, e.cpu >= p.cpu { s.stack[s.open - 1].sleepCpuNs &+= e.cpu &- p.cpu }
             }
             s.pendingSleep = nil
             if s.open > 0 {
@@ -615,6 +628,7 @@ extension LoopModel {
             s.callouts.removeAll()
             s.pendingSleep = nil
             s.pendingWakeUps.removeAll(keepingCapacity: true)
+            if s.followsPastWindow { stopFollowing(s) }
         }
         pendingSignals.removeAll()
     }
@@ -627,6 +641,7 @@ extension IterationRecord {
         sleeps.removeAll(keepingCapacity: true)
         callouts.removeAll(keepingCapacity: true)
         polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false; cpuNs = -1
+        nestedSleepWholeNs = 0; sleepCpuNs = 0; worked = false
     }
 }
 

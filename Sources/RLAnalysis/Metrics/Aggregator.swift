@@ -67,14 +67,6 @@ public final class Aggregator: LoopModelSink, NameResolving {
 
     /// Thresholds.
     public let options: ReportOptions
-    /// Narrows the callout figures (kinds, items, minimum duration).
-    public var calloutFilter = EventFilter() {
-        didSet {
-            narrowsCallouts = calloutFilter.narrowsCallouts
-            kindMask = calloutFilter.calloutKindMask
-            itemMatcher = calloutFilter.itemGlob.map { ItemGlobMatcher($0) }
-        }
-    }
     /// Every loop's figures, by its number in `numbering`.
     private var loops: [Loop] = []
     private var numbering = LoopNumbering()
@@ -82,18 +74,14 @@ public final class Aggregator: LoopModelSink, NameResolving {
     public var model: LoopModel?
     /// ``model``, under the name ``NameResolving`` gives it.
     public var resolver: LoopModel? { get { model } set { model = newValue } }
-    /// Another sink that also receives everything (e.g. a timeline), or nil. A constant, so the
-    /// per-record forwarding borrows it (no retain or release per callout).
-    public let forward: LoopModelSink?
     /// The hang watchdog's events, per hang.
     let watchdog = WatchdogCollector()
     /// Resolves the watchdog's stack samples (set once the trace is read; nil: addresses only).
     public var symbolizer: StackSymbolizer?
 
-    /// Creates an aggregator, forwarding everything it receives to `forward`.
-    public init(options: ReportOptions = ReportOptions(), forward: LoopModelSink? = nil) {
+    /// Creates an aggregator.
+    public init(options: ReportOptions = ReportOptions()) {
         self.options = options
-        self.forward = forward
     }
 
     private var lastKey = LoopKey(pid: .min, loop: .max)
@@ -119,13 +107,13 @@ public final class Aggregator: LoopModelSink, NameResolving {
     // MARK: LoopModelSink
 
     public func iteration(_ it: IterationRecord, of info: LoopInfo) {
-        forward?.iteration(it, of: info)
         let l = loop(info.key)
         l.iterations += 1
         // Spurious wake (docs/report-json.md): the loop slept and was woken (not by its timeout),
         // and neither the iteration it woke in nor the loop's next iteration to end made a callout
         // other than an observer. A signal-then-wake is performed in the next iteration: not spurious.
-        let worked = it.callouts.contains(where: { $0.kind != .observer })
+        // (Decided on the whole iteration: a window that cuts its work off invents no spurious wake.)
+        let worked = it.worked
         if l.wokeIdle { l.wokeIdle = false; if !worked { l.spurious += 1 } }
         if let s = it.sleeps.first, s.reason != .timeout, !worked { l.wokeIdle = true }
         for s in it.sleeps {
@@ -139,17 +127,20 @@ public final class Aggregator: LoopModelSink, NameResolving {
         l.sleeps += it.sleeps.count + it.nestedSleeps
         l.polls += it.polls + it.nestedPolls
         l.iterHist[log2Bucket(busy)] += 1
-        if busy >= options.slowThresholdNs { l.slow += 1 }
-        if it.cpuNs >= 0 { l.cpu &+= it.cpuNs; l.cpuKnown = true }
-        if busy >= options.hangThresholdNs {
-            let c = it.callouts.max { $0.duration < $1.duration }
-            var h = HangReport(iteration: it.number, beginNs: it.begin, durationNs: it.duration, busyNs: busy,
+        // Hangs and slow iterations are decided on the whole iteration (a window inside a hang
+        // still shows it, whole); the loop's figures take the part inside the window.
+        let wholeBusy = it.wholeBusyNs
+        if wholeBusy >= options.slowThresholdNs { l.slow += 1 }
+        if it.cpuNs >= 0 && !it.clipped { l.cpu &+= it.cpuNs; l.cpuKnown = true }
+        if wholeBusy >= options.hangThresholdNs {
+            let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+            var h = HangReport(iteration: it.number, beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, busyNs: wholeBusy,
                                culprit: c.map { ref($0, info.key) })
             if it.cpuNs >= 0 {
                 h.onCpuNs = it.cpuNs
                 // On a busy machine a computing thread still gets a good share of a core; one that
                 // waits (I/O, locks, sleep) gets next to none. A quarter separates them robustly.
-                h.state = it.cpuNs * 4 >= busy ? "computing" : "blocked"
+                h.state = it.cpuNs * 4 >= wholeBusy ? "computing" : "blocked"
             }
             l.hangs.append(h)
         }
@@ -202,24 +193,13 @@ public final class Aggregator: LoopModelSink, NameResolving {
     }
 
     private func ref(_ c: CalloutRecord, _ key: LoopKey) -> CalloutRef {
-        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c, pid: key.pid) ?? "", durationNs: c.duration)
+        CalloutRef(kind: c.kind.label, item: c.item, name: model?.name(of: c, pid: key.pid) ?? "", durationNs: c.wholeDurationNs)
     }
 
     public func callout(_ c: CalloutRecord, of key: LoopKey) {
-        forward?.callout(c, of: key)
-        if narrowsCallouts {
-            // The filter's rules (``EventFilter/acceptsCallout(kind:name:durationNs:)``) in integers:
-            // the kinds as a mask, the item glob decided once per name.
-            guard kindMask & (1 << UInt64(c.kind.rawValue)) != 0, c.duration >= calloutFilter.minCalloutNs,
-                  itemMatcher?.matches(c, pid: key.pid, model: model) ?? true else { return }
-        }
         withLoop(key) { l in count(c, in: l) }
     }
 
-    /// Whether ``calloutFilter`` narrows the callout figures, its kinds as a bit mask (bit `rawValue`)
-    /// and its item glob's matcher: set with it.
-    private var narrowsCallouts = false, kindMask: UInt64 = ~0
-    private var itemMatcher: ItemGlobMatcher?
 
     /// The per-kind and per-item figures of callout `c` of loop `l`.
     @inline(__always)
@@ -251,27 +231,22 @@ public final class Aggregator: LoopModelSink, NameResolving {
     }
 
     public func sleep(_ s: SleepRecord, of key: LoopKey) {
-        forward?.sleep(s, of: key)
         withLoop(key) { $0.sleepHist[Int(s.reason.rawValue) * 64 + log2Bucket(s.duration)] += 1 }
     }
 
     public func wake(_ reason: WakeReason, of key: LoopKey) {
-        forward?.wake(reason, of: key)
         withLoop(key) { $0.wakeReasons[Int(reason.rawValue)] += 1 }
     }
 
     public func unmatchedCallout(of key: LoopKey) {
-        forward?.unmatchedCallout(of: key)
         loop(key).unmatched += 1
     }
 
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
-        forward?.timerLateness(ns, item: item, of: key)
         loop(key).lateness[item, default: DurationAccumulator()].add(ns)
     }
 
     public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {
-        forward?.signalLatency(ns, item: item, callerTid: callerTid, of: key)
         let l = loop(key)
         l.signal[item, default: DurationAccumulator()].add(ns)
         if let last = l.lastSignal, last.item == item, last.tid == callerTid { return }
@@ -280,7 +255,6 @@ public final class Aggregator: LoopModelSink, NameResolving {
     }
 
     public func wakeUpLatency(_ ns: Int64, callerTid: Int64, of key: LoopKey) {
-        forward?.wakeUpLatency(ns, callerTid: callerTid, of: key)
         withLoop(key) { l in
             l.wakeUp.add(ns)
             if l.lastWakeUpTid != callerTid {
@@ -290,14 +264,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         }
     }
 
-    public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
-        forward?.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key)
-    }
-
-    public func flow(_ f: Flow) { forward?.flow(f) }
-
     public func hang(_ record: HangEventRecord, of key: LoopKey) {
-        forward?.hang(record, of: key)
         watchdog.add(record, of: key)
     }
 
@@ -308,7 +275,10 @@ public final class Aggregator: LoopModelSink, NameResolving {
 
     /// Builds the report for `loops` (from the model) and the source's trace summary; with
     /// `distributions`, each item carries its durations (`ItemReport.distribution`).
-    public func makeReport(source: RunLoopEventSource, loops infos: [LoopInfo], distributions: Bool = false) -> Report {
+    /// `windowEndsEarly`: the time window ends before the trace (what follows it is unknown: the
+    /// last iteration's wake is not judged spurious for want of what came next).
+    public func makeReport(source: RunLoopEventSource, loops infos: [LoopInfo], distributions: Bool = false,
+                           windowEndsEarly: Bool = false) -> Report {
         var warnings: [String] = []
         var losses: [LossEntry] = []
         var discarded: Int64 = 0, lost: Int64 = 0
@@ -346,7 +316,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         for info in infos {
             let l = loop(info.key)
             closeSpin(l)
-            if l.wokeIdle { l.wokeIdle = false; l.spurious += 1 }      // nothing came after it
+            if l.wokeIdle { l.wokeIdle = false; if !windowEndsEarly { l.spurious += 1 } }      // nothing came after it
             let span = info.last >= info.first ? info.last - info.first : 0
             let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
             let kinds = l.kindFigures()
@@ -413,73 +383,3 @@ func bucketDictionary(_ counts: ArraySlice<Int>) -> [String: Int] {
     return d
 }
 
-/// Threads the pipeline uses by default: two (reading and decoding on one, the loop model and the
-/// sinks on the other) when the machine has two cores or more. `RLTRACE_THREADS=1` forces one.
-public let defaultAnalysisThreads: Int = {
-    if let v = ProcessInfo.processInfo.environment["RLTRACE_THREADS"], let n = Int(v), n >= 1 { return min(n, 2) }
-    return ProcessInfo.processInfo.activeProcessorCount >= 2 ? 2 : 1
-}()
-
-/// Runs the whole pipeline over `paths`: reader → event stream → loop model → metrics. With
-/// `distributions`, each item of the report carries its durations (for `rltrace diff`).
-public func analyze(paths: [String], options: ReportOptions = ReportOptions(), filter: EventFilter = EventFilter(),
-                    also: LoopModelSink? = nil, threads: Int = defaultAnalysisThreads, distributions: Bool = false,
-                    symbols: SymbolOptions = SymbolOptions()) throws -> Report {
-    let source = try RunLoopEventSource(paths: paths)
-    let agg = Aggregator(options: options, forward: also)
-    agg.calloutFilter = filter
-    let model = try runModel(source: source, filter: filter, sink: agg, also: also, threads: threads)
-    agg.model = model
-    if agg.sawWatchdogEvents { agg.symbolizer = StackSymbolizer(modules: source.evidence.modules, options: symbols) }
-    return agg.makeReport(source: source, loops: model.loops.filter { filter.acceptsLoop($0) }, distributions: distributions)
-}
-
-/// Runs reader → event stream → loop model into `sink` alone, for the commands that only render
-/// (timeline, histogram, export): no report figures are computed.
-public func streamAnalysis(paths: [String], filter: EventFilter = EventFilter(), into sink: LoopModelSink,
-                           threads: Int = defaultAnalysisThreads) throws {
-    let source = try RunLoopEventSource(paths: paths)
-    _ = try runModel(source: source, filter: filter, sink: sink, also: sink, threads: threads)
-}
-
-/// Feeds `source`'s events through a loop model into `sink`; `also` (the sink itself, or one the
-/// sink forwards to) is told when the trace begins and ends.
-private func runModel(source: RunLoopEventSource, filter: EventFilter, sink: LoopModelSink, also: LoopModelSink?,
-                      threads: Int) throws -> LoopModel {
-    let model = LoopModel(sink: sink, names: source.names)
-    model.evidence = source.evidence
-    for r in [sink, also].compactMap({ $0 as? NameResolving }) { r.resolver = model }
-    try filter.validate()
-    var started = false
-    do {
-        try source.forEachBatch(threads: threads, filter: filter) { batch in
-            if !started {
-                started = true
-                if let w = source.window { model.setWindow(lo: w.lo, hi: w.hi) }
-                also?.traceBegins(at: source.firstTs, epochOffset: source.clockOffset)
-            }
-            model.consume(batch)
-        }
-    } catch {
-        also?.finish(end: source.lastTs)      // what was read is written out before the error is reported
-        throw error
-    }
-    if !started { also?.traceBegins(at: source.firstTs, epochOffset: source.clockOffset) }
-    // A window that misses the trace is a mistake (a time from another trace or clock), not "no findings".
-    if let w = source.window, source.lastTs >= source.firstTs, w.lo > source.lastTs || w.hi < source.firstTs || w.lo > w.hi {
-        also?.finish(end: source.lastTs)
-        func at(_ ns: Int64) -> String {
-            let e = ns &+ source.clockOffset
-            return "@\(e / 1_000_000_000).\(String(format: "%09lld", e % 1_000_000_000)) (+\(formatDuration(saturatingDifference(ns, source.firstTs))))"
-        }
-        throw AnalysisError.contradictoryFilters("the time window \(w.lo == .min ? "start" : at(w.lo))…\(w.hi == .max ? "end" : at(w.hi)) lies outside the trace, \(at(source.firstTs))…\(at(source.lastTs))")
-    }
-    also?.finish(end: source.lastTs)
-    return model
-}
-
-/// A sink that needs item names once the stream is read.
-public protocol NameResolving: AnyObject {
-    /// The model, to look names up.
-    var resolver: LoopModel? { get set }
-}

@@ -3,7 +3,7 @@
 /// run → iteration → sleep / callout (→ nested run …); thread and process names; a busy-ratio
 /// counter per loop; flow arrows from the thread that woke or signalled a loop to the loop's wake
 /// or perform. Times are µs after the trace's first event, written with three decimals (exact ns).
-public final class ChromeTraceSink: LoopModelSink, NameResolving {
+public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware {
     /// The model, for names and loops.
     public var resolver: LoopModel? {
         didSet { model = resolver.map { Unmanaged.passUnretained($0) } }
@@ -11,24 +11,17 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     /// `resolver`, unretained (it holds the model while set): the per-callout lookups make no
     /// retain or release.
     private var model: Unmanaged<LoopModel>?
-    /// Whether the filter selects loops (computed once: its sets are not touched per callout).
-    private let narrowsLoops: Bool
-    /// The loop filter's decisions, direct-mapped by loop, each with the facts it was made on
-    /// (``LoopModel/filterFacts(of:)``).
-    private var loopDecisions = [(key: LoopKey, tid: Int64, procname: Int32, accepted: Bool)](
-        repeating: (LoopKey(pid: .min, loop: 0), .min, .min, false), count: 16)
+    /// The pipeline's selection (which loops the thread names are written for).
+    public var selectionStage: SelectionStage?
     private let out: ByteSink
-    private let filter: EventFilter
     private let strips = BusyStripCollector()
     private var origin: Int64 = 0
     private var first = true
     private var flowID = 0
     private var openRuns: [LoopKey: [(mode: String, ts: Int64, depth: Int)]] = [:]
-    /// Loop-level filters (pid, tid, procname, loop) select the loops exported.
-    public init(out: ByteSink, filter: EventFilter = EventFilter()) {
+    /// An export written to `out` (what it holds is chosen by the pipeline's selection).
+    public init(out: ByteSink) {
         self.out = out
-        self.filter = filter
-        narrowsLoops = filter.narrowsLoops
         out.write("{\"traceEvents\":[\n")
     }
 
@@ -39,27 +32,11 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     }
     private var epochOffset: Int64 = 0
 
-    /// The thread id shown for a loop (its thread, else its loop id), nil for a loop filtered out.
+    /// The thread id shown for a loop (its thread, else its loop id).
     @inline(__always)
     private func tid(_ key: LoopKey) -> Int64? {
         guard let model else { return nil }
         return model._withUnsafeGuaranteedRef { m in
-            if narrowsLoops {
-                guard let facts = m.filterFacts(of: key) else { return nil }
-                // The filter's decision for the loop, kept while what it looks at stays the same
-                // (copying the loop's info and hashing its process name per record cost a fifth
-                // of a filtered export's instructions).
-                let slot = Int(truncatingIfNeeded: ((key.loop ^ UInt64(bitPattern: key.pid) << 24) &* 0x9E37_79B9_7F4A_7C15) >> 60)
-                let d = loopDecisions[slot]
-                let accepted: Bool
-                if d.key == key && d.tid == facts.tid && d.procname == facts.procname {
-                    accepted = d.accepted
-                } else {
-                    accepted = m.info(of: key).map { filter.acceptsLoop($0) } ?? false
-                    loopDecisions[slot] = (key, facts.tid, facts.procname, accepted)
-                }
-                guard accepted else { return nil }
-            }
             guard let t = m.threadID(of: key) else { return nil }
             return t >= 0 ? t : Int64(bitPattern: key.loop)
         }
@@ -123,7 +100,6 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         strips.iteration(it, of: loop)
-        guard filter.acceptsLoop(loop) else { return }
         let t = loop.tid >= 0 ? loop.tid : Int64(bitPattern: loop.key.loop)
         let pid = it.key.pid
         slice(cat: "iteration", pid: pid, tid: t, ts: it.begin, dur: it.duration, args: { c in
@@ -271,7 +247,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving {
     /// trace's last event time.
     public func finish(end: Int64) {
         writeHangs()
-        let loops = (resolver?.loops ?? []).filter { filter.acceptsLoop($0) }
+        let loops = (resolver?.loops ?? []).filter { selectionStage?.filter.acceptsLoop($0) ?? true }
         var seenProcesses = Set<Int64>()
         for l in loops {
             let t = l.tid >= 0 ? l.tid : Int64(bitPattern: l.key.loop)

@@ -48,8 +48,6 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     public var resolver: LoopModel?
     private let of: Quantity, by: Grouping
     private let lo: Int64, hi: Int64
-    /// The kinds selected, one bit per raw value (all ones: every kind): no hashing per callout.
-    private let kindMask: UInt64
     /// The groups, in order of first value, and each key's index among them.
     private var groupList: [Group] = []
     private var groupKeys: [Key] = []
@@ -58,16 +56,10 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     /// values, so a value usually finds its group with one compare instead of hashing its key
     /// (≈ 500 instructions per callout for `--of callout`, two lookups each).
     private var groupCache = [(key: Key, index: Int)](repeating: (Key(pid: .min, a: 0, b: .min), -1), count: 64)
-    /// The item glob, decided once per name (hashing each callout's key into a dictionary of
-    /// answers cost about 170 instructions a callout).
-    private let itemMatcher: ItemGlobMatcher?
-
-    /// A histogram of `of` grouped `by`, keeping values in `[lo, hi]`; for callouts (and the item
-    /// glob also for timer lateness and signal latency), only these kinds and items.
-    public init(of: Quantity, by: Grouping, lo: Int64, hi: Int64, kinds: Set<CalloutKind>, itemGlob: String?) {
+    /// A histogram of `of` grouped `by`, keeping values in `[lo, hi]` (which callouts, loops and
+    /// times count is the pipeline's selection).
+    public init(of: Quantity, by: Grouping, lo: Int64, hi: Int64) {
         self.of = of; self.by = by; self.lo = lo; self.hi = hi
-        itemMatcher = itemGlob.map { ItemGlobMatcher($0) }
-        kindMask = kinds.selectionMask
     }
 
     @inline(__always)
@@ -102,14 +94,6 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         return Key(pid: 0, a: UInt64(kind.rawValue), b: id)
     }
 
-    /// Whether the item of key `k` (``itemKey(_:_:pid:blockName:)``) has a name the item glob
-    /// matches: decided once per name id.
-    @inline(__always)
-    private func nameMatches(_ k: Key) -> Bool {
-        guard let m = itemMatcher else { return true }
-        return m.matches(kind: k.b == -3 ? .mainQueue : .observer, nameID: k.b, in: resolver?.names)
-    }
-
     private func label(itemName k: Key) -> String {
         k.b == -3 ? "main-queue" : (k.b < 0 ? "" : resolver?.names[k.b] ?? "")
     }
@@ -123,12 +107,10 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         add(by == .loop ? loopKey(loop.key) : Key(pid: 0, a: 0, b: -5), it.busyNs)
     }
     public func callout(_ c: CalloutRecord, of key: LoopKey) {
-        guard of == .callout, kindMask & (1 << UInt64(c.kind.rawValue)) != 0 else { return }
-        let ik = itemKey(c.kind, c.item, pid: key.pid, blockName: c.blockName)
-        guard nameMatches(ik) else { return }
+        guard of == .callout else { return }
         switch by {
         case .kind: add(Key(pid: 0, a: UInt64(c.kind.rawValue), b: -6), c.duration)
-        case .item: add(ik, c.duration)
+        case .item: add(itemKey(c.kind, c.item, pid: key.pid, blockName: c.blockName), c.duration)
         case .loop: add(loopKey(key), c.duration)
         default: add(Key(pid: 0, a: 0, b: -5), c.duration)
         }
@@ -139,15 +121,11 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     }
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
         guard of == .timerLateness else { return }
-        let ik = itemKey(.timer, item, pid: key.pid)
-        guard nameMatches(ik) else { return }
-        add(by == .item ? ik : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
+        add(by == .item ? itemKey(.timer, item, pid: key.pid) : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
     }
     public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {
         guard of == .signalLatency else { return }
-        let ik = itemKey(.source0, item, pid: key.pid)
-        guard nameMatches(ik) else { return }
-        add(by == .item ? ik : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
+        add(by == .item ? itemKey(.source0, item, pid: key.pid) : by == .loop ? loopKey(key) : Key(pid: 0, a: 0, b: -5), ns)
     }
 
     private func label(_ k: Key) -> String {

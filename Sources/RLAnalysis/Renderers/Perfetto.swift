@@ -274,10 +274,12 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         t.pending.append(PendingSlice(begin: it.begin, end: it.end, seq: nextSeq(), name: iterationName,
                                       category: Category.iteration.rawValue, shape: .iteration, a: Int64(bitPattern: it.number), b: it.busyNs))
         if it.depth == 0 {
-            if it.busyNs >= hangThresholdNs {
-                let c = it.callouts.max { $0.duration < $1.duration }
-                t.hangs.append(HangReport(iteration: it.number, beginNs: it.begin, durationNs: it.duration, busyNs: it.busyNs,
-                                          culprit: c.map { CalloutRef(kind: $0.kind.label, item: $0.item, name: resolver?.name(of: $0, pid: loop.key.pid) ?? "", durationNs: $0.duration) }))
+            // The report's rule: decided on the whole iteration (a window cutting it still shows it).
+            if it.wholeBusyNs >= hangThresholdNs {
+                let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+                t.hangs.append(HangReport(iteration: it.number, beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, busyNs: it.wholeBusyNs,
+                                          culprit: c.map { CalloutRef(kind: $0.kind.label, item: $0.item, name: resolver?.name(of: $0, pid: loop.key.pid) ?? "",
+                                                                      durationNs: $0.wholeDurationNs) }))
             }
             // Everything that waits has ended, but a slice beginning with a run still open (its
             // begin is not written yet).

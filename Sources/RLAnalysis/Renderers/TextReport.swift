@@ -54,7 +54,7 @@ public struct TextReportRenderer {
 
         for l in r.loops {
             o += "\nloop \(l.loop) — pid \(l.pid) \(l.procname.isEmpty ? "" : "\(l.procname) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(l.threadName)\"")\n"
-            o += "  span \(formatDuration(l.spanNs)) · \(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s) · busy \(formatDuration(l.busyNs))\(l.onCpuNs.map { " (on CPU \(formatDuration($0)))" } ?? "") / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))) · \(String(format1(l.calloutsPerIteration))) callouts/iteration\n"
+            o += "  span \(formatDuration(l.spanNs)) · \(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s) · busy \(formatDuration(l.busyNs))\(l.onCpuNs.map { " (on CPU while busy \(formatDuration($0)))" } ?? "") / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))) · \(String(format1(l.calloutsPerIteration))) callouts/iteration\n"
             if l.unmatchedCallouts > 0 { o += "  ⚠ \(l.unmatchedCallouts) callout entries/exits could not be paired\n" }
             if !l.calloutKinds.isEmpty {
                 o += "  " + pad("callouts", 12) + lpad("count", 9) + lpad("total", 10) + lpad("p50", 9) + lpad("p90", 9) + lpad("p99", 9) + lpad("p99.9", 9) + lpad("max", 9) + "\n"

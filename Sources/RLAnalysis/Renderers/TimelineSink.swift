@@ -9,15 +9,10 @@ import HeapModule
 /// ``holdLimitNs`` of trace time, while one stays open: memory stays bounded); non-sleeping top-level
 /// iterations wait (at most ``ReportOptions/spinMinIterations`` per loop) until their run of
 /// iterations is known to be a spin or not — the same per-loop rule as the report.
-public final class TimelineSink: LoopModelSink, NameResolving {
-    /// Which iterations to show.
+public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
+    /// Which iterations to show, beyond the pipeline's selection (whose callout filters show the
+    /// iterations that hold a selected callout).
     public struct Selection: Sendable {
-        /// Only iterations with a callout of one of these kinds (empty: any).
-        public var kinds: Set<CalloutKind> = []
-        /// Only iterations with a callout whose name matches this glob.
-        public var itemGlob: String?
-        /// Only iterations busy at least this long.
-        public var minBusyNs: Int64 = 0
         /// Only iterations run in this mode.
         public var mode: String?
         /// Only flagged iterations (hang, spin, late timer).
@@ -54,8 +49,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     public var lateTimerNs: Int64 { options.lateTimerNs }
     /// The selection.
     public let selection: Selection
-    /// The selection's item glob, decided once per name, and its kinds as bits.
-    private let itemMatcher: ItemGlobMatcher?, kindMask: UInt64
+    /// The pipeline's selection stage (nil when it selects everything).
+    public var selectionStage: SelectionStage?
     /// The model, for names and open iterations.
     public var resolver: LoopModel?
     private let out: ByteSink
@@ -76,8 +71,6 @@ public final class TimelineSink: LoopModelSink, NameResolving {
         self.out = out
         self.options = options
         self.selection = selection
-        itemMatcher = selection.itemGlob.map { ItemGlobMatcher($0) }
-        kindMask = selection.kinds.selectionMask
         out.write("  iteration   start (epoch s)      +rel        busy      sleep  wake          callouts\n")
     }
 
@@ -234,8 +227,9 @@ public final class TimelineSink: LoopModelSink, NameResolving {
             renderHeader(loop, loopNumber: n)
         }
         var r = Row(begin: it.begin, depth: it.depth, seq: seq, loop: it.key, header: headerOf[n].index)
-        r.hang = it.busyNs >= options.hangThresholdNs
-        r.slow = !r.hang && it.busyNs >= options.slowThresholdNs
+        // Flags are about the whole iteration (a window that cuts a hang still shows it as one).
+        r.hang = it.wholeBusyNs >= options.hangThresholdNs
+        r.slow = !r.hang && it.wholeBusyNs >= options.slowThresholdNs
         r.clipped = it.clipped
         // Whether it is flagged only counts for the flagged-only selection: checked when printed
         // (whether it is in a spin is not known yet).
@@ -387,10 +381,8 @@ public final class TimelineSink: LoopModelSink, NameResolving {
     /// Whether the selection keeps iteration `it`, its flags aside (``print(_:)`` applies
     /// `flaggedOnly`).
     private func accept(_ it: IterationRecord) -> Bool {
-        if it.busyNs < selection.minBusyNs { return false }
         if let m = selection.mode, !modeMatches(it.mode, m) { return false }
-        if kindMask != ~0 && !it.callouts.contains(where: { kindMask & (1 << UInt64($0.kind.rawValue)) != 0 }) { return false }
-        if let m = itemMatcher, !it.callouts.contains(where: { m.matches($0, pid: it.key.pid, model: resolver) }) { return false }
+        if let st = selectionStage, st.filter.narrowsCallouts, !it.callouts.contains(where: { st.selects($0, pid: it.key.pid) }) { return false }
         return true
     }
 

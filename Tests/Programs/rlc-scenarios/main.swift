@@ -137,7 +137,7 @@ func truthScenario() {
         while RLInstant.now < lateDue + .milliseconds(20) { usleep(200) }
     }, forMode: .default)
     loop.add(RLTimer(fireAt: lateDue, name: "late-20ms") { t in
-        truth.append(("late-20ms", now() - Int64(t.nextFireDate.nanoseconds)))
+        truth.append(("late-20ms", now() - Int64(t.nextFireDate?.nanoseconds ?? 0)))
     }, forMode: .default)
     var spins = 0
     var spinner: RLSource0!

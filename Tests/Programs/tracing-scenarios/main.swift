@@ -4,6 +4,7 @@
 //   tracing-scenarios names      string fields of every length class the provider writes differently
 //   tracing-scenarios sequence   a loop with observers, source0s, timers, a pipe source1 and blocks
 //   tracing-scenarios nested     a run inside a callout (depth 2) and a timer missing fires
+//   tracing-scenarios iterations runs nested in callouts of every kind, then what their pass emits
 //   tracing-scenarios differential  RunLoopCoreTests' differential scenarios, items named
 //   tracing-scenarios wakes      one run per way of waking the main loop (timer, fd, wakeUp, stop,
 //                                main queue, timeout, poll)
@@ -26,11 +27,13 @@ case "wakes":
     WakeScenario.run()
 case "nested":
     NestedScenario.run()
+case "iterations":
+    IterationsScenario.run()
 case "differential":
     DifferentialReplay.run()
 case "hang":
     HangScenario.run(Array(args.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|names|sequence|nested|wakes|differential|hang\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|names|sequence|nested|iterations|wakes|differential|hang\n".utf8))
     exit(2)
 }

@@ -52,7 +52,11 @@ final class CFEngine: LoopEngine {
     func setNextFire(timer: AnyObject, after: Double) { CFRunLoopTimerSetNextFireDate((timer as! Tmr).ref, CFAbsoluteTimeGetCurrent() + after) }
     func remove(timer: AnyObject, _ m: String) { CFRunLoopRemoveTimer(loop, (timer as! Tmr).ref, mode(m)) }
     func contains(timer: AnyObject, _ m: String) -> Bool { CFRunLoopContainsTimer(loop, (timer as! Tmr).ref, mode(m)) }
-    func nextFire(timer: AnyObject) -> Double { CFRunLoopTimerGetNextFireDate((timer as! Tmr).ref) }
+    /// CF's 0 is "none" (an invalidated timer).
+    func nextFire(timer: AnyObject) -> Double? {
+        let d = CFRunLoopTimerGetNextFireDate((timer as! Tmr).ref)
+        return d == 0 ? nil : d
+    }
     func nextTimerFireDate(_ m: String) -> Double { CFRunLoopGetNextTimerFireDate(loop, mode(m)) }
     func limitDate(_ m: String) -> String {
         // Foundation's own RunLoop over this thread's CFRunLoop (the engine's loop).

@@ -1,0 +1,114 @@
+import CRunLoopShims
+import RunLoopTracing
+
+// One trampoline per callout kind: the only places user code is called, and where the callout
+// tracepoints sit (the run algorithm, RunAlgorithm.swift, calls them).
+extension RLRunLoop {
+
+    // MARK: - Trampolines: every callout goes through exactly one of these
+    // Each is one check ("does a session record this kind's entry or exit?") and the callout; the
+    // traced path, out of line, reads the iteration once, before the callout, and emits entry and
+    // exit with it (a run nested in the callout gives the counter back when it returns, so a second
+    // read would agree: `EngineTraceTests.eventsAfterANestedRunCarryTheirOwnPassIteration`). A session that starts during a callout sees
+    // the next one whole; one that stops during it gets no exit (each emitter re-checks).
+    // Around the callout, two relaxed stores tell the hang watchdog which callout the thread is in
+    // (`watchCalloutBegin` / `watchRestore`, Watchdog.swift): no lock, no system call, no clock.
+
+    @inline(never)
+    func calloutToObserver(_ o: RLObserver, _ activity: RLActivity) {
+        calloutCount &+= 1
+        let outer = watchCalloutBegin(.observer, o.id)
+        if RLTrace.isCalloutTraced(.observer) { tracedObserver(o, activity) } else { o.callout(o, activity) }
+        watchRestore(outer)
+    }
+
+    @inline(never)
+    private func tracedObserver(_ o: RLObserver, _ activity: RLActivity) {
+        let it = iteration
+        RLTrace.observerEntry(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+        o.callout(o, activity)
+        RLTrace.observerExit(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+    }
+
+    @inline(never)
+    func calloutToSource0(_ s: RLSource0) {
+        calloutCount &+= 1
+        let outer = watchCalloutBegin(.source0, s.id)
+        if RLTrace.isCalloutTraced(.source0) { tracedSource0(s) } else { s.perform() }
+        watchRestore(outer)
+    }
+
+    @inline(never)
+    private func tracedSource0(_ s: RLSource0) {
+        let it = iteration
+        RLTrace.source0Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "")
+        s.perform()
+        RLTrace.source0Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "")
+    }
+
+    @inline(never)
+    func calloutToSource1(_ s: RLSource1, events: UInt32) {
+        calloutCount &+= 1
+        let outer = watchCalloutBegin(.source1, s.id)
+        if RLTrace.isCalloutTraced(.source1) { tracedSource1(s, events: events) } else { s.handler(s, s.fd, RLSource1.Readiness(rawValue: events)) }
+        watchRestore(outer)
+    }
+
+    @inline(never)
+    private func tracedSource1(_ s: RLSource1, events: UInt32) {
+        let it = iteration
+        RLTrace.source1Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+        s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
+        RLTrace.source1Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+    }
+
+    @inline(never)
+    func calloutToTimer(_ t: RLTimer, scheduled: UInt64) {
+        calloutCount &+= 1
+        let outer = watchCalloutBegin(.timer, t.id)
+        if RLTrace.isCalloutTraced(.timer) { tracedTimer(t, scheduled: scheduled) } else { t.callout(t) }
+        watchRestore(outer)
+    }
+
+    @inline(never)
+    private func tracedTimer(_ t: RLTimer, scheduled: UInt64) {
+        let it = iteration
+        RLTrace.timerEntry(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+        t.callout(t)
+        RLTrace.timerExit(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+    }
+
+    @inline(never)
+    func calloutToMainQueue() {
+        calloutCount &+= 1
+        let outer = watchCalloutBegin(.mainQueue, 0)
+        if RLTrace.isCalloutTraced(.mainQueue) { tracedMainQueue() } else { _dispatch_main_queue_callback_4CF(nil) }
+        watchRestore(outer)
+    }
+
+    @inline(never)
+    private func tracedMainQueue() {
+        let it = iteration
+        RLTrace.mainQueueEntry(loop: id, iteration: it)
+        _dispatch_main_queue_callback_4CF(nil)
+        RLTrace.mainQueueExit(loop: id, iteration: it)
+    }
+
+    /// Takes the queued block whole, borrowed (either item type, specialised for each): passing its
+    /// fields instead made the drain copy the closure out of the item — a retain/release pair per block.
+    @inline(__always)
+    func calloutToBlock<B: QueuedBlock>(_ b: borrowing B, id: UInt64) {
+        calloutCount &+= 1
+        let outer = watchCalloutBegin(.block, id)
+        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: id, name: b.name, body: b.body) } else { b.body() }
+        watchRestore(outer)
+    }
+
+    @inline(never)
+    private func tracedBlock(id item: UInt64, name: String?, body: () -> Void) {
+        let it = iteration
+        RLTrace.blockEntry(loop: id, iteration: it, item: item, name: name ?? "")
+        body()
+        RLTrace.blockExit(loop: id, iteration: it, item: item, name: name ?? "")
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where `-o` sends a recorded trace (`record`, `demo`, and the relay daemon `top` starts): a
+/// local directory, or a URL of LTTng's (`net://HOST…` and its kin, a relay daemon).
+enum TraceDestination: Equatable {
+    /// A local directory (created if its parent exists).
+    case directory(String)
+    /// A relay daemon's URL (`net://`, `net4://`, `net6://`, `tcp://`, `tcp4://`, `tcp6://`).
+    case relayDaemon(String)
+    /// Some other `SCHEME://` that is not a path.
+    case unsupportedURL(String)
+
+    /// The schemes LTTng's `--set-url` reads as a relay daemon's (lttng-create(1)).
+    static let relaySchemes = ["net", "net4", "net6", "tcp", "tcp4", "tcp6"]
+
+    /// What `text` names. `file://PATH` is the directory PATH.
+    init(_ text: String) {
+        guard let r = text.range(of: "://") else { self = .directory(text); return }
+        let scheme = text[..<r.lowerBound].lowercased()
+        if scheme == "file" { self = .directory(String(text[r.upperBound...])); return }
+        if TraceDestination.relaySchemes.contains(scheme) { self = .relayDaemon(text); return }
+        // A scheme is letters, digits, + - . after a letter (RFC 3986); anything else is a path.
+        let isScheme = scheme.first?.isLetter == true && scheme.allSatisfy { $0.isLetter || $0.isNumber || "+-.".contains($0) }
+        self = isScheme ? .unsupportedURL(text) : .directory(text)
+    }
+}
+
+/// The local directory `-o` names (for `option`, e.g. "-o"): a relay daemon's URL is refused
+/// (exit 64: streaming a recording to a relay daemon is not supported yet), and so is a
+/// directory whose parent does not exist (exit 1, naming the parent).
+func localTraceDirectory(_ text: String, option: String = "-o") throws -> String {
+    switch TraceDestination(text) {
+    case .relayDaemon(let url):
+        warn("rltrace: \(option) \(url): streaming to a relay daemon is not supported yet; record to a local directory (\(option) DIR), or watch a live session with `rltrace top -- COMMAND`")
+        throw ExitCode(64)
+    case .unsupportedURL(let url):
+        warn("rltrace: \(option) \(url): not a directory, nor a URL rltrace can record to (a local directory, or file://DIR)")
+        throw ExitCode(64)
+    case .directory(let path):
+        if path.isEmpty { warn("rltrace: \(option): an empty path"); throw ExitCode(64) }
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL
+        var st = stat()
+        if stat(absolute.path, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                warn("rltrace: \(option) \(path): exists and is not a directory")
+                throw ExitCode(1)
+            }
+            return absolute.path
+        }
+        let parent = absolute.deletingLastPathComponent().path
+        guard stat(parent, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            warn("rltrace: \(option) \(path): the directory \(parent) does not exist (create it first)")
+            throw ExitCode(1)
+        }
+        return absolute.path
+    }
+}
+
+/// `demo -o DIR`: a directory that already holds a demo's trace or HTML report is not written
+/// into without `--force` (exit 2), as `record` keeps an existing trace.
+func refuseExistingDemo(trace: String, html: String, force: Bool) throws {
+    guard !force else { return }
+    let existing = [holdsTrace(trace) ? trace : nil, FileManager.default.fileExists(atPath: html) ? html : nil].compactMap { $0 }
+    guard existing.isEmpty else {
+        warn("rltrace: \(existing.joined(separator: " and ")) already exist\(existing.count == 1 ? "s" : ""); choose another -o, or --force to write into the directory anyway")
+        throw ExitCode(2)
+    }
+}
