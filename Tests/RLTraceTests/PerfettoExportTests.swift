@@ -83,6 +83,8 @@ struct DecodedPerfetto {
     /// Counter values by counter track name.
     var counters: [String: [(ts: Int64, value: Double)]] = [:]
     var unbalanced: [String] = []
+    /// Each slice's category and its enclosing slice's ("" at the top of its track).
+    var nesting: [(category: String, parent: String)] = []
 
     init(_ trace: ProtoText) throws {
         let packets = trace["packet"]
@@ -130,6 +132,7 @@ struct DecodedPerfetto {
                     let bName = b.event.uint("name_iid").flatMap { names[$0] } ?? ""
                     let bCat = b.event.uint("category_iids").flatMap { categories[$0] } ?? ""
                     slices.append(ExportedSlice(tid: trackTid[track] ?? -1, category: bCat, name: bName, begin: b.ts, duration: ts - b.ts))
+                    nesting.append((bCat, open.last.map { $0.event.uint("category_iids").flatMap { categories[$0] } ?? "" } ?? ""))
                     sliceCountByTrack[track, default: 0] += 1
                 case "TYPE_INSTANT":
                     flowStarts += e.values("flow_ids").map { UInt64($0)! }
@@ -206,6 +209,18 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         #expect(p.slices.count == ch.slices.count)
         let mine = Dictionary(p.slices.map { ($0, 1) }, uniquingKeysWith: +), theirs = Dictionary(ch.slices.map { ($0, 1) }, uniquingKeysWith: +)
         #expect(mine == theirs, "only in perfetto: \(mine.filter { theirs[$0.key] != $0.value }.prefix(3)); only in chrome: \(theirs.filter { mine[$0.key] != $0.value }.prefix(3))")
+        // How a loop nests: a sleep in an iteration, an iteration in a run (or at the top), a callout
+        // in an iteration or a run (a run's entry and exit observers) or at the top, a run at the top
+        // or in a callout (a nested run) — never an iteration inside a callout or a sleep elsewhere.
+        let calloutCategories: Set<String> = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+        for n in p.nesting {
+            switch n.category {
+            case "sleep": #expect(n.parent == "iteration", "a sleep in \(n.parent)")
+            case "iteration": #expect(n.parent == "" || n.parent == "run", "an iteration in \(n.parent)")
+            case "run": #expect(n.parent == "" || calloutCategories.contains(n.parent), "a run in \(n.parent)")
+            default: #expect(["", "iteration", "run"].contains(n.parent), "a \(n.category) callout in \(n.parent)")
+            }
+        }
         // Flows: each id once at each end, as many as the Chrome export's arrows.
         #expect(p.flowStarts.count == ch.flowStarts)
         #expect(p.flowEnds.count == ch.flowEnds)
@@ -213,7 +228,6 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         #expect(Set(p.flowStarts).count == p.flowStarts.count && Set(p.flowStarts) == Set(p.flowEnds))
         // The loops the report has, each with its iterations, callouts and hangs.
         #expect(Set(p.loopTracks.keys) == Set(loops.map { ($0["loop"] as! NSNumber).uint64Value }))
-        let calloutCategories: Set<String> = ["observer", "source0", "source1", "timer", "main_queue", "block"]
         for l in loops {
             let id = (l["loop"] as! NSNumber).uint64Value
             guard let track = p.loopTracks[id], let tid = p.trackTid[track] else { Issue.record("loop \(id) has no track"); continue }
