@@ -284,9 +284,14 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             // Everything that waits has ended, but a slice beginning with a run still open (its
             // begin is not written yet).
             if t.openRuns.isEmpty { flush(t) { _ in true } } else { flush(t) { s in !t.openRuns.contains { $0.begin == s.begin } } }
-        } else if t.pending.count > 1 << 16 {
-            // A nested run that goes on and on: its iterations are written as they end (bounded memory).
-            flush(t) { $0.begin >= it.begin }
+        } else if let run = t.openRuns.last {
+            // In a nested run: what began in it after its entry is written (its entry's begin is
+            // not, nor what began before it in the enclosing iteration).
+            flush(t) { $0.begin > run.begin }
+        } else {
+            // A nested run entered before the trace (or the window) began: this iteration and
+            // what began in it — but at a begin the window clipped, which open ancestors share.
+            flush(t) { it.clipped ? $0.begin > it.begin : $0.begin >= it.begin }
         }
     }
 

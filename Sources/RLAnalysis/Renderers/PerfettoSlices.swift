@@ -3,8 +3,9 @@
 /// it ends, after everything inside it, but Perfetto's trace processor sorts a track's
 /// `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` events by time and keeps the file's order among equal
 /// times — so an outer slice's begin written after an inner one's at the same instant (a window's
-/// edge clips both to it) would be nested inside it. Completed slices wait here until the top-level
-/// iteration (or top-level run) holding them ends, and are then written outer first.
+/// edge clips both to it) would be nested inside it. Completed slices wait here until no slice that
+/// may begin with them is still open — the iteration holding them ends, or, in a nested run, any of
+/// its iterations (what began after the run's entry) — and are then written outer first.
 struct PendingSlice {
     /// Begin and end (ns, the trace's clock).
     var begin: Int64, end: Int64
