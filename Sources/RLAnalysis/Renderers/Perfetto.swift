@@ -161,6 +161,10 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private var processUUIDs: [Int64: UInt64] = [:]
     private struct ThreadKey: Hashable { var pid: Int64, tid: Int64 }
     private var threadUUIDs: [ThreadKey: UInt64] = [:]
+    /// The last thread a flow started on (a flow's asking thread is usually the one before's).
+    private var lastThread = (key: ThreadKey(pid: .min, tid: .min), uuid: UInt64(0))
+    /// The last flow kind and its name's iid (two kinds: no hashing per flow).
+    private var lastFlowKind = (kind: "", iid: UInt64(0))
 
     /// The track of loop `key` (described the first time).
     @inline(__always) private func track(_ key: LoopKey) -> PerfettoLoopTrack {
@@ -227,7 +231,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// The track of thread `tid` of `pid` (a loop's, or one made for it), for a flow's start.
     private func threadUUID(pid: Int64, tid: Int64) -> UInt64 {
         let k = ThreadKey(pid: pid, tid: tid)
-        if let u = threadUUIDs[k] { return u }
+        if k == lastThread.key { return lastThread.uuid }
+        if let u = threadUUIDs[k] { lastThread = (k, u); return u }
         let u = newUUID()
         threadUUIDs[k] = u
         _ = processUUID(pid)
@@ -310,7 +315,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     public func flow(_ f: Flow) {
         guard let model = resolver, model.threadID(of: f.to) != nil else { return }
         flowID += 1
-        let name = intern(f.kind)
+        if f.kind != lastFlowKind.kind { lastFlowKind = (f.kind, intern(f.kind)) }
+        let name = lastFlowKind.iid
         let from = threadUUID(pid: f.to.pid, tid: f.fromTid), to = track(f.to).uuid
         for end in 0..<2 {
             startPacket(ts: end == 0 ? f.fromTs : f.toTs)
