@@ -1,10 +1,10 @@
 /// A small protocol-buffers encoder (the wire format of protobuf.dev's "Encoding" page: varints,
 /// 64-bit fixed, length-delimited fields) writing one message at a time into a reusable buffer, for
 /// the Perfetto export (``PerfettoTraceSink``). A nested message's length comes before its bytes:
-/// ``open(_:)`` writes its tag and remembers where its body starts, ``close(_:)`` moves the body
-/// right by the length's size and writes the length in front (bodies are a few dozen bytes, so the
-/// move is cheaper than a padded length would be in the output). The buffer is allocated once and
-/// grown when a message outgrows it: nothing is allocated per message.
+/// ``open(_:)`` writes its tag and keeps one byte for the length, ``close(_:)`` writes the length
+/// there (a body of 128 bytes or more — a hang's stack text — moves right to make room for a longer
+/// one: the output has minimal lengths, no padded ones). The buffer is allocated once and grown
+/// when a message outgrows it: nothing is allocated per message.
 final class ProtobufWriter {
     /// The message so far: `count` bytes of `capacity` at `base`.
     private(set) var base: UnsafeMutablePointer<UInt8>
@@ -95,19 +95,25 @@ final class ProtobufWriter {
         s.withUTF8 { bytes(field, UnsafeRawBufferPointer($0)) }
     }
 
-    /// Opens a nested message (field `field`): returns where its body starts, for ``close(_:)``.
+    /// Opens a nested message (field `field`): writes its tag and one byte for its length, and
+    /// returns where its body starts, for ``close(_:)``.
     @inline(__always) func open(_ field: UInt32) -> Int {
         tag(field, 2)
+        room(1)
+        count &+= 1
         return count
     }
 
-    /// Closes the nested message whose body started at `start`: its length goes in front of it.
+    /// Closes the nested message whose body started at `start`: its length goes in front of it —
+    /// in the byte kept for it when shorter than 128 bytes (the usual case), else the body moves
+    /// right to make room.
     @inline(__always) func close(_ start: Int) {
         let n = count &- start
+        if n < 0x80 { base[start &- 1] = UInt8(truncatingIfNeeded: n); return }
         let k = ProtobufWriter.varintSize(UInt64(n))
-        room(k)
-        if n > 0 { UnsafeMutableRawPointer(base + start + k).copyMemory(from: base + start, byteCount: n) }   // memmove
-        ProtobufWriter.putVarint(UInt64(n), at: base + start)
-        count &+= k
+        room(k &- 1)
+        UnsafeMutableRawPointer(base + start + k - 1).copyMemory(from: base + start, byteCount: n)   // memmove
+        ProtobufWriter.putVarint(UInt64(n), at: base + start - 1)
+        count &+= k &- 1
     }
 }
