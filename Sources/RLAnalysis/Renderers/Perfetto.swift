@@ -20,13 +20,13 @@
 public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// The model, for names and loops.
     public var resolver: LoopModel?
-    private let out: ByteSink
+    let out: ByteSink
     private let hangThresholdNs: Int64
     /// The packet being written.
     let w = ProtobufWriter()
     /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush).
     var group: [PendingSlice] = [], stack: [PendingSlice] = []
-    private var origin: Int64 = 0
+    private(set) var origin: Int64 = 0
     private var seq: UInt64 = 0
     private var nextUUID: UInt64 = 1
     private var flowID: UInt64 = 0

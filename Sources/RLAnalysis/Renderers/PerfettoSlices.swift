@@ -114,8 +114,26 @@ extension PerfettoTraceSink {
         endPacket()
     }
 
-    /// A slice's end: `TYPE_SLICE_END` on its track.
+    /// A slice's end: `TYPE_SLICE_END` on its track. (Half the packets: on a track whose uuid
+    /// takes one byte, written straight to the output — the same bytes as through the writer.)
     func writeSliceEnd(_ ts: Int64, track: UInt64) {
+        if track < 0x80 && PerfettoTraceSink.sequenceID < 0x80 {
+            let t = UInt64(max(0, ts &- origin))
+            let body = 1 &+ ProtobufWriter.varintSize(t) &+ 2 &+ 2 &+ 2 &+ 4
+            out.reserving(body &+ 2) { c in
+                c.byte(PerfettoTraceSink.Field.packet); c.byte(UInt8(truncatingIfNeeded: body))
+                c.byte(0x40)                                            // timestamp (8), varint
+                var v = t
+                while v >= 0x80 { c.byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+                c.byte(UInt8(truncatingIfNeeded: v))
+                c.byte(0x50); c.byte(UInt8(truncatingIfNeeded: PerfettoTraceSink.sequenceID))   // trusted_packet_sequence_id (10)
+                c.byte(0x68); c.byte(2)                                 // sequence_flags (13): SEQ_NEEDS_INCREMENTAL_STATE
+                c.byte(0x5A); c.byte(4)                                 // track_event (11), 4 bytes
+                c.byte(0x48); c.byte(2)                                 // type (9): TYPE_SLICE_END
+                c.byte(0x58); c.byte(UInt8(truncatingIfNeeded: track))  // track_uuid (11)
+            }
+            return
+        }
         startPacket(ts: ts)
         let e = w.open(Field.trackEvent)
         w.uint(Field.eventType, 2)
