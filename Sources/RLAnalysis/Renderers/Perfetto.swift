@@ -114,7 +114,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private var nameWritten: [Bool] = [true]
     /// Callout names by item (the iid in 8 bytes), found without hashing a string.
     private let calloutNames = RenderedNames()
-    private var sleepNames: [WakeReason: UInt64] = [:]
+    /// Sleep names by wake reason (0: not interned yet).
+    private var sleepNames = [UInt64](repeating: 0, count: 256)
     private lazy var iterationName = intern("iteration")
 
     /// The iid of an event name (a new one the first time).
@@ -157,7 +158,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     private var tracks: [LoopKey: PerfettoLoopTrack] = [:]
     private var trackOrder: [PerfettoLoopTrack] = []
-    private var lastTrack: PerfettoLoopTrack?
+    private var trackSlots = [PerfettoLoopTrack?](repeating: nil, count: 16)
     private var processUUIDs: [Int64: UInt64] = [:]
     private struct ThreadKey: Hashable { var pid: Int64, tid: Int64 }
     private var threadUUIDs: [ThreadKey: UInt64] = [:]
@@ -168,9 +169,11 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     /// The track of loop `key` (described the first time).
     @inline(__always) private func track(_ key: LoopKey) -> PerfettoLoopTrack {
-        if let t = lastTrack, t.key == key { return t }
+        // Direct-mapped by loop: a flow's loop alternates with the loop being read, no hashing.
+        let slot = Int(truncatingIfNeeded: ((key.loop ^ UInt64(bitPattern: key.pid) << 24) &* 0x9E37_79B9_7F4A_7C15) >> 60)
+        if let t = trackSlots[slot], t.key == key { return t }
         let t = tracks[key] ?? makeTrack(key)
-        lastTrack = t
+        trackSlots[slot] = t
         return t
     }
 
@@ -272,7 +275,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let t = track(loop.key)
         for s in it.sleeps {
             let name: UInt64
-            if let n = sleepNames[s.reason] { name = n } else { name = intern("sleep → \(s.reason.label)"); sleepNames[s.reason] = name }
+            let r = Int(s.reason.rawValue)
+            if sleepNames[r] != 0 { name = sleepNames[r] } else { name = intern("sleep → \(s.reason.label)"); sleepNames[r] = name }
             t.pending.append(PendingSlice(begin: s.begin, end: s.end, seq: nextSeq(), name: name, category: Category.sleep.rawValue,
                                           shape: .sleep, a: s.fd, b: 0))
         }
