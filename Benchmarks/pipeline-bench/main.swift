@@ -2,7 +2,7 @@
 // in one run (docs/benchmarks.md). It records a trace of rl-example (≥ EVENTS events, default 3 M) and one SCALE
 // times larger (default 10×; a longer real recording) with `rltrace record`, then runs, as child
 // processes measured through `trace-workload --measure` (wall and CPU time, peak RSS from wait4):
-// `rltrace report|timeline|histogram|hangs|export --format chrome|dump`, `babeltrace2
+// `rltrace report|timeline|histogram|hangs|export --format chrome|perfetto|dump`, `babeltrace2
 // --component=sink.utils.counter`, `babeltrace2` (text) and analysis/rl_bt2_report.py (Debian's
 // python3 + bt2). Every command's standard output goes to /dev/null (export writes to a temporary file,
 // deleted). Rows carry the issue's targets and PASS/FAIL. `scripts/bench-pipeline.sh` builds and runs
@@ -64,7 +64,7 @@ usage: pipeline-bench [--json] [--quick] [--events N] [--scale K] [--no-large] [
   --keep           keep the traces recorded in the temporary folder (their path is printed)
   --bt2-analysis   where analysis/rl_bt2_report.py runs: base (default), all, none (≈30 µs/event)
   --rss-cap MB     kill a command whose RSS passes MB (default 2048); --timeout S per command (1800)
-  --only LIST      some of: report,timeline,histogram,hangs,export,dump,counter,text,analysis
+  --only LIST      some of: report,timeline,histogram,hangs,export,export_perfetto,dump,counter,text,analysis
 """
 
 var opt = Options()
@@ -153,6 +153,8 @@ let contenders: [Contender] = [
     Contender(id: "histogram", label: "rltrace histogram", argv: [rltrace, "histogram", "--of", "sleep", "--by", "reason", "TRACE"], baseline: "counter", targetRatio: 20, memoryBounded: true),
     Contender(id: "timeline", label: "rltrace timeline", argv: [rltrace, "timeline", "TRACE"], baseline: "counter", targetRatio: 10, memoryBounded: true),
     Contender(id: "export", label: "rltrace export chrome", argv: [rltrace, "export", "--format", "chrome", "-o", "OUTFILE", "TRACE"], baseline: "counter", targetRatio: 10, memoryBounded: true),
+    // Perfetto's protobuf export: at least as fast as the Chrome JSON, at most a fifth of its size.
+    Contender(id: "export_perfetto", label: "rltrace export perfetto", argv: [rltrace, "export", "--format", "perfetto", "-o", "OUTFILE", "TRACE"], baseline: "export", targetRatio: 1, memoryBounded: true),
     Contender(id: "dump", label: "rltrace dump", argv: [rltrace, "dump", "TRACE"], baseline: "text", targetRatio: 5, memoryBounded: true),
 ]
 let rssLimitMB = 64.0, rssGrowthMB = 8.0
@@ -299,11 +301,17 @@ struct Row: Codable {
     var base_rss_mb: Double?
     var large_rss_mb: Double?
     var growth_mb: Double?
+    /// Exports: the output's size, and (Perfetto's) its size relative to the Chrome export's with the target.
+    var output_mb: Double?
+    var output_ratio: Double?
+    var size_target: String?
+    var size_pass: Bool?
     var note: String?
 
     enum CodingKeys: String, CodingKey {
         case kind, id, trace, events, command, argv, wall_s, cpu_s, events_per_s, cpu_events_per_s, peak_rss_mb, runs, baseline,
-             ratio, ratio_vs_bt2_analysis, target, pass, rss_target, rss_pass, base_rss_mb, large_rss_mb, growth_mb, note
+             ratio, ratio_vs_bt2_analysis, target, pass, rss_target, rss_pass, base_rss_mb, large_rss_mb, growth_mb,
+             output_mb, output_ratio, size_target, size_pass, note
     }
 
     func encode(to encoder: Encoder) throws {
@@ -318,12 +326,14 @@ struct Row: Codable {
         try c.encode(target, forKey: .target); try c.encode(pass, forKey: .pass)
         try c.encode(rss_target, forKey: .rss_target); try c.encode(rss_pass, forKey: .rss_pass)
         try c.encode(f(base_rss_mb), forKey: .base_rss_mb); try c.encode(f(large_rss_mb), forKey: .large_rss_mb)
-        try c.encode(f(growth_mb), forKey: .growth_mb); try c.encode(note, forKey: .note)
+        try c.encode(f(growth_mb), forKey: .growth_mb)
+        try c.encode(f(output_mb), forKey: .output_mb); try c.encode(f(output_ratio), forKey: .output_ratio)
+        try c.encode(size_target, forKey: .size_target); try c.encode(size_pass, forKey: .size_pass); try c.encode(note, forKey: .note)
     }
 }
 
 /// The best (fastest) run of each contender, with the highest peak RSS seen over its runs.
-struct Best { var run: ChildRun; var maxRSSKiB: Int; var runs: Int }
+struct Best { var run: ChildRun; var maxRSSKiB: Int; var runs: Int; var outputBytes: Int? = nil }
 
 /// Measures every wanted contender on `trace`, `reps` interleaved rounds; rltrace's commands (the
 /// rows with a baseline) get at least `commandReps`.
@@ -345,17 +355,19 @@ func measureAll(_ trace: TraceInfo, reps: Int, commandReps: Int = 0) -> [String:
             if let b = best[c.id], !b.run.ok { continue }
             // The Python analysis is 10-100× slower than everything else: one run is enough.
             if c.id == "analysis" && round > 0 { continue }
-            let outFile = scratch.appendingPathComponent("export-\(trace.id).json").path
+            let outFile = scratch.appendingPathComponent("export-\(trace.id)-\(c.id).out").path
             let argv = c.argv.map { $0 == "TRACE" ? trace.path : ($0 == "OUTFILE" ? outFile : $0) }
             log("  [\(trace.id) \(round + 1)/\(runs(c))] \(c.label)")
             do {
                 let r = try measure(argv, helper: helper, rssCapMB: opt.rssCapMB, timeout: opt.timeout)
+                let outputBytes = argv.contains(outFile) ? ((try? fm.attributesOfItem(atPath: outFile))?[.size] as? NSNumber)?.intValue : nil
                 unlink(outFile)
                 log(String(format: "      %.2f s wall, %.2f s CPU, %.1f MB%@", r.wall, r.cpu, r.rssMB, r.ok ? "" : " — " + r.failure))
                 if let b = best[c.id] {
-                    best[c.id] = Best(run: r.wall < b.run.wall || !r.ok ? r : b.run, maxRSSKiB: max(b.maxRSSKiB, r.maxRSSKiB), runs: b.runs + 1)
+                    best[c.id] = Best(run: r.wall < b.run.wall || !r.ok ? r : b.run, maxRSSKiB: max(b.maxRSSKiB, r.maxRSSKiB), runs: b.runs + 1,
+                                      outputBytes: outputBytes ?? b.outputBytes)
                 } else {
-                    best[c.id] = Best(run: r, maxRSSKiB: r.maxRSSKiB, runs: 1)
+                    best[c.id] = Best(run: r, maxRSSKiB: r.maxRSSKiB, runs: 1, outputBytes: outputBytes)
                 }
             } catch {
                 log("      \(error)")
@@ -391,6 +403,14 @@ func commandRows(_ trace: TraceInfo, _ best: [String: Best]) {
             row.rss_target = String(format: "≤%.0f MB", rssLimitMB)
             row.rss_pass = r.killed == nil && row.peak_rss_mb! <= rssLimitMB
             if let aw = best["analysis"].flatMap({ $0.run.ok ? $0.run.wall : nil }), let w = wall { row.ratio_vs_bt2_analysis = aw / w }
+        }
+        if let bytes = b.outputBytes, r.ok {
+            row.output_mb = Double(bytes) / 1e6
+            if c.id == "export_perfetto", let chrome = best["export"]?.outputBytes, chrome > 0 {
+                row.output_ratio = Double(bytes) / Double(chrome)
+                row.size_target = "≤1/5 of the Chrome export's size"
+                row.size_pass = bytes * 5 <= chrome
+            }
         }
         rows.append(row)
     }
@@ -481,8 +501,8 @@ struct Report: Codable {
     /// Every row with a target passed.
     var all_pass: Bool
 }
-let targetRows = rows.filter { $0.pass != nil || $0.rss_pass != nil }
-let allPass = targetRows.allSatisfy { ($0.pass ?? true) && ($0.rss_pass ?? true) } && !rows.contains { $0.id == "large.failed" }
+let targetRows = rows.filter { $0.pass != nil || $0.rss_pass != nil || $0.size_pass != nil }
+let allPass = targetRows.allSatisfy { ($0.pass ?? true) && ($0.rss_pass ?? true) && ($0.size_pass ?? true) } && !rows.contains { $0.id == "large.failed" }
 
 if opt.json {
     let enc = JSONEncoder()
@@ -517,10 +537,20 @@ if opt.json {
         }
         table(g, rightAligned: [1, 2, 3])
     }
+    let exports = rows.filter { $0.output_mb != nil }
+    if !exports.isEmpty {
+        print("")
+        var e: [[String]] = [["trace", "export", "output MB", "vs chrome", "target", "pass"]]
+        for r in exports {
+            e.append([eventsLabel(r.events ?? 0), r.command, fmt(r.output_mb, "%.1f"), r.output_ratio.map { String(format: "1/%.1f", 1 / $0) } ?? "",
+                      r.size_target ?? "", r.size_pass.map { $0 ? "PASS" : "FAIL" } ?? ""])
+        }
+        table(e, rightAligned: [2, 3])
+    }
     let notes = rows.filter { $0.note != nil }
     print("")
     print("speed ratio = the target's reference wall time / this command's (= events/s ratio, same trace); vs py = × faster than analysis/rl_bt2_report.py; M ev/s = trace events / wall s; best of \(opt.reps) run(s) on the base trace, of \(opt.largeReps) on the large (babeltrace2 text: 1; the counter: at least 2 on each); peak RSS = highest over runs (wait4 ru_maxrss)")
     for r in notes { print("note [\(r.id)]: \(r.note!)") }
-    print(allPass ? "all targets met" : "targets missed: " + targetRows.filter { !(($0.pass ?? true) && ($0.rss_pass ?? true)) }.map(\.id).joined(separator: ", ")
+    print(allPass ? "all targets met" : "targets missed: " + targetRows.filter { !(($0.pass ?? true) && ($0.rss_pass ?? true) && ($0.size_pass ?? true)) }.map(\.id).joined(separator: ", ")
           + (rows.contains { $0.id == "large.failed" } ? " (and the large trace failed)" : ""))
 }
