@@ -4,13 +4,13 @@ import Foundation
 // Option values whose refusal names the command the user wanted.
 
 extension Export {
-    /// `--format`: `chrome`; a format of `report` (json, csv, html, …) is refused naming
+    /// `--format`: `chrome` or `perfetto`; a format of `report` (json, csv, html, …) is refused naming
     /// `rltrace report --format X`.
     static func format(_ text: String) throws -> Format {
         if let f = Format(rawValue: text) { return f }
         if ReportCommand.Format(rawValue: text) != nil {
-            throw ValidationError("export writes Chrome Trace Event JSON (--format chrome); for the report as \(text) use `rltrace report --format \(text)`")
+            throw ValidationError("export writes Chrome Trace Event JSON (--format chrome) or a native Perfetto trace (--format perfetto); for the report as \(text) use `rltrace report --format \(text)`")
         }
-        throw ValidationError("unknown export format \(text.debugDescription) (chrome); for the report as JSON, CSV or HTML use `rltrace report --format json|csv|html`")
+        throw ValidationError("unknown export format \(text.debugDescription) (chrome, perfetto); for the report as JSON, CSV or HTML use `rltrace report --format json|csv|html`")
     }
 }
