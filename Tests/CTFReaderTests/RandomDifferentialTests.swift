@@ -120,6 +120,21 @@ struct RandomDifferentialTests {
         #expect(lines.count == 2 * 8 * 22)
     }
 
+    @Test("a string written empty between strings written whole decodes empty (babeltrace2 2.0.4 prints the earlier event's value there)")
+    func emptyStringAfterAFullOne() throws {
+        let dir = try writeCase("emptyafter")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let mine = try runProgram(try productPath("rltrace"), ["dump", dir], timeout: 60)
+        #expect(mine.status == 0, "\(mine.stderr)")
+        // The writer's values, in order: the truth (babeltrace2 2.0.4 is no oracle for these).
+        let names = mine.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard let r = line.range(of: "filename = \"") else { return nil }
+            return String(line[r.upperBound...].prefix { $0 != "\"" })
+        }
+        let written = Array([["/etc/passwd", "", "/tmp/x", "", ""]].joined()), expected = Array(repeatElement(written, count: 20).joined())
+        #expect(names == expected, "\(mine.stdout)")
+    }
+
     @Test("a FIFO, a socket-like device and a FIFO index among the stream files: skipped with a warning, never blocks")
     func nonRegularFiles() throws {
         let d = try writeCase("noid")
