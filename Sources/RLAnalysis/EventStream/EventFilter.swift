@@ -74,10 +74,10 @@ public struct EventFilter: Sendable {
     /// Whether the callout figures are narrowed at all (kinds, item glob or minimum duration).
     public var narrowsCallouts: Bool { !calloutKinds.isEmpty || itemGlob != nil || minCalloutNs > 0 }
 
-    /// Whether a callout counts in the callout figures.
-    public func acceptsCallout(kind: CalloutKind, name: String, durationNs: Int64) -> Bool {
-        (calloutKinds.isEmpty || calloutKinds.contains(kind)) && durationNs >= minCalloutNs
-            && (itemGlob.map { globMatch($0, name) } ?? true)
+    /// Whether a run mode named `name` is selected (`default` also names `kCFRunLoopDefaultMode`;
+    /// no `--mode`: every mode).
+    public func acceptsMode(_ name: String) -> Bool {
+        modes.isEmpty || modes.contains(name) || (name == "kCFRunLoopDefaultMode" && modes.contains("default"))
     }
 
     /// Whether any loop-level filter (pid, tid, procname, loop) is set.

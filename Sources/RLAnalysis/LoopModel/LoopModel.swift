@@ -386,9 +386,6 @@ public final class LoopModel {
 
     /// The window `[lo, hi]` (CLOCK_MONOTONIC ns) whose figures are wanted.
     public private(set) var window = TimeWindow.all
-    /// The window's bounds.
-    public var lo: Int64 { window.lo }
-    public var hi: Int64 { window.hi }
     /// Whether nothing more after the window can count: every iteration open at its end has ended
     /// (the rest of the trace is not needed).
     public private(set) var pastWindow = false

@@ -61,8 +61,7 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         guard narrowsModes else { return true }
         let i = Int(max(0, id))
         if i < modeDecisions.count, modeDecisions[i] != 0 { return modeDecisions[i] == 1 }
-        let name = resolver?.names[id] ?? ""
-        let yes = filter.modes.contains(name) || (name == "kCFRunLoopDefaultMode" && filter.modes.contains("default"))
+        let yes = filter.acceptsMode(resolver?.names[id] ?? "")
         if i >= modeDecisions.count { modeDecisions.append(contentsOf: repeatElement(0, count: i + 1 - modeDecisions.count)) }
         modeDecisions[i] = yes ? 1 : 2
         return yes
@@ -152,7 +151,7 @@ public final class SelectionStage: LoopModelSink, NameResolving {
     }
     public func run(_ enter: Bool, mode: String, depth: Int, result: Int64, at ts: Int64, of key: LoopKey) {
         guard selects(loop: key) else { return }
-        if narrowsModes && !(filter.modes.contains(mode) || (mode == "kCFRunLoopDefaultMode" && filter.modes.contains("default"))) { return }
+        if narrowsModes && !filter.acceptsMode(mode) { return }
         next.run(enter, mode: mode, depth: depth, result: result, at: ts, of: key)
     }
     public func flow(_ f: Flow) { if selectsNow(f.to) { next.flow(f) } }
