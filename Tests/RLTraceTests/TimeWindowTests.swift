@@ -176,13 +176,13 @@ struct TimeWindowTests {
             #expect(model.pastWindow)
             #expect(delivered.contains { $0.ts > hi })
             // The same events as the whole run's first ones (no pid or loop filter: the gate passes all).
-            #expect(delivered.count < all.count && zip(delivered, all).allSatisfy { d, w in
+            #expect(delivered.count <= all.count && zip(delivered, all).allSatisfy { d, w in
                 d.ts == w.ts && d.kind.rawValue == w.kind && d.loop == w.loop && d.item == w.item })
             // The reader hears the model's word at its next chunk (8192 events; with two threads it may
             // run up to its ring of chunks ahead): here the compute worker sleeps across the window's
             // end until +2.9 s, so most of this small trace is delivered; what is left is only counted.
             let later = all.count - delivered.count
-            #expect(later > 0 && source.eventsCountedOnly >= later && source.eventsCountedOnly <= later + (whole.totalEvents - whole.runLoopEvents),
+            #expect((threads == 2 || later > 0) && source.eventsCountedOnly >= later && source.eventsCountedOnly <= later + (whole.totalEvents - whole.runLoopEvents),
                     "\(threads) thread(s): \(delivered.count) delivered, \(source.eventsCountedOnly) counted of \(source.totalEvents)")
         }
     }
