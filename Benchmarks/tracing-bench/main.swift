@@ -61,15 +61,15 @@ let sitesPerIteration = 10
     for i in 0..<n {
         let it = UInt64(truncatingIfNeeded: i)
         RLTrace.iterationBegin(loop: loop, iteration: it)
-        RLTrace.observerEntry(loop: loop, iteration: it, item: item, name: "bench-observer", activity: 2)
-        RLTrace.observerExit(loop: loop, iteration: it, item: item, name: "bench-observer", activity: 2)
-        RLTrace.source0Entry(loop: loop, iteration: it, item: item, name: "bench-source")
-        RLTrace.source0Exit(loop: loop, iteration: it, item: item, name: "bench-source")
-        RLTrace.timerEntry(loop: loop, iteration: it, item: item, name: "bench-timer", scheduledNs: it)
-        RLTrace.timerExit(loop: loop, iteration: it, item: item, name: "bench-timer", scheduledNs: it)
-        RLTrace.sleepBegin(loop: loop, iteration: it, timeoutNs: -1, deadlineNs: 0)
-        RLTrace.wake(loop: loop, iteration: it, reason: .timer, fd: -1, sleptNs: 0)
-        RLTrace.iterationEnd(loop: loop, iteration: it, handledSource: true, callouts: 3)
+        RLTrace.observerEntry(loop: loop, item: item, activity: 2)
+        RLTrace.observerExit(loop: loop)
+        RLTrace.source0Entry(loop: loop, item: item)
+        RLTrace.source0Exit(loop: loop)
+        RLTrace.timerEntry(loop: loop, item: item, scheduledNs: it)
+        RLTrace.timerExit(loop: loop)
+        RLTrace.sleepBegin(loop: loop, timeoutNs: -1, deadlineNs: 0)
+        RLTrace.wake(loop: loop, reason: .timer, fd: -1, sleptNs: 0)
+        RLTrace.iterationEnd(loop: loop, handledSource: true, callouts: 3)
         blackHole(i)
     }
 }
@@ -96,14 +96,14 @@ func measureEnabledPairs() -> (source0: Double, observer: Double, timer: Double)
     let n = 200_000
     let loop = opaque(UInt64(1)), item = opaque(UInt64(2))
     func s0() { for i in 0..<n {
-        RLTrace.source0Entry(loop: loop, iteration: UInt64(i), item: item, name: "bench-source")
-        RLTrace.source0Exit(loop: loop, iteration: UInt64(i), item: item, name: "bench-source") } }
+        RLTrace.source0Entry(loop: loop, item: item)
+        RLTrace.source0Exit(loop: loop) } }
     func ob() { for i in 0..<n {
-        RLTrace.observerEntry(loop: loop, iteration: UInt64(i), item: item, name: "bench-observer", activity: 4)
-        RLTrace.observerExit(loop: loop, iteration: UInt64(i), item: item, name: "bench-observer", activity: 4) } }
+        RLTrace.observerEntry(loop: loop, item: item, activity: 4)
+        RLTrace.observerExit(loop: loop) } }
     func tm() { for i in 0..<n {
-        RLTrace.timerEntry(loop: loop, iteration: UInt64(i), item: item, name: "bench-timer", scheduledNs: UInt64(i))
-        RLTrace.timerExit(loop: loop, iteration: UInt64(i), item: item, name: "bench-timer", scheduledNs: UInt64(i)) } }
+        RLTrace.timerEntry(loop: loop, item: item, scheduledNs: UInt64(i))
+        RLTrace.timerExit(loop: loop) } }
     s0()
     return (best(5, s0) / Double(n), best(5, ob) / Double(n), best(5, tm) / Double(n))
 }
@@ -136,24 +136,24 @@ struct RecordingNumbers: Codable {
     // As RunLoopCore's tracedBlock: a block has no name, `name ?? ""` is recorded as "(unnamed)".
     let name: String? = opaque(nil)
     for i in 0..<n {
-        RLTrace.blockEntry(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
-        RLTrace.blockExit(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
+        RLTrace.blockEntry(loop: loop, item: item, name: name ?? "")
+        RLTrace.blockExit(loop: loop)
     }
 }
 
 @inline(never) func source0Pairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
     let name: String? = opaque("bench-source")
     for i in 0..<n {
-        RLTrace.source0Entry(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
-        RLTrace.source0Exit(loop: loop, iteration: UInt64(i), item: item, name: name ?? "")
+        RLTrace.source0Entry(loop: loop, item: item)
+        RLTrace.source0Exit(loop: loop)
     }
 }
 
 @inline(never) func timerPairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
     let name: String? = opaque("bench-timer")
     for i in 0..<n {
-        RLTrace.timerEntry(loop: loop, iteration: UInt64(i), item: item, name: name ?? "", scheduledNs: UInt64(i))
-        RLTrace.timerExit(loop: loop, iteration: UInt64(i), item: item, name: name ?? "", scheduledNs: UInt64(i))
+        RLTrace.timerEntry(loop: loop, item: item, scheduledNs: UInt64(i))
+        RLTrace.timerExit(loop: loop)
     }
 }
 

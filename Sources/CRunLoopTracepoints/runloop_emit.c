@@ -52,63 +52,60 @@ void rl_tp_run_exit(uint64_t loop_id, uint64_t iteration, const char *mode, uint
 void rl_tp_iteration_begin(uint64_t loop_id, uint64_t iteration) {
     RL_EMIT(iteration_begin, loop_id, iteration);
 }
-void rl_tp_iteration_end(uint64_t loop_id, uint64_t iteration, bool handled_source, uint32_t callouts) {
-    RL_EMIT(iteration_end, loop_id, iteration, (uint8_t)handled_source, callouts);
+void rl_tp_iteration_end(uint64_t loop_id, bool handled_source, uint32_t callouts) {
+    RL_EMIT(iteration_end, loop_id, (uint8_t)handled_source, callouts);
 }
-void rl_tp_observer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity) {
-    RL_EMIT(observer_entry, loop_id, iteration, item_id, rl_name(name), activity);
+void rl_tp_observer_entry(uint64_t loop_id, uint64_t item_id, uint8_t activity) {
+    RL_EMIT(observer_entry, loop_id, item_id, activity);
 }
-void rl_tp_observer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity) {
-    RL_EMIT(observer_exit, loop_id, iteration, item_id, rl_name(name), activity);
+void rl_tp_observer_exit(uint64_t loop_id) {
+    RL_EMIT(observer_exit, loop_id);
 }
-void rl_tp_source0_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(source0_entry, loop_id, iteration, item_id, rl_name(name));
+void rl_tp_source0_entry(uint64_t loop_id, uint64_t item_id) {
+    RL_EMIT(source0_entry, loop_id, item_id);
 }
-void rl_tp_source0_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(source0_exit, loop_id, iteration, item_id, rl_name(name));
+void rl_tp_source0_exit(uint64_t loop_id) {
+    RL_EMIT(source0_exit, loop_id);
 }
-void rl_tp_source1_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
-                         int32_t fd, uint32_t events) {
-    RL_EMIT(source1_entry, loop_id, iteration, item_id, rl_name(name), fd, events);
+void rl_tp_source1_entry(uint64_t loop_id, uint64_t item_id, int32_t fd, uint32_t events) {
+    RL_EMIT(source1_entry, loop_id, item_id, fd, events);
 }
-void rl_tp_source1_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
-                        int32_t fd, uint32_t events) {
-    RL_EMIT(source1_exit, loop_id, iteration, item_id, rl_name(name), fd, events);
+void rl_tp_source1_exit(uint64_t loop_id) {
+    RL_EMIT(source1_exit, loop_id);
 }
-void rl_tp_timer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns) {
-    RL_EMIT(timer_entry, loop_id, iteration, item_id, rl_name(name), scheduled_ns);
+void rl_tp_timer_entry(uint64_t loop_id, uint64_t item_id, uint64_t scheduled_ns) {
+    RL_EMIT(timer_entry, loop_id, item_id, scheduled_ns);
 }
-void rl_tp_timer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns) {
-    RL_EMIT(timer_exit, loop_id, iteration, item_id, rl_name(name), scheduled_ns);
+void rl_tp_timer_exit(uint64_t loop_id) {
+    RL_EMIT(timer_exit, loop_id);
 }
-void rl_tp_main_queue_entry(uint64_t loop_id, uint64_t iteration) {
-    RL_EMIT(main_queue_entry, loop_id, iteration);
+void rl_tp_main_queue_entry(uint64_t loop_id) {
+    RL_EMIT(main_queue_entry, loop_id);
 }
-void rl_tp_main_queue_exit(uint64_t loop_id, uint64_t iteration) {
-    RL_EMIT(main_queue_exit, loop_id, iteration);
+void rl_tp_main_queue_exit(uint64_t loop_id) {
+    RL_EMIT(main_queue_exit, loop_id);
 }
-void rl_tp_block_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(block_entry, loop_id, iteration, item_id, rl_name(name));
+void rl_tp_block_entry(uint64_t loop_id, uint64_t item_id) {
+    RL_EMIT(block_entry, loop_id, item_id);
 }
-void rl_tp_block_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name) {
-    RL_EMIT(block_exit, loop_id, iteration, item_id, rl_name(name));
+void rl_tp_block_exit(uint64_t loop_id) {
+    RL_EMIT(block_exit, loop_id);
 }
-void rl_tp_sleep_begin(uint64_t loop_id, uint64_t iteration, int64_t timeout_ns, uint64_t deadline_ns) {
-    RL_EMIT(sleep_begin, loop_id, iteration, timeout_ns, deadline_ns);
+void rl_tp_sleep_begin(uint64_t loop_id, int64_t timeout_ns, uint64_t deadline_ns) {
+    RL_EMIT(sleep_begin, loop_id, timeout_ns, deadline_ns);
 }
-void rl_tp_wake(uint64_t loop_id, uint64_t iteration, uint8_t reason, int32_t fd, uint64_t slept_ns) {
-    RL_EMIT(wake, loop_id, iteration, reason, fd, slept_ns);
+void rl_tp_wake(uint64_t loop_id, uint8_t reason, int32_t fd, uint64_t slept_ns) {
+    RL_EMIT(wake, loop_id, reason, fd, slept_ns);
 }
-void rl_tp_wakeup_requested(uint64_t loop_id, uint64_t iteration, bool accepted) {
-    RL_EMIT(wakeup_requested, loop_id, iteration, (uint8_t)accepted, rl_tp_current_tid());
+void rl_tp_wakeup_requested(uint64_t loop_id, bool accepted) {
+    RL_EMIT(wakeup_requested, loop_id, (uint8_t)accepted, rl_tp_current_tid());
 }
-void rl_tp_source0_signalled(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
-                             uint64_t signal_seq) {
-    RL_EMIT(source0_signalled, loop_id, iteration, item_id, rl_name(name), signal_seq, rl_tp_current_tid());
+void rl_tp_source0_signalled(uint64_t loop_id, uint64_t item_id, uint64_t signal_seq) {
+    RL_EMIT(source0_signalled, loop_id, item_id, signal_seq, rl_tp_current_tid());
 }
-void rl_tp_timer_armed(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t fire_ns,
-                       uint64_t interval_ns, uint64_t missed_fires) {
-    RL_EMIT(timer_armed, loop_id, iteration, item_id, rl_name(name), fire_ns, interval_ns, missed_fires);
+void rl_tp_timer_armed(uint64_t loop_id, uint64_t item_id, uint64_t fire_ns, uint64_t interval_ns,
+                       uint32_t missed_fires) {
+    RL_EMIT(timer_armed, loop_id, item_id, fire_ns, interval_ns, missed_fires);
 }
 void rl_tp_item_added(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
                       const char *mode) {
@@ -131,6 +128,16 @@ void rl_tp_hang_end(uint64_t loop_id, uint64_t iteration, uint64_t hang_id, uint
 void rl_tp_hang_stack(uint64_t loop_id, uint64_t hang_id, uint32_t sample, uint64_t elapsed_ns,
                       const uint64_t *frames, uint32_t frame_count) {
     RL_EMIT(hang_stack, loop_id, hang_id, sample, elapsed_ns, frames, frame_count);
+}
+void rl_tp_loop_info(uint64_t loop_id, int32_t pid, int32_t tid, const char *procname, const char *thread_name) {
+    RL_EMIT(loop_info, loop_id, pid, tid, rl_name(procname), rl_name(thread_name));
+}
+void rl_tp_item_info(uint64_t loop_id, uint8_t kind, uint64_t item_id, int64_t order, const char *name,
+                     const char *mode) {
+    RL_EMIT(item_info, loop_id, kind, item_id, order, rl_name(name), rl_name(mode));
+}
+void rl_tp_callout_cpu(uint64_t loop_id, uint8_t kind, uint64_t item_id, uint64_t elapsed_ns, uint64_t cpu_ns) {
+    RL_EMIT(callout_cpu, loop_id, kind, item_id, elapsed_ns, cpu_ns);
 }
 #else
 typedef int rl_tp_emit_disabled_translation_unit;

@@ -318,122 +318,103 @@ LTTNG_UST_TRACEPOINT_EVENT(runloop, iteration_begin,
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, iteration_begin, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, iteration_end,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint8_t, handled_source, uint32_t, callouts),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, handled_source, uint32_t, callouts),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint8_t, handled_source, handled_source)
         lttng_ust_field_integer(uint32_t, callouts, callouts)
     )
 )
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, iteration_end, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
-/* ---- callouts (DEBUG): one class per layout, an _entry and an _exit instance each ---------- */
+/* ---- callouts (DEBUG) ---------------------------------------------------------------------
+ * Ids only (docs/tracepoints.md, "Constant pools"): an item's name, kind, order and modes are
+ * described by `item_added` and `item_info`, its loop's process and thread by `loop_created` and
+ * `loop_info`; the iteration is the one `iteration_begin` opened. An exit closes the innermost open
+ * callout of its kind, so it names its loop alone. A named block is described by an `item_info`
+ * just before its entry. */
 
-/* observer: activity */
-LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, observer_callout,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
-                      uint32_t, activity),
+/* The main queue's entry and every exit: the loop alone. */
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, loop_callout,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
-        lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_string(name, name)
-        lttng_ust_field_enum(runloop, activity, uint32_t, activity, activity)
     )
 )
-#define RL_TP_OBSERVER_ARGS \
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name, \
-                      uint32_t, activity)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, observer_callout, runloop, observer_entry, RL_TP_OBSERVER_ARGS)
+#define RL_TP_LOOP_ARGS LTTNG_UST_TP_ARGS(uint64_t, loop_id)
+
+/* source0 and block entries: the item */
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, item_callout,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, item_id, item_id)
+    )
+)
+#define RL_TP_ITEM_ARGS LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id)
+
+/* observer entry: the activity (CFRunLoopActivity bit) */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, observer_entry,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id, uint8_t, activity),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(uint64_t, item_id, item_id)
+        lttng_ust_field_enum(runloop, activity, uint8_t, activity, activity)
+    )
+)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, observer_entry, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, observer_callout, runloop, observer_exit, RL_TP_OBSERVER_ARGS)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, observer_exit, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, observer_exit, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
-/* source0 and block: an item with a name */
-LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, item_callout,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
-        lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_string(name, name)
-    )
-)
-#define RL_TP_ITEM_ARGS \
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name)
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_callout, runloop, source0_entry, RL_TP_ITEM_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, source0_entry, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_callout, runloop, source0_exit, RL_TP_ITEM_ARGS)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, source0_exit, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, source0_exit, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
+
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_callout, runloop, block_entry, RL_TP_ITEM_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, block_entry, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, item_callout, runloop, block_exit, RL_TP_ITEM_ARGS)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, block_exit, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, block_exit, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
-/* source1: fd and epoll readiness */
-LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, source1_callout,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
-                      int32_t, fd, uint32_t, events),
+/* source1 entry: fd and epoll readiness */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, source1_entry,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id, int32_t, fd, uint32_t, events),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_string(name, name)
         lttng_ust_field_integer(int32_t, fd, fd)
         lttng_ust_field_integer_hex(uint32_t, events, events)
     )
 )
-#define RL_TP_SOURCE1_ARGS \
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name, \
-                      int32_t, fd, uint32_t, events)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, source1_callout, runloop, source1_entry, RL_TP_SOURCE1_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, source1_entry, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, source1_callout, runloop, source1_exit, RL_TP_SOURCE1_ARGS)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, source1_exit, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, source1_exit, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
-/* timer: scheduled fire time */
-LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, timer_callout,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
-                      uint64_t, scheduled_ns),
+/* timer entry: the fire time it was scheduled for */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, timer_entry,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id, uint64_t, scheduled_ns),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_string(name, name)
         lttng_ust_field_integer(uint64_t, scheduled_ns, scheduled_ns)
     )
 )
-#define RL_TP_TIMER_ARGS \
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name, \
-                      uint64_t, scheduled_ns)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, timer_callout, runloop, timer_entry, RL_TP_TIMER_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, timer_entry, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, timer_callout, runloop, timer_exit, RL_TP_TIMER_ARGS)
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, timer_exit, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, timer_exit, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
 /* main queue drain: no item */
-LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, main_queue_callout,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
-    )
-)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, main_queue_callout, runloop, main_queue_entry,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration))
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, main_queue_entry, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, main_queue_entry, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, main_queue_callout, runloop, main_queue_exit,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration))
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, loop_callout, runloop, main_queue_exit, RL_TP_LOOP_ARGS)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, main_queue_exit, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
-/* ---- sleep and wake (DEBUG) --------------------------------------------------------------- */
+/* ---- sleep and wake (DEBUG): in the iteration `iteration_begin` opened -------------------- */
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, sleep_begin,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, int64_t, timeout_ns, uint64_t, deadline_ns),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, int64_t, timeout_ns, uint64_t, deadline_ns),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(int64_t, timeout_ns, timeout_ns)
         lttng_ust_field_integer(uint64_t, deadline_ns, deadline_ns)
     )
@@ -441,10 +422,9 @@ LTTNG_UST_TRACEPOINT_EVENT(runloop, sleep_begin,
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, sleep_begin, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, wake,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint8_t, reason, int32_t, fd, uint64_t, slept_ns),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, reason, int32_t, fd, uint64_t, slept_ns),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_enum(runloop, wake_reason, uint8_t, reason, reason)
         lttng_ust_field_integer(int32_t, fd, fd)
         lttng_ust_field_integer(uint64_t, slept_ns, slept_ns)
@@ -454,16 +434,10 @@ LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, wake, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG
 
 /* ---- cross-thread requests (DEBUG, emitted on the requesting thread) ---------------------- */
 
-/*
- * `iteration` in these events is the target loop's iteration counter when the request was made,
- * read on the requesting thread: the loop performs the request in that iteration (if it was
- * already past its source0 step or asleep, the next one).
- */
 LTTNG_UST_TRACEPOINT_EVENT(runloop, wakeup_requested,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint8_t, accepted, int32_t, caller_tid),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, accepted, int32_t, caller_tid),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint8_t, accepted, accepted)
         lttng_ust_field_integer(int32_t, caller_tid, caller_tid)
     )
@@ -471,17 +445,14 @@ LTTNG_UST_TRACEPOINT_EVENT(runloop, wakeup_requested,
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, wakeup_requested, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)
 
 /*
- * One event per loop the source is in (loop_id 0, iteration 0: in no loop); the events of one
- * signal share `signal_seq`.
+ * One event per loop the source is in (loop_id 0: in no loop); the events of one signal share
+ * `signal_seq`.
  */
 LTTNG_UST_TRACEPOINT_EVENT(runloop, source0_signalled,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
-                      uint64_t, signal_seq, int32_t, caller_tid),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id, uint64_t, signal_seq, int32_t, caller_tid),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_string(name, name)
         lttng_ust_field_integer(uint64_t, signal_seq, signal_seq)
         lttng_ust_field_integer(int32_t, caller_tid, caller_tid)
     )
@@ -491,16 +462,14 @@ LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, source0_signalled, LTTNG_UST_TRACEPOINT_L
 /* ---- timers and registrations (DEBUG_PROCESS) --------------------------------------------- */
 
 LTTNG_UST_TRACEPOINT_EVENT(runloop, timer_armed,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, iteration, uint64_t, item_id, const char *, name,
-                      uint64_t, fire_ns, uint64_t, interval_ns, uint64_t, missed_fires),
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, item_id, uint64_t, fire_ns, uint64_t, interval_ns,
+                      uint32_t, missed_fires),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
         lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_string(name, name)
         lttng_ust_field_integer(uint64_t, fire_ns, fire_ns)
         lttng_ust_field_integer(uint64_t, interval_ns, interval_ns)
-        lttng_ust_field_integer(uint64_t, missed_fires, missed_fires)
+        lttng_ust_field_integer(uint32_t, missed_fires, missed_fires)
     )
 )
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, timer_armed, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_PROCESS)
@@ -579,6 +548,58 @@ LTTNG_UST_TRACEPOINT_EVENT(runloop, hang_end,
     )
 )
 LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, hang_end, LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING)
+
+/* ---- constant pools and the watchdog's CPU readings (INFO): docs/tracepoints.md ------------
+ * Emitted when a loop is created (`loop_info`), and by the hang watchdog's thread while a session
+ * records them: when it first sees them enabled, every `RLTRACE_POOL_PERIOD` (1 s) and right
+ * after a hang begins, so that a snapshot or a view that joins late still names every loop and
+ * item. */
+
+LTTNG_UST_TRACEPOINT_EVENT(runloop, loop_info,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, int32_t, pid, int32_t, tid, const char *, procname,
+                      const char *, thread_name),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_integer(int32_t, pid, pid)
+        lttng_ust_field_integer(int32_t, tid, tid)
+        lttng_ust_field_string(procname, procname)
+        lttng_ust_field_string(thread_name, thread_name)
+    )
+)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, loop_info, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+
+/* One per item and mode it is in. */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, item_info,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, kind, uint64_t, item_id, int64_t, order,
+                      const char *, name, const char *, mode),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_enum(runloop, callout_kind, uint8_t, kind, kind)
+        lttng_ust_field_integer(uint64_t, item_id, item_id)
+        lttng_ust_field_integer(int64_t, order, order)
+        lttng_ust_field_string(name, name)
+        lttng_ust_field_string(mode, mode)
+    )
+)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, item_info, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+
+/*
+ * A long callout's CPU time, read by the watchdog from the loop thread's CPU clock: over the
+ * `elapsed_ns` since the watchdog first saw the callout, the thread ran `cpu_ns`. Emitted at each
+ * watchdog tick while the callout lasts (the last one before the exit is the best).
+ */
+LTTNG_UST_TRACEPOINT_EVENT(runloop, callout_cpu,
+    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, kind, uint64_t, item_id, uint64_t, elapsed_ns,
+                      uint64_t, cpu_ns),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
+        lttng_ust_field_enum(runloop, callout_kind, uint8_t, kind, kind)
+        lttng_ust_field_integer(uint64_t, item_id, item_id)
+        lttng_ust_field_integer(uint64_t, elapsed_ns, elapsed_ns)
+        lttng_ust_field_integer(uint64_t, cpu_ns, cpu_ns)
+    )
+)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(runloop, callout_cpu, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 
 #endif /* RUNLOOP_TP_H */
 

@@ -7,10 +7,10 @@ extension RLRunLoop {
 
     // MARK: - Trampolines: every callout goes through exactly one of these
     // Each is one check ("does a session record this kind's entry or exit?") and the callout; the
-    // traced path, out of line, reads the iteration once, before the callout, and emits entry and
-    // exit with it (a run nested in the callout gives the counter back when it returns, so a second
-    // read would agree: `EngineTraceTests.eventsAfterANestedRunCarryTheirOwnPassIteration`). A session that starts during a callout sees
-    // the next one whole; one that stops during it gets no exit (each emitter re-checks).
+    // traced path, out of line, emits the entry with the loop's and the item's ids only (the
+    // iteration is the one `iteration_begin` opened; names are in the constant pools:
+    // docs/tracepoints.md) and the exit with the loop's alone. A session that starts during a callout sees the next one whole; one
+    // that stops during it gets no exit (each emitter re-checks).
     // Around the callout, two relaxed stores tell the hang watchdog which callout the thread is in
     // (`watchCalloutBegin` / `watchRestore`, Watchdog.swift): no lock, no system call, no clock.
 
@@ -24,10 +24,9 @@ extension RLRunLoop {
 
     @inline(never)
     private func tracedObserver(_ o: RLObserver, _ activity: RLActivity) {
-        let it = iteration
-        RLTrace.observerEntry(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+        RLTrace.observerEntry(loop: id, item: o.id, activity: UInt8(truncatingIfNeeded: activity.rawValue))
         o.callout(o, activity)
-        RLTrace.observerExit(loop: id, iteration: it, item: o.id, name: o.name ?? "", activity: activity.rawValue)
+        RLTrace.observerExit(loop: id)
     }
 
     @inline(never)
@@ -40,10 +39,9 @@ extension RLRunLoop {
 
     @inline(never)
     private func tracedSource0(_ s: RLSource0) {
-        let it = iteration
-        RLTrace.source0Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "")
+        RLTrace.source0Entry(loop: id, item: s.id)
         s.perform()
-        RLTrace.source0Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "")
+        RLTrace.source0Exit(loop: id)
     }
 
     @inline(never)
@@ -56,10 +54,9 @@ extension RLRunLoop {
 
     @inline(never)
     private func tracedSource1(_ s: RLSource1, events: UInt32) {
-        let it = iteration
-        RLTrace.source1Entry(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+        RLTrace.source1Entry(loop: id, item: s.id, fd: s.fd, events: events)
         s.handler(s, s.fd, RLSource1.Readiness(rawValue: events))
-        RLTrace.source1Exit(loop: id, iteration: it, item: s.id, name: s.name ?? "", fd: s.fd, events: events)
+        RLTrace.source1Exit(loop: id)
     }
 
     @inline(never)
@@ -72,10 +69,9 @@ extension RLRunLoop {
 
     @inline(never)
     private func tracedTimer(_ t: RLTimer, scheduled: UInt64) {
-        let it = iteration
-        RLTrace.timerEntry(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+        RLTrace.timerEntry(loop: id, item: t.id, scheduledNs: scheduled)
         t.callout(t)
-        RLTrace.timerExit(loop: id, iteration: it, item: t.id, name: t.name ?? "", scheduledNs: scheduled)
+        RLTrace.timerExit(loop: id)
     }
 
     @inline(never)
@@ -88,10 +84,9 @@ extension RLRunLoop {
 
     @inline(never)
     private func tracedMainQueue() {
-        let it = iteration
-        RLTrace.mainQueueEntry(loop: id, iteration: it)
+        RLTrace.mainQueueEntry(loop: id)
         _dispatch_main_queue_callback_4CF(nil)
-        RLTrace.mainQueueExit(loop: id, iteration: it)
+        RLTrace.mainQueueExit(loop: id)
     }
 
     /// Takes the queued block whole, borrowed (either item type, specialised for each): passing its
@@ -106,9 +101,8 @@ extension RLRunLoop {
 
     @inline(never)
     private func tracedBlock(id item: UInt64, name: String?, body: () -> Void) {
-        let it = iteration
-        RLTrace.blockEntry(loop: id, iteration: it, item: item, name: name ?? "")
+        RLTrace.blockEntry(loop: id, item: item, name: name ?? "")
         body()
-        RLTrace.blockExit(loop: id, iteration: it, item: item, name: name ?? "")
+        RLTrace.blockExit(loop: id)
     }
 }

@@ -174,16 +174,14 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
         if valid && RLTrace.isEnabled(.source0Signalled) { traceSignalled(seq) }
     }
 
-    /// `source0_signalled`, once per loop the source is in (each with that loop's iteration), or
+    /// `source0_signalled`, once per loop the source is in, or
     /// once with loop 0 when it is in none; all with this signal's sequence number. Out of line:
     /// the disabled path is one check.
     @inline(never)
     private func traceSignalled(_ seq: UInt64) {
         let loops = withState { s in s.loops.compactMap(\.loop) }
-        if loops.isEmpty { RLTrace.source0Signalled(loop: 0, iteration: 0, item: id, name: name ?? "", signalSeq: seq) }
-        for l in loops {
-            RLTrace.source0Signalled(loop: l.id, iteration: l.iteration, item: id, name: name ?? "", signalSeq: seq)
-        }
+        if loops.isEmpty { RLTrace.source0Signalled(loop: 0, item: id, signalSeq: seq) }
+        for l in loops { RLTrace.source0Signalled(loop: l.id, item: id, signalSeq: seq) }
     }
 
     /// Signals the source and wakes `loop` (the usual pairing).

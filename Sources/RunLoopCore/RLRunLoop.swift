@@ -16,7 +16,8 @@ import RunLoopTracing
 /// Registration, ``wakeUp()``, ``stop()`` and the perform functions may be called from any thread;
 /// ``run(mode:seconds:returnAfterSourceHandled:)`` only on the loop's own thread.
 public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
-    /// Process-unique id (the trace's `loop` field).
+    /// The trace's `loop_id`: the process id in the high 32 bits and the loop's number in its
+    /// process (1, 2, …) in the low ones, so unique across the processes of a trace.
     public let id: UInt64
     /// The kernel thread id of the loop's thread.
     public let threadID: Int32
@@ -135,7 +136,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var ownBlockIDs = RLIDRange()
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
-        self.id = RLIDs.make()
+        self.id = RLIDs.makeLoop()
         self.threadID = threadID
         self.isMainLoop = isMain
         let h = LoopHandle()
@@ -155,6 +156,25 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         if isMain { registerMainQueueLocked(m) }
         modes[.default] = m
         RLTrace.loopCreated(loop: id, iteration: iteration, tid: threadID, threadName: RLRunLoop.threadName())
+        RLTrace.loopInfo(loop: id, pid: getpid(), tid: threadID, procname: RLRunLoop.processName(), threadName: RLRunLoop.threadName())
+    }
+
+    /// The process's name as LTTng's `procname` context has it: its main thread's name (`comm`,
+    /// at most 15 bytes), read from /proc once.
+    static let processNameOnce: String = readComm("/proc/self/comm")
+    static func processName() -> String { processNameOnce }
+
+    /// The loop's thread's name now, read from /proc (from any thread).
+    var watchedThreadName: String { RLRunLoop.readComm("/proc/self/task/\(threadID)/comm") }
+
+    static func readComm(_ path: String) -> String {
+        guard let f = fopen(path, "r") else { return "" }
+        defer { fclose(f) }
+        var buf = [CChar](repeating: 0, count: 64)
+        guard fgets(&buf, 64, f) != nil else { return "" }
+        var bytes = buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        if bytes.last == 10 { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func threadName() -> String {
@@ -472,7 +492,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         // wait at once: never lost, at worst one extra pass.
         let accepted = !ignoresWakeUps.load(ordering: .sequentiallyConsistent)
         // Traced before the write, so the request always precedes the loop's `wake` in a trace.
-        RLTrace.wakeUpRequested(loop: id, iteration: iteration, accepted: accepted)
+        RLTrace.wakeUpRequested(loop: id, accepted: accepted)
         if accepted { waiter.wake() }
     }
 

@@ -418,7 +418,7 @@ extension RLRunLoop {
             return true
         }
         guard bound else { return false }
-        RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: fire, intervalNs: interval, missedFires: 0)
+        RLTrace.timerArmed(loop: id, item: t.id, fireNs: fire, intervalNs: interval, missedFires: 0)
         return true
     }
 

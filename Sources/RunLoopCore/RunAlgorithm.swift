@@ -140,7 +140,7 @@ extension RLRunLoop {
             } else {
                 // Step 8 for the peek path.
                 ignoresWakeUps.store(true, ordering: .releasing)
-                RLTrace.wake(loop: id, iteration: it, reason: .mainQueue, fd: mainQueueFD, sleptNs: 0)
+                RLTrace.wake(loop: id, reason: .mainQueue, fd: mainQueueFD, sleptNs: 0)
             }
 
             // Step 9: handle what woke it — one thing per iteration.
@@ -184,7 +184,7 @@ extension RLRunLoop {
                 if isEmptyLocked(m) { return .finished }
                 return nil
             }
-            RLTrace.iterationEnd(loop: id, iteration: it, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
+            RLTrace.iterationEnd(loop: id, handledSource: handled, callouts: calloutCount &- calloutsAtStart)
         } while result == nil
         return result!
     }
@@ -232,7 +232,7 @@ extension RLRunLoop {
             return traceWake ? wakeReasonLocked(wake, m, now: now, deadline: deadline) : .none
         }
         if traceWake {
-            RLTrace.wake(loop: id, iteration: it, reason: reason, fd: wakeFD(wake), sleptNs: poll ? 0 : now &- sleepStart)
+            RLTrace.wake(loop: id, reason: reason, fd: wakeFD(wake), sleptNs: poll ? 0 : now &- sleepStart)
         }
         return wake
     }
@@ -259,7 +259,7 @@ extension RLRunLoop {
             return .some(wake)
         }
         guard let polled else { return nil }
-        if traceWake { RLTrace.wake(loop: id, iteration: it, reason: reason, fd: wakeFD(polled), sleptNs: 0) }
+        if traceWake { RLTrace.wake(loop: id, reason: reason, fd: wakeFD(polled), sleptNs: 0) }
         return .some(polled)
     }
 
@@ -286,7 +286,7 @@ extension RLRunLoop {
     private func traceSleepBegin(iteration it: UInt64, deadline: UInt64, armed: UInt64) -> UInt64 {
         guard RLTrace.isEnabled(.sleepBegin) || RLTrace.isEnabled(.wake) else { return 0 }
         let start = rl_monotonic_ns()
-        RLTrace.sleepBegin(loop: id, iteration: it, timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- start),
+        RLTrace.sleepBegin(loop: id, timeoutNs: deadline == .max ? -1 : Int64(clamping: deadline &- start),
                            deadlineNs: armed == .max ? 0 : armed)
         return start
     }
@@ -504,8 +504,8 @@ extension RLRunLoop {
             }
         }
         if let armed {
-            RLTrace.timerArmed(loop: id, iteration: iteration, item: t.id, name: t.name ?? "", fireNs: armed.fire,
-                               intervalNs: armed.interval, missedFires: armed.missed)
+            RLTrace.timerArmed(loop: id, item: t.id, fireNs: armed.fire,
+                               intervalNs: armed.interval, missedFires: UInt32(clamping: armed.missed))
         }
         return true
     }

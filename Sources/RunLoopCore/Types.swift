@@ -213,6 +213,14 @@ public enum RLError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Process-unique ids for loops and items (the `item`/`loop` fields of the trace events).
 enum RLIDs {
     static let next = Atomic<UInt64>(16)
+    static let nextLoop = Atomic<UInt32>(0)
+    /// A loop's id, unique across the processes of one trace: the process id in the high 32 bits,
+    /// the loop's number in this process (1, 2, …) in the low ones — so that a trace recorded
+    /// without the `vpid` context still tells two processes' loops apart (docs/tracepoints.md,
+    /// "Constant pools").
+    static func makeLoop() -> UInt64 {
+        (UInt64(UInt32(bitPattern: getpid())) << 32) | UInt64(nextLoop.wrappingAdd(1, ordering: .relaxed).newValue)
+    }
     static func make() -> UInt64 { next.wrappingAdd(1, ordering: .relaxed).newValue }   // one `lock xadd` (`add` checks overflow: a CAS loop)
     /// Reserves `n` consecutive ids; returns the first.
     static func reserve(_ n: UInt64) -> UInt64 { next.wrappingAdd(n, ordering: .relaxed).newValue &- n &+ 1 }

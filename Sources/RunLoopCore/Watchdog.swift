@@ -104,6 +104,33 @@ extension RLRunLoop {
     }
 }
 
+extension RLRunLoop {
+    /// Describes every item of every mode (`runloop:item_info`, one per item and mode) and the loop
+    /// itself (`runloop:loop_info`): the constant pools a trace needs to name what its callout
+    /// events identify by id only (docs/tracepoints.md, "Constant pools"). Called on the
+    /// watchdog's thread; never blocks on the loop's lock: false when it could not take it (the
+    /// next refresh tries again).
+    fileprivate func describeForPools() -> Bool {
+        RLTrace.loopInfo(loop: id, pid: getpid(), tid: threadID, procname: RLRunLoop.processName(), threadName: watchedThreadName)
+        guard RLTrace.isEnabled(.itemInfo) else { return true }
+        var tries = 0
+        while !lock.tryLock() {
+            tries += 1
+            if tries > 10 { return false }
+            usleep(100)
+        }
+        defer { lock.unlock() }
+        for (mode, m) in modes {
+            let name = mode.rawValue
+            for o in m.observers { RLTrace.itemInfo(loop: id, kind: .observer, item: o.id, order: Int64(o.order), name: o.name ?? "", mode: name) }
+            for s in m.sources0 { RLTrace.itemInfo(loop: id, kind: .source0, item: s.id, order: Int64(s.order), name: s.name ?? "", mode: name) }
+            for s in m.sources1.values { RLTrace.itemInfo(loop: id, kind: .source1, item: s.id, order: Int64(s.order), name: s.name ?? "", mode: name) }
+            for t in m.timers.liveTimers() { RLTrace.itemInfo(loop: id, kind: .timer, item: t.id, order: Int64(t.order), name: t.name ?? "", mode: name) }
+        }
+        return true
+    }
+}
+
 // MARK: - The watchdog
 
 /// The process's hang watchdog: reports a run loop stuck in one callout (or in its own code) for
@@ -197,6 +224,16 @@ public enum RLHangWatchdog {
     private static let loops = Mutex<[WatchedLoop]>([])
     /// How often the thread checks whether a session records the hang events, while none does.
     static let idleCheckNs: UInt64 = 200_000_000
+    /// How often the constant pools are described again while a session records them
+    /// (`RLTRACE_POOL_PERIOD`, e.g. `500ms`; default 1 s).
+    static let poolPeriodNs: UInt64 = {
+        guard let p = getenv("RLTRACE_POOL_PERIOD"), let d = parseThreshold(String(cString: p)) else { return 1_000_000_000 }
+        let c = d.components
+        return UInt64(max(10_000_000, c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000))
+    }()
+    /// The watchdog's tick while a session records `callout_cpu`: a callout of twice this is
+    /// read at least once (the report's slow-callout threshold is 10 ms).
+    static let cpuTickNs: UInt64 = 5_000_000
     /// How long a capture waits for the hung thread's handler (a thread blocking the signal).
     static let captureTimeoutNs: UInt64 = 20_000_000
 
@@ -212,7 +249,15 @@ public enum RLHangWatchdog {
     private final class WatchedLoop: @unchecked Sendable {
         weak var loop: RLRunLoop?
         let id: UInt64
-        init(_ loop: RLRunLoop) { self.loop = loop; id = loop.id }
+        /// The loop thread's CPU clock (`pthread_getcpuclockid`, taken on that thread), nil if
+        /// unavailable: the watchdog reads the thread's CPU time with it, from its own thread.
+        let cpuClock: clockid_t?
+        init(_ loop: RLRunLoop) {
+            self.loop = loop
+            id = loop.id
+            var c = clockid_t()
+            cpuClock = pthread_getcpuclockid(pthread_self(), &c) == 0 ? c : nil
+        }
     }
 
     /// A loop's first run: remembered (weakly), and the thread started if this is the first loop.
@@ -251,22 +296,60 @@ public enum RLHangWatchdog {
     /// The watchdog thread's state (touched only on that thread).
     private final class Watcher {
         struct Open { var id: UInt64; var iteration: UInt64; var samples: UInt32; var attempts: Int; var nextSample: UInt64 }
-        struct Track { var iteration: UInt64; var word: UInt64; var firstSeen: UInt64; var hang: Open? }
+        struct Track {
+            var iteration: UInt64; var word: UInt64; var firstSeen: UInt64; var hang: Open?
+            /// The thread's CPU time when the state was first seen (-1: not read), and the
+            /// elapsed time of the last `callout_cpu` emitted for it (0: none).
+            var cpuFirst: Int64 = -1
+            var cpuEmittedAt: UInt64 = 0
+        }
         var tracks: [UInt64: Track] = [:]
         var installed = false
 
+        /// When the constant pools were last described (0: not while a session recorded them).
+        var poolsDescribedAt: UInt64 = 0
+        var describeSoon = false
+
         func run() {
             while true {
-                if !RLHangWatchdog.isEnabled || !RLTrace.isHangTraced {
+                let hangs = RLHangWatchdog.isEnabled && RLTrace.isHangTraced
+                let cpu = RLHangWatchdog.isEnabled && RLTrace.isEnabled(.calloutCpu)
+                let pools = RLTrace.isEnabled(.loopInfo) || RLTrace.isEnabled(.itemInfo)
+                if !hangs && !cpu && !pools {
                     closeAll(now: rl_monotonic_ns())
+                    poolsDescribedAt = 0
                     sleep(ns: RLHangWatchdog.idleCheckNs)
                     continue
                 }
-                if !installed { install() }
+                if hangs && !installed { install() }
                 let threshold = RLHangWatchdog.thresholdNs.load(ordering: .relaxed)
-                tick(threshold: threshold)
-                sleep(ns: max(1_000_000, threshold / 4))
+                if hangs || cpu {
+                    tick(threshold: threshold, hangs: hangs, cpu: cpu)
+                } else {
+                    closeAll(now: rl_monotonic_ns())
+                }
+                // The pools: as soon as a session records them (it has just started, or a view
+                // joined), every period, and right after a hang began (a snapshot follows).
+                let now = rl_monotonic_ns()
+                if pools && (poolsDescribedAt == 0 || describeSoon || now &- poolsDescribedAt >= RLHangWatchdog.poolPeriodNs) {
+                    describeSoon = !describePools()
+                    poolsDescribedAt = now
+                } else if !pools {
+                    poolsDescribedAt = 0
+                }
+                var period: UInt64 = RLHangWatchdog.idleCheckNs
+                if hangs { period = min(period, max(1_000_000, threshold / 4)) }
+                if cpu { period = min(period, RLHangWatchdog.cpuTickNs) }
+                sleep(ns: period)
             }
+        }
+
+        /// Describes every watched loop and its items; false if some loop's lock was busy.
+        func describePools() -> Bool {
+            let watched = RLHangWatchdog.loops.withLock { $0 }
+            var all = true
+            for w in watched { if let l = w.loop, !l.describeForPools() { all = false } }
+            return all
         }
 
         func install() {
@@ -280,7 +363,15 @@ public enum RLHangWatchdog {
             while nanosleep(&ts, &rest) != 0 && errno == EINTR { ts = rest }
         }
 
-        func tick(threshold: UInt64) {
+        /// The thread CPU time `clock` reads now, or -1.
+        func cpuTime(_ clock: clockid_t?) -> Int64 {
+            guard let clock else { return -1 }
+            var ts = timespec()
+            guard clock_gettime(clock, &ts) == 0 else { return -1 }
+            return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
+        }
+
+        func tick(threshold: UInt64, hangs: Bool, cpu: Bool) {
             let watched = RLHangWatchdog.loops.withLock { list -> [WatchedLoop] in
                 list.removeAll { $0.loop == nil }
                 return list
@@ -300,10 +391,28 @@ public enum RLHangWatchdog {
                 guard var t = tracks[w.id], t.word == word, t.iteration == it else {
                     // Progress (or a first look): the hang, if any, is over; start timing afresh.
                     if let t = tracks[w.id] { end(loop.id, t, now: now) }
-                    tracks[w.id] = Track(iteration: it, word: word, firstSeen: now, hang: nil)
+                    var fresh = Track(iteration: it, word: word, firstSeen: now, hang: nil)
+                    // In a callout: its CPU time is counted from here, in case it turns out long.
+                    if cpu && Watch.kind(word) != nil { fresh.cpuFirst = cpuTime(w.cpuClock) }
+                    tracks[w.id] = fresh
                     continue
                 }
                 let elapsed = now &- t.firstSeen
+                // A callout seen on two ticks is long: its CPU time so far, at elapsed times
+                // doubling (1, 2, 4… ticks), so a callout of any length gets a reading covering at
+                // least half of it and at most ~log2(length / tick) events.
+                if cpu, t.cpuFirst >= 0, elapsed >= 2 &* t.cpuEmittedAt, let kind = Watch.kind(word) {
+                    let c = cpuTime(w.cpuClock)
+                    if c >= t.cpuFirst {
+                        RLTrace.calloutCPU(loop: loop.id, kind: kind, item: kind == .mainQueue ? 0 : word & Watch.itemMask,
+                                           elapsedNs: elapsed, cpuNs: UInt64(c &- t.cpuFirst))
+                        t.cpuEmittedAt = max(1, elapsed)
+                    }
+                }
+                if !hangs {
+                    tracks[w.id] = t
+                    continue
+                }
                 if t.hang == nil {
                     if elapsed >= threshold { t.hang = begin(loop, t, elapsed: elapsed, threshold: threshold) }
                 } else if var h = t.hang, h.attempts < RLHangWatchdog.maxSamplesPerHang, now >= h.nextSample {
@@ -328,6 +437,7 @@ public enum RLHangWatchdog {
                               elapsedNs: elapsed, loopTid: loop.threadID)
             var h = Open(id: id, iteration: t.iteration, samples: 0, attempts: 0, nextSample: 0)
             sample(loop, &h, firstSeen: t.firstSeen, threshold: threshold)
+            describeSoon = true
             return h
         }
 

@@ -251,6 +251,14 @@ public struct RLSchemaFieldName: RawRepresentable, Hashable, Sendable, CustomStr
     public static let durationNs = Self(rawValue: "duration_ns")
     /// `samples`: stack samples taken of a hang.
     public static let samples = Self(rawValue: "samples")
+    /// `pid`: the loop's process (`loop_info`).
+    public static let pid = Self(rawValue: "pid")
+    /// `procname`: the loop's process name (`loop_info`).
+    public static let procname = Self(rawValue: "procname")
+    /// `order`: an observer's or source0's order (`item_info`; 0 for other kinds).
+    public static let order = Self(rawValue: "order")
+    /// `cpu_ns`: the loop thread's CPU time over `elapsed_ns` (`callout_cpu`).
+    public static let cpuNs = Self(rawValue: "cpu_ns")
 }
 
 /// One payload field: its name and CTF kind.
@@ -377,6 +385,12 @@ public enum RLSchemaEventID: UInt8, Sendable, CaseIterable {
     case hangStack
     /// `runloop:hang_end`
     case hangEnd
+    /// `runloop:loop_info` (a loop's description in the constant pool)
+    case loopInfo
+    /// `runloop:item_info` (an item's description in the constant pool, one per mode)
+    case itemInfo
+    /// `runloop:callout_cpu` (the watchdog's reading of a long callout's CPU time)
+    case calloutCpu
 
     /// The event's definition.
     public var event: RLSchemaEvent { RunLoopSchema.events[Int(rawValue)] }
@@ -433,10 +447,13 @@ public enum RunLoopSchema {
         typealias F = RLSchemaField
         let loop = F(.loopID, .integer(.u64)), iter = F(.iteration, .integer(.u64))
         let item = F(.itemID, .integer(.u64)), name = F(.name, .string)
-        let observer = [loop, iter, item, name, F(.activity, .enumeration("activity", container: .u32))]
-        let itemCallout = [loop, iter, item, name]
-        let source1 = [loop, iter, item, name, F(.fd, .integer(.s32)), F(.events, .integer(RLSchemaInteger.u32.inHex))]
-        let timer = [loop, iter, item, name, F(.scheduledNs, .integer(.u64))]
+        // The per-callout events carry ids only (docs/tracepoints.md, "Constant pools"): the
+        // loop and item are described once by `loop_info` / `item_info` (and `loop_created`,
+        // `item_added`), the iteration is the one `iteration_begin` opened, and an exit closes the
+        // innermost open callout of its kind, so it names its loop alone.
+        let observer = [loop, item, F(.activity, .enumeration("activity", container: .u8))]
+        let itemCallout = [loop, item]
+        let exit = [loop]
         let registration = [loop, iter, F(.kind, .enumeration("callout_kind", container: .u8)), item, name, F(.mode, .string)]
         func ev(_ n: String, _ c: String? = nil, _ l: RLSchemaLogLevel, _ f: [F]) -> RLSchemaEvent {
             RLSchemaEvent(name: n, eventClass: c, logLevel: l, fields: f)
@@ -449,27 +466,26 @@ public enum RunLoopSchema {
             ev("run_exit", nil, .info, [loop, iter, F(.mode, .string), F(.result, .enumeration("run_result", container: .u8)),
                                         F(.depth, .integer(.u32))]),
             ev("iteration_begin", nil, .debug, [loop, iter]),
-            ev("iteration_end", nil, .debug, [loop, iter, F(.handledSource, .integer(.u8)), F(.callouts, .integer(.u32))]),
-            ev("observer_entry", "observer_callout", .debug, observer),
-            ev("observer_exit", "observer_callout", .debug, observer),
+            ev("iteration_end", nil, .debug, [loop, F(.handledSource, .integer(.u8)), F(.callouts, .integer(.u32))]),
+            ev("observer_entry", nil, .debug, observer),
+            ev("observer_exit", "loop_callout", .debug, exit),
             ev("source0_entry", "item_callout", .debug, itemCallout),
-            ev("source0_exit", "item_callout", .debug, itemCallout),
+            ev("source0_exit", "loop_callout", .debug, exit),
             ev("block_entry", "item_callout", .debug, itemCallout),
-            ev("block_exit", "item_callout", .debug, itemCallout),
-            ev("source1_entry", "source1_callout", .debug, source1),
-            ev("source1_exit", "source1_callout", .debug, source1),
-            ev("timer_entry", "timer_callout", .debug, timer),
-            ev("timer_exit", "timer_callout", .debug, timer),
-            ev("main_queue_entry", "main_queue_callout", .debug, [loop, iter]),
-            ev("main_queue_exit", "main_queue_callout", .debug, [loop, iter]),
-            ev("sleep_begin", nil, .debug, [loop, iter, F(.timeoutNs, .integer(.s64)), F(.deadlineNs, .integer(.u64))]),
-            ev("wake", nil, .debug, [loop, iter, F(.reason, .enumeration("wake_reason", container: .u8)),
+            ev("block_exit", "loop_callout", .debug, exit),
+            ev("source1_entry", nil, .debug, [loop, item, F(.fd, .integer(.s32)), F(.events, .integer(RLSchemaInteger.u32.inHex))]),
+            ev("source1_exit", "loop_callout", .debug, exit),
+            ev("timer_entry", nil, .debug, [loop, item, F(.scheduledNs, .integer(.u64))]),
+            ev("timer_exit", "loop_callout", .debug, exit),
+            ev("main_queue_entry", "loop_callout", .debug, exit),
+            ev("main_queue_exit", "loop_callout", .debug, exit),
+            ev("sleep_begin", nil, .debug, [loop, F(.timeoutNs, .integer(.s64)), F(.deadlineNs, .integer(.u64))]),
+            ev("wake", nil, .debug, [loop, F(.reason, .enumeration("wake_reason", container: .u8)),
                                      F(.fd, .integer(.s32)), F(.sleptNs, .integer(.u64))]),
-            ev("wakeup_requested", nil, .debug, [loop, iter, F(.accepted, .integer(.u8)), F(.callerTid, .integer(.s32))]),
-            ev("source0_signalled", nil, .debug, [loop, iter, item, name, F(.signalSeq, .integer(.u64)),
-                                                  F(.callerTid, .integer(.s32))]),
-            ev("timer_armed", nil, .debugProcess, [loop, iter, item, name, F(.fireNs, .integer(.u64)),
-                                                   F(.intervalNs, .integer(.u64)), F(.missedFires, .integer(.u64))]),
+            ev("wakeup_requested", nil, .debug, [loop, F(.accepted, .integer(.u8)), F(.callerTid, .integer(.s32))]),
+            ev("source0_signalled", nil, .debug, [loop, item, F(.signalSeq, .integer(.u64)), F(.callerTid, .integer(.s32))]),
+            ev("timer_armed", nil, .debugProcess, [loop, item, F(.fireNs, .integer(.u64)),
+                                                   F(.intervalNs, .integer(.u64)), F(.missedFires, .integer(.u32))]),
             ev("item_added", "item_registration", .debugProcess, registration),
             ev("item_removed", "item_registration", .debugProcess, registration),
             ev("hang_begin", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)),
@@ -481,6 +497,12 @@ public enum RunLoopSchema {
                                              F(.frames, .sequence(element: RLSchemaInteger.u64.inHex, length: .u32))]),
             ev("hang_end", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)), F(.durationNs, .integer(.u64)),
                                            F(.samples, .integer(.u32))]),
+            ev("loop_info", nil, .info, [loop, F(.pid, .integer(.s32)), F(.tid, .integer(.s32)),
+                                         F(.procname, .string), F(.threadName, .string)]),
+            ev("item_info", nil, .info, [loop, F(.kind, .enumeration("callout_kind", container: .u8)), item,
+                                         F(.order, .integer(.s64)), name, F(.mode, .string)]),
+            ev("callout_cpu", nil, .info, [loop, F(.kind, .enumeration("callout_kind", container: .u8)), item,
+                                           F(.elapsedNs, .integer(.u64)), F(.cpuNs, .integer(.u64))]),
         ]
     }()
 

@@ -69,138 +69,132 @@ public enum RLTrace {
         if rl_tp_iteration_begin_enabled() { _iterationBegin(loop, iteration) }
         #endif
     }
-    /// Iteration ends; `callouts` counts every callout of the iteration (observers included).
-    @inlinable @inline(__always) public static func iterationEnd(loop: UInt64, iteration: UInt64, handledSource: Bool, callouts: UInt32) {
+    /// The innermost open iteration ends; `callouts` counts every callout of the iteration
+    /// (observers included).
+    @inlinable @inline(__always) public static func iterationEnd(loop: UInt64, handledSource: Bool, callouts: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_iteration_end_enabled() { _iterationEnd(loop, iteration, handledSource, callouts) }
+        if rl_tp_iteration_end_enabled() { rl_tp_iteration_end(loop, handledSource, callouts) }
         #endif
     }
 
     // MARK: callouts (DEBUG): an entry and an exit per callout
+    // Ids only: an item's name, kind and modes are described by `itemAdded` and the watchdog's
+    // `itemInfo`, the loop's process and thread by `loopCreated` and `loopInfo`, the iteration by
+    // `iterationBegin` (docs/tracepoints.md, "Constant pools"). Only a block names itself.
 
     /// Entry into an observer callout for `activity` (CF's activity bit).
-    @inlinable @inline(__always) public static func observerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
-                                                name: @autoclosure () -> String, activity: UInt32) {
+    @inlinable @inline(__always) public static func observerEntry(loop: UInt64, item: UInt64, activity: UInt8) {
         #if !RLTRACE_DISABLED
-        if rl_tp_observer_entry_enabled() { _observerEntry(loop, iteration, item, name(), activity) }
+        if rl_tp_observer_entry_enabled() { rl_tp_observer_entry(loop, item, activity) }
         #endif
     }
-    /// Exit from an observer callout.
-    @inlinable @inline(__always) public static func observerExit(loop: UInt64, iteration: UInt64, item: UInt64,
-                                               name: @autoclosure () -> String, activity: UInt32) {
+    /// Exit from the innermost open callout of this kind.
+    @inlinable @inline(__always) public static func observerExit(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_observer_exit_enabled() { _observerExit(loop, iteration, item, name(), activity) }
+        if rl_tp_observer_exit_enabled() { rl_tp_observer_exit(loop) }
         #endif
     }
     /// Entry into a source0's perform.
-    @inlinable @inline(__always) public static func source0Entry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+    @inlinable @inline(__always) public static func source0Entry(loop: UInt64, item: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_entry_enabled() { _source0Entry(loop, iteration, item, name()) }
+        if rl_tp_source0_entry_enabled() { rl_tp_source0_entry(loop, item) }
         #endif
     }
-    /// Exit from a source0's perform.
-    @inlinable @inline(__always) public static func source0Exit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+    /// Exit from the innermost open callout of this kind.
+    @inlinable @inline(__always) public static func source0Exit(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_exit_enabled() { _source0Exit(loop, iteration, item, name()) }
+        if rl_tp_source0_exit_enabled() { rl_tp_source0_exit(loop) }
         #endif
     }
-    /// Entry into a source1's callout; `events` is the epoll readiness mask.
-    @inlinable @inline(__always) public static func source1Entry(loop: UInt64, iteration: UInt64, item: UInt64,
-                                               name: @autoclosure () -> String, fd: Int32, events: UInt32) {
+    /// Entry into a source1's callout on `fd`; `events` is the epoll readiness mask.
+    @inlinable @inline(__always) public static func source1Entry(loop: UInt64, item: UInt64, fd: Int32, events: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source1_entry_enabled() { _source1Entry(loop, iteration, item, name(), fd, events) }
+        if rl_tp_source1_entry_enabled() { rl_tp_source1_entry(loop, item, fd, events) }
         #endif
     }
-    /// Exit from a source1's callout.
-    @inlinable @inline(__always) public static func source1Exit(loop: UInt64, iteration: UInt64, item: UInt64,
-                                              name: @autoclosure () -> String, fd: Int32, events: UInt32) {
+    /// Exit from the innermost open callout of this kind.
+    @inlinable @inline(__always) public static func source1Exit(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source1_exit_enabled() { _source1Exit(loop, iteration, item, name(), fd, events) }
+        if rl_tp_source1_exit_enabled() { rl_tp_source1_exit(loop) }
         #endif
     }
     /// Entry into a timer's callout; `scheduledNs` is the fire time it was due at.
-    @inlinable @inline(__always) public static func timerEntry(loop: UInt64, iteration: UInt64, item: UInt64,
-                                             name: @autoclosure () -> String, scheduledNs: UInt64) {
+    @inlinable @inline(__always) public static func timerEntry(loop: UInt64, item: UInt64, scheduledNs: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_entry_enabled() { _timerEntry(loop, iteration, item, name(), scheduledNs) }
+        if rl_tp_timer_entry_enabled() { rl_tp_timer_entry(loop, item, scheduledNs) }
         #endif
     }
-    /// Exit from a timer's callout.
-    @inlinable @inline(__always) public static func timerExit(loop: UInt64, iteration: UInt64, item: UInt64,
-                                            name: @autoclosure () -> String, scheduledNs: UInt64) {
+    /// Exit from the innermost open callout of this kind.
+    @inlinable @inline(__always) public static func timerExit(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_exit_enabled() { _timerExit(loop, iteration, item, name(), scheduledNs) }
+        if rl_tp_timer_exit_enabled() { rl_tp_timer_exit(loop) }
         #endif
     }
     /// Entry into the main-queue drain.
-    @inlinable @inline(__always) public static func mainQueueEntry(loop: UInt64, iteration: UInt64) {
+    @inlinable @inline(__always) public static func mainQueueEntry(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_main_queue_entry_enabled() { _mainQueueEntry(loop, iteration) }
+        if rl_tp_main_queue_entry_enabled() { rl_tp_main_queue_entry(loop) }
         #endif
     }
     /// Exit from the main-queue drain.
-    @inlinable @inline(__always) public static func mainQueueExit(loop: UInt64, iteration: UInt64) {
+    @inlinable @inline(__always) public static func mainQueueExit(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_main_queue_exit_enabled() { _mainQueueExit(loop, iteration) }
+        if rl_tp_main_queue_exit_enabled() { rl_tp_main_queue_exit(loop) }
         #endif
     }
-    /// Entry into a perform-block; `item` is the block's sequence number.
-    @inlinable @inline(__always) public static func blockEntry(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+    /// Entry into a perform-block; `item` is the block's sequence number. A named block is
+    /// described first (`item_info`, kind `block`; `name` is evaluated only then): blocks have no
+    /// registration to describe them, and most have no name.
+    @inlinable @inline(__always) public static func blockEntry(loop: UInt64, item: UInt64, name: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_block_entry_enabled() { _blockEntry(loop, iteration, item, name()) }
+        if rl_tp_block_entry_enabled() { _blockEntry(loop, item, name()) }
         #endif
     }
-    /// Exit from a perform-block.
-    @inlinable @inline(__always) public static func blockExit(loop: UInt64, iteration: UInt64, item: UInt64, name: @autoclosure () -> String) {
+    /// Exit from the innermost open callout of this kind.
+    @inlinable @inline(__always) public static func blockExit(loop: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_block_exit_enabled() { _blockExit(loop, iteration, item, name()) }
+        if rl_tp_block_exit_enabled() { rl_tp_block_exit(loop) }
         #endif
     }
 
-    // MARK: sleep and wake (DEBUG)
+    // MARK: sleep and wake (DEBUG), in the iteration `iterationBegin` opened
 
     /// The loop is about to sleep. `timeoutNs`: -1 = unbounded, else ns until the run's deadline;
     /// `deadlineNs`: the absolute time the wake timer is armed for (0 = not armed).
-    @inlinable @inline(__always) public static func sleepBegin(loop: UInt64, iteration: UInt64, timeoutNs: Int64, deadlineNs: UInt64) {
+    @inlinable @inline(__always) public static func sleepBegin(loop: UInt64, timeoutNs: Int64, deadlineNs: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_sleep_begin_enabled() { _sleepBegin(loop, iteration, timeoutNs, deadlineNs) }
+        if rl_tp_sleep_begin_enabled() { rl_tp_sleep_begin(loop, timeoutNs, deadlineNs) }
         #endif
     }
     /// The loop woke (or polled): `reason`, the ready fd (-1 if none) and the time slept.
-    @inlinable @inline(__always) public static func wake(loop: UInt64, iteration: UInt64, reason: RLTraceWakeReason, fd: Int32, sleptNs: UInt64) {
+    @inlinable @inline(__always) public static func wake(loop: UInt64, reason: RLTraceWakeReason, fd: Int32, sleptNs: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_wake_enabled() { _wake(loop, iteration, reason, fd, sleptNs) }
+        if rl_tp_wake_enabled() { rl_tp_wake(loop, reason.rawValue, fd, sleptNs) }
         #endif
     }
 
-    // MARK: cross-thread requests (INFO/DEBUG, emitted on the caller's thread)
+    // MARK: cross-thread requests (DEBUG, emitted on the caller's thread, with its tid)
 
-    /// Someone asked `loop` to wake up (`accepted` false when the loop was ignoring wake-ups);
-    /// `iteration` is the loop's iteration counter at the request.
-    @inlinable @inline(__always) public static func wakeUpRequested(loop: UInt64, iteration: UInt64, accepted: Bool) {
+    /// Someone asked `loop` to wake up (`accepted` false when the loop was ignoring wake-ups).
+    @inlinable @inline(__always) public static func wakeUpRequested(loop: UInt64, accepted: Bool) {
         #if !RLTRACE_DISABLED
-        if rl_tp_wakeup_requested_enabled() { _wakeUpRequested(loop, iteration, accepted) }
+        if rl_tp_wakeup_requested_enabled() { rl_tp_wakeup_requested(loop, accepted) }
         #endif
     }
-    /// A source0 was signalled (on the signalling thread): one event per loop it is in, with that
-    /// loop's iteration counter at the signal (`loop` 0 and `iteration` 0 when it is in none); the
-    /// events of one signal share `signalSeq` (process-wide, increasing).
-    @inlinable @inline(__always) public static func source0Signalled(loop: UInt64, iteration: UInt64, item: UInt64,
-                                                   name: @autoclosure () -> String, signalSeq: UInt64) {
+    /// A source0 was signalled (on the signalling thread): one event per loop it is in (`loop` 0
+    /// when it is in none); the events of one signal share `signalSeq` (process-wide, increasing).
+    @inlinable @inline(__always) public static func source0Signalled(loop: UInt64, item: UInt64, signalSeq: UInt64) {
         #if !RLTRACE_DISABLED
-        if rl_tp_source0_signalled_enabled() { _source0Signalled(loop, iteration, item, name(), signalSeq) }
+        if rl_tp_source0_signalled_enabled() { rl_tp_source0_signalled(loop, item, signalSeq) }
         #endif
     }
 
     // MARK: timers and registrations (DEBUG)
 
-    /// A timer was (re)scheduled on `loop` to `fireNs`, having skipped `missedFires` fires;
-    /// `iteration` is the loop's iteration counter then.
-    @inlinable @inline(__always) public static func timerArmed(loop: UInt64, iteration: UInt64, item: UInt64,
-                                             name: @autoclosure () -> String,
-                                             fireNs: UInt64, intervalNs: UInt64, missedFires: UInt64) {
+    /// A timer was (re)scheduled on `loop` to `fireNs`, having skipped `missedFires` fires.
+    @inlinable @inline(__always) public static func timerArmed(loop: UInt64, item: UInt64, fireNs: UInt64, intervalNs: UInt64, missedFires: UInt32) {
         #if !RLTRACE_DISABLED
-        if rl_tp_timer_armed_enabled() { _timerArmed(loop, iteration, item, name(), fireNs, intervalNs, missedFires) }
+        if rl_tp_timer_armed_enabled() { rl_tp_timer_armed(loop, item, fireNs, intervalNs, missedFires) }
         #endif
     }
     /// An item was added to a mode of `loop` (`iteration`: the loop's iteration counter then).
@@ -217,6 +211,29 @@ public enum RLTrace {
                                               mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
         if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind, item, name(), mode()) }
+        #endif
+    }
+
+    // MARK: constant pools and CPU readings (INFO; RunLoopCore's RLHangWatchdog re-emits them)
+
+    /// Describes `loop`: its process `pid` (named `procname`), its thread `tid` (named `threadName`).
+    /// Emitted when the loop is created and re-emitted by the watchdog (docs/tracepoints.md, "Constant pools").
+    @inlinable @inline(__always) public static func loopInfo(loop: UInt64, pid: Int32, tid: Int32, procname: @autoclosure () -> String, threadName: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_loop_info_enabled() { _loopInfo(loop, pid, tid, procname(), threadName()) }
+        #endif
+    }
+    /// Describes item `item` of `kind` in one `mode` of `loop`: its name and order (0 for kinds without one).
+    @inlinable @inline(__always) public static func itemInfo(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64, order: Int64, name: @autoclosure () -> String, mode: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_item_info_enabled() { _itemInfo(loop, kind.rawValue, item, order, name(), mode()) }
+        #endif
+    }
+    /// A long callout of `kind` on `item`: over the `elapsedNs` since the watchdog first saw it, the loop's
+    /// thread ran `cpuNs` (read from the thread's CPU clock by the watchdog, not by the loop).
+    @inlinable @inline(__always) public static func calloutCPU(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64, elapsedNs: UInt64, cpuNs: UInt64) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_callout_cpu_enabled() { rl_tp_callout_cpu(loop, kind.rawValue, item, elapsedNs, cpuNs) }
         #endif
     }
 
@@ -331,6 +348,9 @@ extension RLTrace {
         case .hangBegin: return rl_tp_hang_begin_enabled()
         case .hangStack: return rl_tp_hang_stack_enabled()
         case .hangEnd: return rl_tp_hang_end_enabled()
+        case .loopInfo: return rl_tp_loop_info_enabled()
+        case .itemInfo: return rl_tp_item_info_enabled()
+        case .calloutCpu: return rl_tp_callout_cpu_enabled()
         }
         #endif
     }

@@ -39,84 +39,19 @@ extension RLTrace {
         rl_tp_iteration_begin(loop, iteration)
     }
     @usableFromInline @inline(never)
-    static func _iterationEnd(_ loop: UInt64, _ iteration: UInt64, _ handledSource: Bool, _ callouts: UInt32) {
-        rl_tp_iteration_end(loop, iteration, handledSource, callouts)
+    static func _blockEntry(_ loop: UInt64, _ item: UInt64, _ name: String) {
+        if !name.isEmpty && rl_tp_item_info_enabled() {
+            name.withCString { rl_tp_item_info(loop, RLTraceCalloutKind.block.rawValue, item, 0, $0, nil) }
+        }
+        rl_tp_block_entry(loop, item)
     }
     @usableFromInline @inline(never)
-    static func _observerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                               _ activity: UInt32) {
-        withCName(name) { rl_tp_observer_entry(loop, iteration, item, $0, activity) }
+    static func _loopInfo(_ loop: UInt64, _ pid: Int32, _ tid: Int32, _ procname: String, _ threadName: String) {
+        withCName(procname) { p in withCName(threadName) { rl_tp_loop_info(loop, pid, tid, p, $0) } }
     }
     @usableFromInline @inline(never)
-    static func _observerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                              _ activity: UInt32) {
-        withCName(name) { rl_tp_observer_exit(loop, iteration, item, $0, activity) }
-    }
-    @usableFromInline @inline(never)
-    static func _source0Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
-        withCName(name) { rl_tp_source0_entry(loop, iteration, item, $0) }
-    }
-    @usableFromInline @inline(never)
-    static func _source0Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
-        withCName(name) { rl_tp_source0_exit(loop, iteration, item, $0) }
-    }
-    @usableFromInline @inline(never)
-    static func _source1Entry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                              _ fd: Int32, _ events: UInt32) {
-        withCName(name) { rl_tp_source1_entry(loop, iteration, item, $0, fd, events) }
-    }
-    @usableFromInline @inline(never)
-    static func _source1Exit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                             _ fd: Int32, _ events: UInt32) {
-        withCName(name) { rl_tp_source1_exit(loop, iteration, item, $0, fd, events) }
-    }
-    @usableFromInline @inline(never)
-    static func _timerEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                            _ scheduledNs: UInt64) {
-        withCName(name) { rl_tp_timer_entry(loop, iteration, item, $0, scheduledNs) }
-    }
-    @usableFromInline @inline(never)
-    static func _timerExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                           _ scheduledNs: UInt64) {
-        withCName(name) { rl_tp_timer_exit(loop, iteration, item, $0, scheduledNs) }
-    }
-    @usableFromInline @inline(never)
-    static func _mainQueueEntry(_ loop: UInt64, _ iteration: UInt64) {
-        rl_tp_main_queue_entry(loop, iteration)
-    }
-    @usableFromInline @inline(never)
-    static func _mainQueueExit(_ loop: UInt64, _ iteration: UInt64) {
-        rl_tp_main_queue_exit(loop, iteration)
-    }
-    @usableFromInline @inline(never)
-    static func _blockEntry(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
-        withCName(name) { rl_tp_block_entry(loop, iteration, item, $0) }
-    }
-    @usableFromInline @inline(never)
-    static func _blockExit(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String) {
-        withCName(name) { rl_tp_block_exit(loop, iteration, item, $0) }
-    }
-    @usableFromInline @inline(never)
-    static func _sleepBegin(_ loop: UInt64, _ iteration: UInt64, _ timeoutNs: Int64, _ deadlineNs: UInt64) {
-        rl_tp_sleep_begin(loop, iteration, timeoutNs, deadlineNs)
-    }
-    @usableFromInline @inline(never)
-    static func _wake(_ loop: UInt64, _ iteration: UInt64, _ reason: RLTraceWakeReason, _ fd: Int32, _ sleptNs: UInt64) {
-        rl_tp_wake(loop, iteration, reason.rawValue, fd, sleptNs)
-    }
-    @usableFromInline @inline(never)
-    static func _wakeUpRequested(_ loop: UInt64, _ iteration: UInt64, _ accepted: Bool) {
-        rl_tp_wakeup_requested(loop, iteration, accepted)
-    }
-    @usableFromInline @inline(never)
-    static func _source0Signalled(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String,
-                                  _ signalSeq: UInt64) {
-        withCName(name) { rl_tp_source0_signalled(loop, iteration, item, $0, signalSeq) }
-    }
-    @usableFromInline @inline(never)
-    static func _timerArmed(_ loop: UInt64, _ iteration: UInt64, _ item: UInt64, _ name: String, _ fireNs: UInt64,
-                            _ intervalNs: UInt64, _ missedFires: UInt64) {
-        withCName(name) { rl_tp_timer_armed(loop, iteration, item, $0, fireNs, intervalNs, missedFires) }
+    static func _itemInfo(_ loop: UInt64, _ kind: UInt8, _ item: UInt64, _ order: Int64, _ name: String, _ mode: String) {
+        withCName(name) { n in withCName(mode) { rl_tp_item_info(loop, kind, item, order, n, $0) } }
     }
     @usableFromInline @inline(never)
     static func _itemAdded(_ loop: UInt64, _ iteration: UInt64, _ kind: RLTraceCalloutKind, _ item: UInt64,

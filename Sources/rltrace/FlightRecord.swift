@@ -63,9 +63,9 @@ func recordOnHang(_ command: [String], output: URL, settings: FlightRecorderSett
         let ctx = contexts.filter { !$0.isEmpty }
         try recorder.addChannel("runloop", subbufferSize: settings.subbufferSize, subbufferCount: settings.subbufferCount,
                                 patterns: ["runloop:*"], contexts: ctx)
-        try recorder.addChannel("statedump", subbufferSize: FlightRecorderSettings.statedumpSubbuffer,
+        try recorder.addChannel(statedumpChannel, subbufferSize: FlightRecorderSettings.statedumpSubbuffer,
                                 subbufferCount: FlightRecorderSettings.statedumpSubbuffers,
-                                patterns: ["lttng_ust_statedump:*", "lttng_ust_lib:*"], contexts: ctx.filter { !$0.hasPrefix("perf:") })
+                                patterns: statedumpPatterns, contexts: statedumpContexts(ctx))
         try recorder.snapshotOn(event: FlightRecorderSettings.triggerEvent, maxSnapshots: settings.maxSnapshots)
         try recorder.session.start()
     } catch {

@@ -19,11 +19,11 @@ struct Record: ParsableCommand {
 
         Examples:
           rltrace record -- ./my-service --port 8080
-          rltrace record -o /tmp/trace --context vpid,vtid,procname -- ./service
+          rltrace record -o /tmp/trace --context perf:thread:task-clock -- ./service
           rltrace record --snapshot -- ./service
           rltrace record --on-hang=100ms -o DIR -- ./service
 
-        The per-thread CPU clock (perf:thread:task-clock) is added when the kernel allows it: the report then tells a callout that computed from one that blocked. It is the costliest part of recording: LTTng reads it with one read(2) per event, about 2 µs per callout against about 0.4 µs without it (docs/benchmarks.md); leave it out, as the second example does, for a busy service.
+        By default no context is added to the events: each loop's process and thread and each item's name are described once (`loop_info`, `item_info`, re-described every second and after each hang, so a snapshot still names them), and the program's hang watchdog reads the CPU time of every long callout (`callout_cpu`), so the report still tells a hang or a slow callout that computed from one that blocked (docs/tracepoints.md, "Constant pools"). --context adds LTTng contexts to every event, e.g. perf:thread:task-clock for the CPU time of every callout (one read(2) per event: about 2 µs per callout, docs/benchmarks.md).
 
         --snapshot is a flight recorder that keeps only the last buffers when the program ends. --on-hang records a snapshot per hang instead (docs/hangs.md): the program's hang watchdog (RLTRACE_HANG_THRESHOLD, set to the threshold) reports each hang with stack samples, and each hang leaves one snapshot (a trace in a subdirectory of DIR) holding the seconds before it; `rltrace hangs DIR` reads them all. The threshold follows --on-hang as --on-hang=100ms or --on-hang 100ms (default 250ms).
 
@@ -35,7 +35,7 @@ struct Record: ParsableCommand {
     var output: String?
     @Flag(help: "Snapshot mode: record into memory and keep only the last buffers when the program ends.")
     var snapshot = false
-    @Option(help: "Comma-separated context fields to add to every event (default: vpid,vtid,procname, and perf:thread:task-clock when the kernel allows it).")
+    @Option(help: "Comma-separated LTTng context fields to add to every event, e.g. vpid,vtid,procname or perf:thread:task-clock (default: none).")
     var context: String?
     @Option(help: "Event pattern to enable.")
     var events = "runloop:*"
@@ -141,14 +141,19 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
         session = snapshot ? try LTTngSession.createSnapshot(name: name, outputDirectory: output, cli: cli)
                            : try LTTngSession.create(name: name, outputDirectory: output, cli: cli)
-        try session.enableUserspaceEvents(events)
-        // Which binary is mapped where in each process, so stack samples can be symbolized from
-        // the trace alone (liblttng-ust emits these at start-up and on dlopen/dlclose).
-        if events.contains("runloop") {
-            for p in ["lttng_ust_statedump:*", "lttng_ust_lib:*"] { try session.enableUserspaceEvents(p) }
-        }
         let ctx = contexts.filter { !$0.isEmpty }
-        if !ctx.isEmpty { try session.addContexts(ctx) }
+        try session.enableChannel("runloop")
+        try session.enableUserspaceEvents(events, channel: "runloop")
+        if !ctx.isEmpty { try session.addContexts(ctx, channel: "runloop") }
+        // Which binary is mapped where in each process, so stack samples can be symbolized from
+        // the trace alone (liblttng-ust emits these at start-up and on dlopen/dlclose): in a
+        // channel of their own, with the `vpid` context they lack (a process's loop ids name it;
+        // these events have no loop).
+        if events.contains("runloop") {
+            try session.enableChannel(statedumpChannel)
+            for p in statedumpPatterns { try session.enableUserspaceEvents(p, channel: statedumpChannel) }
+            try session.addContexts(statedumpContexts(ctx), channel: statedumpChannel)
+        }
         try session.start()
     } catch {
         warn("rltrace: cannot set up the LTTng session: \(error)")
@@ -225,15 +230,19 @@ func resolveCommand(_ c: String) -> String {
     return c
 }
 
-/// vpid, vtid, procname — and the per-thread CPU clock when this process may open it (root, or
-/// `perf_event_paranoid` ≤ 2), so the report can tell computing from blocking.
-func defaultContexts() -> [String] {
-    var c = ["vpid", "vtid", "procname"]
-    if let p = try? String(contentsOfFile: "/proc/sys/kernel/perf_event_paranoid", encoding: .utf8),
-       let level = Int(p.trimmingCharacters(in: .whitespacesAndNewlines)), geteuid() == 0 || level <= 2 {
-        c.append("perf:thread:task-clock")
-    }
-    return c
+/// The contexts `rltrace record` adds to every event by default: none. The events identify their
+/// loop (whose id names its process) and item; the constant pools describe them once, and the hang
+/// watchdog reads long callouts' CPU time (docs/tracepoints.md, "Constant pools"; the costs are in
+/// docs/benchmarks.md, "What recording costs").
+func defaultContexts() -> [String] { [] }
+
+/// The channel, events and contexts of the state dump (which binary is mapped where, per process).
+let statedumpChannel = "statedump"
+let statedumpPatterns = ["lttng_ust_statedump:*", "lttng_ust_lib:*"]
+/// `vpid` (the events name no loop, whose id would name the process) with the runloop channel's
+/// other contexts but its perf counters.
+func statedumpContexts(_ runloop: [String]) -> [String] {
+    ["vpid"] + runloop.filter { $0 != "vpid" && !$0.hasPrefix("perf:") }
 }
 
 /// LTTng accepts a perf counter context it cannot open in the traced program, which then records
@@ -245,7 +254,7 @@ func checkContextsWereAccepted(_ contexts: [String], at path: String) throws {
         var it = set.makeMergedIterator()
         if (try? it.next()) == true { return }
     }
-    warn("rltrace: no event was recorded: LTTng could not open the context \(perf.joined(separator: ", ")) in the program (a perf counter this kernel or machine does not provide?); record without it (--context vpid,vtid,procname)")
+    warn("rltrace: no event was recorded: LTTng could not open the context \(perf.joined(separator: ", ")) in the program (a perf counter this kernel or machine does not provide?); record without it (leave out --context)")
     throw ExitCode(6)
 }
 
@@ -306,7 +315,7 @@ struct Demo: ParsableCommand {
         try refuseExistingDemo(trace: trace.path, html: html.path, force: force)
         var args = [example, "--duration", String(duration), "--clients", "4", "--requests", "300"]
         if inject != "none" { args += ["--inject", inject] }
-        let status = try recordProgram(args, output: trace, snapshot: false, contexts: ["vpid", "vtid", "procname"],
+        let status = try recordProgram(args, output: trace, snapshot: false, contexts: defaultContexts(),
                                        events: "runloop:*", announce: true)
         if status != 0 { warn("rltrace: rl-example exited with status \(status)") }
         let strips = BusyStripCollector()

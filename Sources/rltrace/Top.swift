@@ -227,7 +227,7 @@ struct Top: ParsableCommand {
         let s = try LTTngSession.createLive(name: name, url: sessionURL, livePeriodMicroseconds: period, cli: cli)
         session = s
         try s.enableUserspaceEvents("runloop:*")
-        try s.addContexts(["vpid", "vtid", "procname"])
+        try s.addContexts(defaultContexts())
         try s.start()
         // The relay daemon knows the session once the session daemon connected to it.
         var found: ViewerSession?

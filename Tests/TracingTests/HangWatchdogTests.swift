@@ -128,7 +128,9 @@ struct HangWatchdogTests {
         // Its own daemon: the shared one's other sessions (other suites, in parallel) enable runloop:*.
         let daemon = try PrivateSessionDaemon.start()
         defer { daemon.stop() }
-        let rec = try Tracing.record(["hang", "--hang-ms", "300", "--threshold-ms", "100"], events: "runloop:timer_*",
+        // The timers' callouts, and the items' descriptions that name them (docs/tracepoints.md,
+        // "Constant pools").
+        let rec = try Tracing.record(["hang", "--hang-ms", "300", "--threshold-ms", "100"], events: "runloop:timer_*,runloop:item_*",
                                      privateDaemon: daemon)
         #expect(rec.run.status == 0, "\(rec.run.stderr)")
         let me = HangRun(rec.run.stdout)

@@ -207,9 +207,11 @@ enum Tracing {
     /// - Parameter privateDaemon: a daemon of the test's own instead of the shared one (which other
     ///   suites' sessions use at the same time: what they enable is enabled in every program that
     ///   registers with it, so a test about events being *disabled* needs its own daemon).
+    /// - Parameter resolve: give each event the fields a reader derives from the constant pools
+    ///   and the nesting (``ConstantPools/resolve(_:)``); false: the events as recorded.
     static func record(_ arguments: [String], contexts: [String] = [], enableOptions: [String] = [],
                        events: String = "runloop:*", privateDaemon: PrivateSessionDaemon? = nil,
-                       timeout: Double = 60) throws -> Recording {
+                       timeout: Double = 60, resolve: Bool = true) throws -> Recording {
         let daemon = try privateDaemon ?? daemon()
         let name = "tt-\(getpid())-\(UUID().uuidString.prefix(8))"
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tracing-tests-\(name)")
@@ -232,6 +234,67 @@ enum Tracing {
                                  ["--clock-cycles", "--no-delta", output.path], environment: ProcessInfo.processInfo.environment)
         #expect(bt.status == 0, "babeltrace2 failed: \(bt.stderr)")
         let events = try BabeltraceText.parse(bt.stdout).filter { $0["vpid"] == String(run.pid) }
-        return Recording(run: run, events: events, babeltraceText: bt.stdout)
+        return Recording(run: run, events: resolve ? ConstantPools.resolve(events) : events, babeltraceText: bt.stdout)
+    }
+}
+
+/// What a reader of the `runloop` schema derives for each event (docs/tracepoints.md, "Constant
+/// pools"), written here independently of rltrace's reader so that the engine's tests can keep
+/// asserting per-event names and iterations: a callout entry's `name` from its item's description
+/// (`item_added`, `item_info`), `iteration` for the per-iteration events from the innermost open
+/// iteration of their loop, and an exit's fields from the entry of the innermost open callout of
+/// its kind (as is `iteration_end`'s iteration from the innermost open iteration). A field the
+/// event records itself is left as recorded.
+enum ConstantPools {
+    static func resolve(_ events: [TraceEvent]) -> [TraceEvent] {
+        struct Key: Hashable { var item: String; var kind: String }
+        var names: [Key: String] = [:]
+        var blockNames: [String: String] = [:]
+        var iterations: [String: [String]] = [:]
+        var callouts: [String: [(kind: String, entry: TraceEvent)]] = [:]
+        let kinds = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+        return events.map { e in
+            var e = e
+            guard e.name.hasPrefix("runloop:"), let loop = e["loop_id"] else { return e }
+            func set(_ k: String, _ v: String?) { if e.fields[k] == nil, let v { e.fields[k] = v } }
+            let short = e.shortName
+            let current = iterations[loop]?.last
+            switch short {
+            case "item_added", "item_info":
+                guard let item = e["item_id"], let kind = e.labels["kind"], let n = e["name"] else { break }
+                if kind == "block" { blockNames[item] = n } else { names[Key(item: item, kind: kind)] = n }
+            case "iteration_begin":
+                if let it = e["iteration"] { iterations[loop, default: []].append(it) }
+            case "iteration_end":
+                set("iteration", current)
+                if let it = e["iteration"], var stack = iterations[loop], let i = stack.lastIndex(of: it) {
+                    stack.removeSubrange(i...); iterations[loop] = stack
+                }
+            case "sleep_begin", "wake", "wakeup_requested", "source0_signalled", "timer_armed":
+                set("iteration", current)
+                if short == "source0_signalled" || short == "timer_armed", let item = e["item_id"] {
+                    set("name", names[Key(item: item, kind: short == "timer_armed" ? "timer" : "source0")])
+                }
+            default:
+                let isEntry = short.hasSuffix("_entry"), isExit = short.hasSuffix("_exit")
+                guard isEntry || isExit else { break }
+                let kind = String(short.dropLast(isEntry ? 6 : 5))
+                guard kinds.contains(kind) else { break }
+                if isEntry {
+                    let item = e["item_id"] ?? "0"
+                    let n = kind == "block" ? (blockNames.removeValue(forKey: item) ?? "(unnamed)") : names[Key(item: item, kind: kind)]
+                    if kind != "main_queue" { set("name", n) }
+                    set("iteration", current)
+                    callouts[loop, default: []].append((kind, e))
+                } else if var stack = callouts[loop], let i = stack.lastIndex(where: { $0.kind == kind }) {
+                    // The exit of the innermost open callout of its kind: what its entry said.
+                    let entry = stack[i].entry
+                    stack.removeSubrange(i...); callouts[loop] = stack
+                    for (k, v) in entry.fields { set(k, v) }
+                    for (k, v) in entry.labels where e.labels[k] == nil { e.labels[k] = v }
+                }
+            }
+            return e
+        }
     }
 }

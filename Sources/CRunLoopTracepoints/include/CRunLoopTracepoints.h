@@ -81,6 +81,9 @@ RL_TP_DECLARE_ENABLED(item_removed)
 RL_TP_DECLARE_ENABLED(hang_begin)
 RL_TP_DECLARE_ENABLED(hang_stack)
 RL_TP_DECLARE_ENABLED(hang_end)
+RL_TP_DECLARE_ENABLED(loop_info)
+RL_TP_DECLARE_ENABLED(item_info)
+RL_TP_DECLARE_ENABLED(callout_cpu)
 
 /* Whether a session records any of the hang watchdog's three events (one branch). */
 static inline __attribute__((always_inline)) bool rl_tp_hang_any_enabled(void) {
@@ -105,29 +108,26 @@ void rl_tp_run_enter(uint64_t loop_id, uint64_t iteration, const char *mode, int
                      bool return_after_source_handled, uint32_t depth);
 void rl_tp_run_exit(uint64_t loop_id, uint64_t iteration, const char *mode, uint8_t result, uint32_t depth);
 void rl_tp_iteration_begin(uint64_t loop_id, uint64_t iteration);
-void rl_tp_iteration_end(uint64_t loop_id, uint64_t iteration, bool handled_source, uint32_t callouts);
-void rl_tp_observer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity);
-void rl_tp_observer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint32_t activity);
-void rl_tp_source0_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
-void rl_tp_source0_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
-void rl_tp_source1_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
-                         int32_t fd, uint32_t events);
-void rl_tp_source1_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
-                        int32_t fd, uint32_t events);
-void rl_tp_timer_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns);
-void rl_tp_timer_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t scheduled_ns);
-void rl_tp_main_queue_entry(uint64_t loop_id, uint64_t iteration);
-void rl_tp_main_queue_exit(uint64_t loop_id, uint64_t iteration);
-void rl_tp_block_entry(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
-void rl_tp_block_exit(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name);
-void rl_tp_sleep_begin(uint64_t loop_id, uint64_t iteration, int64_t timeout_ns, uint64_t deadline_ns);
-void rl_tp_wake(uint64_t loop_id, uint64_t iteration, uint8_t reason, int32_t fd, uint64_t slept_ns);
-/* caller_tid is filled in by the emitter (the calling thread's kernel tid). */
-void rl_tp_wakeup_requested(uint64_t loop_id, uint64_t iteration, bool accepted);
-void rl_tp_source0_signalled(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name,
-                             uint64_t signal_seq);
-void rl_tp_timer_armed(uint64_t loop_id, uint64_t iteration, uint64_t item_id, const char *name, uint64_t fire_ns,
-                       uint64_t interval_ns, uint64_t missed_fires);
+void rl_tp_iteration_end(uint64_t loop_id, bool handled_source, uint32_t callouts);
+void rl_tp_observer_entry(uint64_t loop_id, uint64_t item_id, uint8_t activity);
+void rl_tp_observer_exit(uint64_t loop_id);
+void rl_tp_source0_entry(uint64_t loop_id, uint64_t item_id);
+void rl_tp_source0_exit(uint64_t loop_id);
+void rl_tp_source1_entry(uint64_t loop_id, uint64_t item_id, int32_t fd, uint32_t events);
+void rl_tp_source1_exit(uint64_t loop_id);
+void rl_tp_timer_entry(uint64_t loop_id, uint64_t item_id, uint64_t scheduled_ns);
+void rl_tp_timer_exit(uint64_t loop_id);
+void rl_tp_main_queue_entry(uint64_t loop_id);
+void rl_tp_main_queue_exit(uint64_t loop_id);
+void rl_tp_block_entry(uint64_t loop_id, uint64_t item_id);
+void rl_tp_block_exit(uint64_t loop_id);
+void rl_tp_sleep_begin(uint64_t loop_id, int64_t timeout_ns, uint64_t deadline_ns);
+void rl_tp_wake(uint64_t loop_id, uint8_t reason, int32_t fd, uint64_t slept_ns);
+/* Emitted on the requesting thread; caller_tid is that thread's tid. */
+void rl_tp_wakeup_requested(uint64_t loop_id, bool accepted);
+void rl_tp_source0_signalled(uint64_t loop_id, uint64_t item_id, uint64_t signal_seq);
+void rl_tp_timer_armed(uint64_t loop_id, uint64_t item_id, uint64_t fire_ns, uint64_t interval_ns,
+                       uint32_t missed_fires);
 void rl_tp_item_added(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
                       const char *mode);
 void rl_tp_item_removed(uint64_t loop_id, uint64_t iteration, uint8_t kind, uint64_t item_id, const char *name,
@@ -143,6 +143,11 @@ void rl_tp_hang_begin(uint64_t loop_id, uint64_t iteration, uint64_t hang_id, ui
                       const char *item_name, uint64_t threshold_ns, uint64_t elapsed_ns, int32_t loop_tid);
 void rl_tp_hang_end(uint64_t loop_id, uint64_t iteration, uint64_t hang_id, uint64_t duration_ns, uint32_t samples);
 /* hang_stack from an ordinary thread (RunLoopCore emits it from rl_hang_capture's signal handler). */
+/* The constant pools (docs/tracepoints.md, "Constant pools") and the watchdog's CPU readings. */
+void rl_tp_loop_info(uint64_t loop_id, int32_t pid, int32_t tid, const char *procname, const char *thread_name);
+void rl_tp_item_info(uint64_t loop_id, uint8_t kind, uint64_t item_id, int64_t order, const char *name,
+                     const char *mode);
+void rl_tp_callout_cpu(uint64_t loop_id, uint8_t kind, uint64_t item_id, uint64_t elapsed_ns, uint64_t cpu_ns);
 void rl_tp_hang_stack(uint64_t loop_id, uint64_t hang_id, uint32_t sample, uint64_t elapsed_ns,
                       const uint64_t *frames, uint32_t frame_count);
 

@@ -39,6 +39,14 @@ final class RunLoopFieldDecoder {
     func fill(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: UnsafeMutablePointer<RunLoopEvent>) {
         // An absent field keeps its default: pid 0, vtid and CPU clock -1, the rest 0.
         s.readIntegers(sp.reads(ci), count: sp.readCounts[ci], allInPlace: sp.readsInPlace[ci], into: UnsafeMutableRawPointer(e))
+        // A loop id names its process in its high 32 bits (RunLoopCore's ids since the constant
+        // pools, docs/tracepoints.md): the pid without the `vpid` context, the loop's number in
+        // its process as its id. Older traces' ids are below 2^32: unchanged.
+        let hi = e.pointee.loop >> 32
+        if hi != 0 {
+            if e.pointee.pid == 0 { e.pointee.pid = Int64(hi) }
+            e.pointee.loop &= 0xFFFF_FFFF
+        }
         if sp.vtid >= 0 {
             // The procname context, interned once per run of events of one thread in this stream.
             if sp.procname >= 0 {
@@ -54,6 +62,7 @@ final class RunLoopFieldDecoder {
         }
         let p = sp.plan(ci)
         e.pointee.calloutKind = p.pointee.callout
+        if p.pointee.extras { fillExtras(s, sp, p, classIndex: ci, into: e) }
         let nameIndex = p.pointee.name
         guard nameIndex >= 0 else { return }
         switch p.pointee.nameRule {
@@ -71,7 +80,16 @@ final class RunLoopFieldDecoder {
         case .forensic:
             e.pointee.c = evidence.add(s, e.pointee)
         }
+    }
+
+    /// The fields beyond the integers and the name: loop_info's process name, the `kind` of
+    /// registrations, pools and CPU readings, the innermost marker of exits and `iteration_end`.
+    @inline(never)
+    private func fillExtras(_ s: CTFStream, _ sp: StreamPlan, _ p: UnsafePointer<EventPlan>, classIndex ci: Int,
+                            into e: UnsafeMutablePointer<RunLoopEvent>) {
+        if p.pointee.procnameField >= 0 { e.pointee.procname = string(s, p.pointee.procnameField) }
         if p.pointee.kindField >= 0 { readItemKind(s, sp, classIndex: ci, into: e) }
+        if p.pointee.innermost { e.pointee.item = RunLoopEvent.innermost; e.pointee.iteration = RunLoopEvent.innermost }
     }
 
     /// The `kind` field of `item_added` / `item_removed` into the event's callout kind (out of line:

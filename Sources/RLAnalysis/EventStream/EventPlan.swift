@@ -14,8 +14,17 @@ struct EventPlan {
     /// The string field read into `RunLoopEvent.name`, and when it is read.
     var name = -1
     var nameRule = NameRule.never
-    /// `kind` of item_added / item_removed.
+    /// `kind` of item_added / item_removed / item_info / callout_cpu.
     var kindField = -1
+    /// `procname` of loop_info.
+    var procnameField = -1
+    /// An exit without `item_id`, or an `iteration_end` without `iteration` (the schema since the
+    /// constant pools): it closes the innermost open callout of its kind, or iteration — read as
+    /// ``RunLoopEvent/innermost``.
+    var innermost = false
+    /// Whether the decoder has anything beyond integer reads and the name to do (`procname`,
+    /// `kind`, ``innermost``): one test on the usual path.
+    var extras: Bool { procnameField >= 0 || kindField >= 0 || innermost }
 
     static let none: UInt8 = 255
 
@@ -51,6 +60,9 @@ struct EventPlan {
         case .hangBegin: k = .hangBegin
         case .hangStack: k = .hangStack
         case .hangEnd: k = .hangEnd
+        case .loopInfo: k = .loopInfo
+        case .itemInfo: k = .itemInfo
+        case .calloutCpu: k = .calloutCpu
         case let id?:
             if let c = id.callout { k = c.isEntry ? .calloutEntry : .calloutExit; callout = c.kind }
         case nil: break
@@ -82,14 +94,18 @@ struct EventPlan {
         case .iterationBegin:
             iteration = req(.iteration)
         case .iterationEnd:
-            iteration = req(.iteration); b = req(.handledSource); c = req(.callouts)
+            iteration = opt(.iteration); b = req(.handledSource); c = req(.callouts)
+            innermost = iteration < 0
         case .calloutEntry, .calloutExit:
-            iteration = req(.iteration)
-            if callout != .mainQueue { item = req(.itemID) }
+            // Since the constant pools, callouts carry ids only (no iteration, no name but a
+            // block's): traces of either schema read.
+            iteration = opt(.iteration)
+            if callout != .mainQueue { item = kind == .calloutEntry ? req(.itemID) : opt(.itemID) }
+            innermost = kind == .calloutExit && callout != .mainQueue && item < 0
             switch callout {
-            case .observer: a = req(.activity)
-            case .source1: a = req(.fd); b = req(.events)
-            case .timer: a = req(.scheduledNs)
+            case .observer: a = kind == .calloutEntry ? req(.activity) : opt(.activity)
+            case .source1: a = opt(.fd); b = opt(.events)
+            case .timer: a = kind == .calloutEntry ? req(.scheduledNs) : opt(.scheduledNs)
             default: break
             }
             if kind == .calloutEntry && callout != .mainQueue {
@@ -98,9 +114,9 @@ struct EventPlan {
                 nameRule = callout == .block ? .always : .firstPerItem
             }
         case .sleepBegin:
-            iteration = req(.iteration); a = req(.timeoutNs); b = req(.deadlineNs)
+            iteration = opt(.iteration); a = req(.timeoutNs); b = req(.deadlineNs)
         case .wake:
-            iteration = req(.iteration); b = req(.reason); a = req(.fd); c = req(.sleptNs)
+            iteration = opt(.iteration); b = req(.reason); a = req(.fd); c = req(.sleptNs)
         case .wakeUpRequested:
             iteration = opt(.iteration); b = req(.accepted); a = req(.callerTid)
         case .source0Signalled:
@@ -115,6 +131,12 @@ struct EventPlan {
         case .hangBegin, .hangStack, .hangEnd:
             iteration = opt(.iteration); a = opt(.hangID)
             name = 0; nameRule = .forensic
+        case .loopInfo:
+            a = req(.tid); b = req(.pid); name = opt(.threadName); nameRule = .always; procnameField = opt(.procname)
+        case .itemInfo:
+            item = req(.itemID); name = opt(.name); nameRule = .always; kindField = req(.kind)
+        case .calloutCpu:
+            item = req(.itemID); a = req(.elapsedNs); b = req(.cpuNs); kindField = req(.kind)
         case .gap:
             break
         }

@@ -29,6 +29,10 @@ public struct RunLoopEvent: Sendable {
         /// The hang watchdog's events (`hang_begin`, `hang_stack`, `hang_end`): `a` is the hang id,
         /// `c` the index of the event's record in the source's ``HangEvidenceStore``.
         case hangBegin, hangStack, hangEnd
+        /// The constant pools (`loop_info`: `a` tid, `b` pid, `name` thread name, `procname` the
+        /// process name; `item_info`: the item's kind, id and `name`) and the watchdog's reading
+        /// of a long callout's CPU time (`callout_cpu`: `a` elapsed ns, `b` CPU ns).
+        case loopInfo, itemInfo, calloutCpu
         /// Not an event of the trace: the source found a gap between overlapping traces (two
         /// flight-recorder snapshots that do not meet); what was open before it is forgotten.
         case gap
@@ -66,6 +70,10 @@ public struct RunLoopEvent: Sendable {
     public var procname: Int32 = -1
     /// The thread's CPU time (the `perf_thread_task_clock` context, ns), or -1 without it.
     public var cpu: Int64 = -1
+
+    /// The `item` / `iteration` an exit or an `iteration_end` that names none is read with: it
+    /// closes the innermost open callout of its kind, or iteration (docs/tracepoints.md).
+    public static let innermost = UInt64.max
 
     /// Creates an event.
     public init(kind: Kind, ts: Int64) {

@@ -1,126 +1,3 @@
-/// Identifies a loop across processes: `(vpid, loop_id)`.
-public struct LoopKey: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// The process (`vpid` context; 0 when not recorded).
-    public var pid: Int64
-    /// The loop's id.
-    public var loop: UInt64
-    /// Creates a key.
-    public init(pid: Int64, loop: UInt64) { self.pid = pid; self.loop = loop }
-    /// Orders by pid, then loop.
-    public static func < (a: LoopKey, b: LoopKey) -> Bool { a.pid != b.pid ? a.pid < b.pid : a.loop < b.loop }
-    /// `pid/loop`.
-    public var description: String { "\(pid)/\(loop)" }
-}
-
-/// One matched callout.
-public struct CalloutRecord: Sendable {
-    /// Its kind.
-    public var kind: CalloutKind
-    /// The item id (0 for the main queue).
-    public var item: UInt64
-    /// Entry and exit timestamps.
-    public var begin: Int64, end: Int64
-    /// How many callouts of this loop enclose it.
-    public var depth: Int
-    /// Activity (observer), fd (source1), scheduled time (timer), else 0.
-    public var detail: Int64
-    /// A block's name (a ``NameTable`` id; -1 for other kinds). Every perform-block is its own
-    /// item, so its name travels with its record instead of a per-item table; see
-    /// ``LoopModel/name(of:pid:)``.
-    public var blockName: Int32 = -1
-    /// Whether a time window cut it (its begin or end is the window's edge, not its own).
-    public var clipped = false
-    /// On-CPU time of the loop's thread during it (ns; -1 when the trace has no CPU clock context,
-    /// or the callout was clipped). While open: the CPU clock at entry.
-    public var cpuNs: Int64 = -1
-    /// Its whole duration, as the trace has it, also when a window cut it (a hang's culprit is
-    /// named with it).
-    public var wholeDurationNs: Int64 = 0
-    /// The duration.
-    public var duration: Int64 { end &- begin }
-}
-
-/// One sleep: `sleep_begin` → `wake`.
-public struct SleepRecord: Sendable {
-    /// When the loop went to sleep and when it woke.
-    public var begin: Int64, end: Int64
-    /// Why it woke.
-    public var reason: WakeReason
-    /// The fd that ended the wait (-1 if none).
-    public var fd: Int64
-    /// Whether a time window cut it.
-    public var clipped = false
-    /// The duration.
-    public var duration: Int64 { end &- begin }
-}
-
-/// A completed iteration, as the loop model hands it to the metrics and the timeline.
-public struct IterationRecord: Sendable {
-    /// The loop.
-    public var key: LoopKey
-    /// The iteration number.
-    public var number: UInt64
-    /// Begin and end timestamps.
-    public var begin: Int64, end: Int64 = 0
-    /// Nesting depth among this loop's iterations (0 = top level).
-    public var depth: Int
-    /// The mode of the run it belongs to (a ``NameTable`` id; 0, the empty string, outside any run).
-    public var mode: Int32
-    /// Its own sleeps (usually 0 or 1).
-    public var sleeps: [SleepRecord] = []
-    /// Polls (wakes without a sleep).
-    public var polls = 0
-    /// Callouts that belong to it (not to nested iterations), in entry order.
-    public var callouts: [CalloutRecord] = []
-    /// Sleeps of iterations nested in it: total ns (inside the window), count, and their polls.
-    public var nestedSleepNs: Int64 = 0, nestedSleeps = 0, nestedPolls = 0
-    /// Sleep time of iterations nested in it, whole (a time window does not cut it).
-    public var nestedSleepWholeNs: Int64 = 0
-    /// On-CPU time the thread spent between its sleeps' `sleep_begin` and `wake` (its own and its
-    /// nested iterations'), taken out of ``cpuNs`` so that on-CPU time covers the busy time only.
-    public var sleepCpuNs: Int64 = 0
-    /// The whole iteration, as the trace has it, when a time window cuts it (equal to `begin`,
-    /// `end` and ``busyNs`` otherwise): findings that are about the iteration as a whole (a hang,
-    /// a slow iteration) are decided on these, so a window inside a hang still shows the hang.
-    public var wholeBegin: Int64 = 0, wholeEnd: Int64 = 0, wholeBusyNs: Int64 = 0
-    /// Whether it (not a nested iteration) made a callout other than an observer's, inside the
-    /// window or not: a wake that leads to no work (a spurious wake) is decided on the whole
-    /// iteration, not on the part a window leaves.
-    public var worked = false
-    /// Whether it handled a source (`iteration_end.handled_source`).
-    public var handledSource = false
-    /// Whether a time window cut it (it began before the window or ends after it): its begin, end,
-    /// sleeps and callouts are clipped to the window.
-    public var clipped = false
-    /// On-CPU time of the loop's thread while it was busy (ns; its sleeps' CPU time taken out, and
-    /// never more than its whole busy time); -1 without a CPU clock context. Of the whole
-    /// iteration also when a window cuts it (``clipped``). While open: the CPU clock at its begin.
-    public var cpuNs: Int64 = -1
-
-    /// The duration.
-    public var duration: Int64 { end &- begin }
-    /// Its own sleep time.
-    public var ownSleepNs: Int64 { sleeps.reduce(0) { $0 &+ $1.duration } }
-    /// Duration minus every sleep in it (nested included).
-    public var busyNs: Int64 { duration &- ownSleepNs &- nestedSleepNs }
-    /// Whether it slept (itself).
-    public var slept: Bool { !sleeps.isEmpty }
-}
-
-/// What the model knows about a loop.
-public struct LoopInfo: Sendable {
-    /// The loop.
-    public var key: LoopKey
-    /// Its thread (loop_created.tid, else vtid, else -1).
-    public var tid: Int64 = -1
-    /// Its thread's name.
-    public var threadName = ""
-    /// The process name.
-    public var procname = ""
-    /// First and last event of this loop.
-    public var first: Int64 = .max, last: Int64 = .min
-}
-
 /// Receives what the loop model reconstructs (every method has a default that ignores it: a sink
 /// implements what it uses).
 public protocol LoopModelSink: AnyObject {
@@ -220,7 +97,7 @@ public final class LoopModel {
         init(key: LoopKey) { info = LoopInfo(key: key) }
         deinit { callouts.deallocate() }
     }
-    private var states: [State] = []
+    var states: [State] = []
     /// `states`' index of each loop.
     private var numbering = LoopNumbering()
     private var lastKey = LoopKey(pid: .min, loop: .max)
@@ -229,7 +106,12 @@ public final class LoopModel {
     private var itemNames: [NameKey: Int32] = [:]
     /// Process names: the `procname` of each process's main thread (tid == pid). LTTng's procname
     /// is per thread, so a loop on a named worker thread still belongs to its process's name.
-    private var processNames: [Int64: Int32] = [:]
+    var processNames: [Int64: Int32] = [:]
+    /// Named blocks described (`item_info`) and not yet performed.
+    var pendingBlockNames: [BlockKey: Int32] = [:]
+    struct BlockKey: Hashable { var pid: Int64; var item: UInt64 }
+    /// The name id of `(unnamed)` (-1 until needed).
+    var unnamedBlock: Int32 = -1
     private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64, seq: Int64)]] = [:]
     private struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind }
     /// A signal is performed once, by whichever loop gets to it first: pending signals are kept per
@@ -342,7 +224,7 @@ public final class LoopModel {
     /// Names an item (the cache written through, so it never holds an older name). Out of line: an
     /// item is named once, and inlined at its three call sites it grew the per-event closure.
     @inline(never)
-    private func setName(_ id: Int32, pid: Int64, item: UInt64, kind: CalloutKind) {
+    func setName(_ id: Int32, pid: Int64, item: UInt64, kind: CalloutKind) {
         let k = NameKey(pid: pid, item: item, kind: kind)
         itemNames[k] = id
         let slot = nameSlot(k)
@@ -515,7 +397,7 @@ public final class LoopModel {
         }
         if !s.procResolved && e.procname >= 0 { resolveProcname(s, e) }
         if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed,
-           e.kind != .hangBegin, e.kind != .hangStack, e.kind != .hangEnd {
+           e.kind != .hangBegin, e.kind != .hangStack, e.kind != .hangEnd, e.kind != .loopInfo, e.kind != .itemInfo, e.kind != .calloutCpu {
             s.info.tid = e.vtid
         }
         switch e.kind {
@@ -542,7 +424,7 @@ public final class LoopModel {
             s.open += 1
         case .iterationEnd:
             var idx = s.open - 1
-            while idx >= 0 && s.stack[idx].number != e.iteration { idx -= 1 }
+            if e.iteration != RunLoopEvent.innermost { while idx >= 0 && s.stack[idx].number != e.iteration { idx -= 1 } }
             guard idx >= 0 else { return }
             // Open iterations above the matching one are discarded (their callouts with them).
             if idx < s.open - 1 { s.callouts.removeAll { $0.iterationIndex > idx } }
@@ -553,7 +435,7 @@ public final class LoopModel {
         case .calloutEntry:
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
             rec.cpuNs = e.cpu
-            if e.calloutKind == .block { rec.blockName = max(0, e.name) } else if e.name >= 0 {
+            if e.calloutKind == .block { rec.blockName = e.name >= 0 ? e.name : takeBlockName(pid: e.pid, item: e.item) } else if e.name >= 0 {
                 setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind)
             }
             s.callouts.append((rec, s.open - 1))
@@ -569,7 +451,8 @@ public final class LoopModel {
             }
         case .calloutExit:
             var idx = s.callouts.count - 1
-            while idx >= 0 && !(s.callouts[idx].record.kind == e.calloutKind && s.callouts[idx].record.item == e.item) { idx -= 1 }
+            let anyItem = e.item == RunLoopEvent.innermost
+            while idx >= 0 && !(s.callouts[idx].record.kind == e.calloutKind && (anyItem || s.callouts[idx].record.item == e.item)) { idx -= 1 }
             guard idx >= 0 else {
                 if now { sink.unmatchedCallout(of: key) }
                 return
@@ -581,6 +464,10 @@ public final class LoopModel {
             rec.cpuNs = min(cpuSpan(rec.cpuNs, e.cpu), rec.duration)
             rec.wholeDurationNs = rec.duration
             let inIteration = iterIdx >= 0 && iterIdx < s.open
+            if rec.sampleElapsedNs > 0 {
+                Self.scaleSample(&rec)
+                if inIteration { s.stack[iterIdx].sampledCpuNs = max(0, s.stack[iterIdx].sampledCpuNs) &+ rec.sampledCpuNs }
+            }
             if inIteration && rec.kind != .observer { s.stack[iterIdx].worked = true }
             guard window.clip(&rec) else { return }
             if inIteration { s.stack[iterIdx].callouts.append(rec) }
@@ -617,6 +504,8 @@ public final class LoopModel {
             if let r = evidence?.record(at: e.c) { deliverHang(r, kind: e.kind, ts: e.ts, now: now, s, key, sink) }
         case .gap:
             break
+        case .loopInfo, .itemInfo, .calloutCpu:
+            applyPool(e, to: s)
         case .source0Signalled, .timerArmed, .itemAdded, .itemRemoved:
             if e.kind == .itemAdded || e.kind == .itemRemoved, e.name > 0 {
                 setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind)
@@ -659,37 +548,4 @@ extension LoopModel {
         }
         pendingSignals.removeAll()
     }
-}
-
-extension IterationRecord {
-    /// Makes a reused record a new open iteration, keeping its arrays' storage.
-    mutating func reuse(key: LoopKey, number: UInt64, begin: Int64, depth: Int, mode: Int32) {
-        self.key = key; self.number = number; self.begin = begin; end = 0; self.depth = depth; self.mode = mode
-        sleeps.removeAll(keepingCapacity: true)
-        callouts.removeAll(keepingCapacity: true)
-        polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false; cpuNs = -1
-        nestedSleepWholeNs = 0; sleepCpuNs = 0; worked = false
-    }
-}
-
-/// `a − b` clamped to the range of `Int64` (for differences with values read from a trace, which
-/// may be anything).
-@inline(__always)
-public func saturatingDifference(_ a: Int64, _ b: Int64) -> Int64 {
-    let (d, o) = a.subtractingReportingOverflow(b)
-    return o ? (b < 0 ? .max : .min) : d
-}
-
-/// `a + b` clamped to the range of `Int64`.
-@inline(__always)
-public func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
-    let (d, o) = a.addingReportingOverflow(b)
-    return o ? (b < 0 ? .min : .max) : d
-}
-
-/// CPU time between two CPU clock readings of one thread (-1 if either is missing, or they are
-/// inconsistent).
-@inline(__always)
-func cpuSpan(_ a: Int64, _ b: Int64) -> Int64 {
-    a >= 0 && b >= a ? b &- a : -1
 }

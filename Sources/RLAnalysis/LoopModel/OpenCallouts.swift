@@ -27,6 +27,7 @@ struct OpenCallouts {
     @inline(__always)
     subscript(i: Int) -> Element {
         get { precondition(i >= 0 && i < count); return base[i] }
+        nonmutating set { precondition(i >= 0 && i < count); base[i] = newValue }
     }
 
     @inline(__always)

@@ -41,6 +41,9 @@ public final class Aggregator: LoopModelSink, NameResolving {
         var cpu: Int64 = 0, cpuKnown = false
         /// Per item (parallel to `itemAcc`): on-CPU time, -1 while unknown.
         var itemCpu: [Int64] = []
+        /// Per item, its longest callout's duration and on-CPU time (the CPU clock context's, else
+        /// the watchdog's reading; -1 unknown).
+        var itemSlowest: [(durationNs: Int64, cpuNs: Int64)] = []
         /// The last iteration to end woke idle: spurious unless the next one works.
         var wokeIdle = false
         var hangs: [HangReport] = []
@@ -136,11 +139,11 @@ public final class Aggregator: LoopModelSink, NameResolving {
             let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
             var h = HangReport(iteration: it.number, beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, busyNs: wholeBusy,
                                culprit: c.map { ref($0, info.key) })
-            if it.cpuNs >= 0 {
-                h.onCpuNs = it.cpuNs
-                // On a busy machine a computing thread still gets a good share of a core; one that
-                // waits (I/O, locks, sleep) gets next to none. A quarter separates them robustly.
-                h.state = it.cpuNs * 4 >= wholeBusy ? "computing" : "blocked"
+            // The CPU clock context's figure, else what the watchdog read of its callouts.
+            let cpu = it.cpuNs >= 0 ? it.cpuNs : it.sampledCpuNs
+            if cpu >= 0 {
+                h.onCpuNs = cpu
+                h.state = cpuState(cpu, busy: wholeBusy)
             }
             l.hangs.append(h)
         }
@@ -208,6 +211,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         let i = itemIndex(ItemKey(c), in: l)
         l.itemAcc[i].add(c.duration)
         if c.cpuNs >= 0 { l.itemCpu[i] = max(0, l.itemCpu[i]) &+ c.cpuNs }
+        if c.duration > l.itemSlowest[i].durationNs { l.itemSlowest[i] = (c.duration, c.cpuNs >= 0 ? c.cpuNs : c.sampledCpuNs) }
     }
 
     /// The index of item `k` in loop `l`'s per-item figures (made on first sight).
@@ -224,6 +228,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
             l.itemKeys.append(k)
             l.itemAcc.append(DurationAccumulator())
             l.itemCpu.append(-1)
+            l.itemSlowest.append((-1, -1))
             l.spinItems.append((0, 0))
         }
         l.cache[slot] = (k, i)
@@ -327,6 +332,8 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
                                   maxNs: a.max, p50Ns: p[0], p99Ns: p[1],
                                   onCpuNs: l.itemCpu[i] >= 0 ? l.itemCpu[i] : nil,
+                                  slowestOnCpuNs: l.itemSlowest[i].cpuNs >= 0 ? l.itemSlowest[i].cpuNs : nil,
+                                  slowestState: l.itemSlowest[i].cpuNs >= 0 ? cpuState(l.itemSlowest[i].cpuNs, busy: l.itemSlowest[i].durationNs) : nil,
                                   distribution: distributions ? distributionPairs(a) : nil)
             }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
             func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
@@ -383,3 +390,9 @@ func bucketDictionary(_ counts: ArraySlice<Int>) -> [String: Int] {
     return d
 }
 
+/// What on-CPU time `cpu` over busy time `busy` says: on a busy machine a computing thread still
+/// gets a good share of a core; one that waits (I/O, locks, sleep) gets next to none. A quarter
+/// separates them robustly.
+func cpuState(_ cpu: Int64, busy: Int64) -> String {
+    cpu &* 4 >= busy ? "computing" : "blocked"
+}

@@ -95,6 +95,10 @@ public struct ItemReport: Codable, Sendable {
     public var count: Int, totalNs: Int64, maxNs: Int64, p50Ns: Int64, p99Ns: Int64
     /// On-CPU time of its callouts (the thread's CPU clock; absent without that context).
     public var onCpuNs: Int64? = nil
+    /// On-CPU time of its longest callout — the CPU clock context's, else the hang watchdog's
+    /// reading (`callout_cpu`, for callouts of two watchdog ticks or more) — and what it says:
+    /// `computing` (on CPU for at least a quarter of it) or `blocked`; absent when unknown.
+    public var slowestOnCpuNs: Int64? = nil, slowestState: String? = nil
     /// Its durations as `[valueNs, count]` pairs, ascending: exact up to 32 values, HdrHistogram
     /// bucket medians beyond (only with `report --format json --distributions`; for `rltrace diff`).
     public var distribution: [[Int64]]? = nil
@@ -125,7 +129,8 @@ public struct HangReport: Codable, Sendable {
     /// Its longest callout.
     public var culprit: CalloutRef?
     /// On-CPU time of the loop's thread during it, and what that says: `computing` (on CPU for at
-    /// least a quarter of its busy time) or `blocked` (absent without a CPU clock context).
+    /// least a quarter of its busy time) or `blocked`. From the CPU clock context, else from the
+    /// hang watchdog's readings of its callouts (`callout_cpu`); absent when neither is recorded.
     public var onCpuNs: Int64? = nil, state: String? = nil
     /// What the program's hang watchdog reported (`runloop:hang_begin`/`hang_end`; absent for a
     /// hang found only from the iteration's duration).

@@ -32,7 +32,8 @@ public struct TextReportRenderer {
             }
             for i in l.items where i.maxNs >= slowCalloutNs && i.kind != "observer" {
                 if l.hangs.contains(where: { $0.culprit?.item == i.item && $0.culprit?.kind == i.kind }) && i.count == 1 { continue }
-                findings.append("SLOW CALLOUT \(who): \(i.kind) \"\(UntrustedText.terminal(i.name))\" max \(formatDuration(i.maxNs)), p50 \(formatDuration(i.p50Ns)), \(i.count)×, total \(formatDuration(i.totalNs))")
+                let cpu = i.slowestOnCpuNs.map { " (on CPU \(formatDuration($0)): \(i.slowestState ?? ""))" } ?? ""
+                findings.append("SLOW CALLOUT \(who): \(i.kind) \"\(UntrustedText.terminal(i.name))\" max \(formatDuration(i.maxNs))\(cpu), p50 \(formatDuration(i.p50Ns)), \(i.count)×, total \(formatDuration(i.totalNs))")
             }
             for t in l.timerLateness where t.maxNs >= lateTimerNs {
                 findings.append("LATE TIMER \(who): \"\(UntrustedText.terminal(t.name))\" up to \(formatDuration(t.maxNs)) late (p50 \(formatDuration(t.p50Ns)), \(t.count) fires)")

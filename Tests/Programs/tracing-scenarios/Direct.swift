@@ -16,7 +16,7 @@ struct ExpectedEvent: Codable {
 /// The test compares that log, field by field, with babeltrace2's reading of the trace.
 enum DirectScenario {
     // The labels the trace must show: RunLoopSchema's enumerations (SchemaTests checks them against the header).
-    static let activityLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.activity.enumerators.map { (UInt32($0.value), $0.label) })
+    static let activityLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.activity.enumerators.map { (UInt8($0.value), $0.label) })
     static let kindLabels = Dictionary(uniqueKeysWithValues: RLTraceCalloutKind.allCases.map { ($0, $0.label) })
     static let reasonLabels = Dictionary(uniqueKeysWithValues: RLTraceWakeReason.allCases.map { ($0, $0.label) })
     static let resultLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.runResult.enumerators.map { (UInt8($0.value), $0.label) })
@@ -30,7 +30,7 @@ enum DirectScenario {
         let names = ["work", "name with spaces", "ünïcødé ⏱", "", String(repeating: "long-", count: 60) + "end",
                      "tab\there"]
         func name() -> String { names.randomElement(using: &rng)! }
-        let stringFields: Set<String> = ["name", "thread_name", "mode", "item_name"]
+        let stringFields: Set<String> = ["name", "thread_name", "mode", "item_name", "procname"]
         func emit(_ event: String, _ fields: [String: String], labels: [String: String] = [:]) {
             var f = fields
             for k in stringFields where f[k] == "" { f[k] = "(unnamed)" }
@@ -62,100 +62,111 @@ enum DirectScenario {
             emit("iteration_begin", ["loop_id": "\(loop)", "iteration": "\(it)"])
             for handled in [true, false] {
                 let callouts = UInt32.random(in: 0...UInt32.max, using: &rng)
-                RLTrace.iterationEnd(loop: loop, iteration: it, handledSource: handled, callouts: callouts)
-                emit("iteration_end", ["loop_id": "\(loop)", "iteration": "\(it)", "handled_source": handled ? "1" : "0",
-                                       "callouts": "\(callouts)"])
+                RLTrace.iterationEnd(loop: loop, handledSource: handled, callouts: callouts)
+                emit("iteration_end", ["loop_id": "\(loop)", "handled_source": handled ? "1" : "0", "callouts": "\(callouts)"])
             }
         }
         for activity in activityLabels.keys.sorted() {
-            let it = u64(), item = u64(), n = name()
-            RLTrace.observerEntry(loop: loop, iteration: it, item: item, name: n, activity: activity)
-            RLTrace.observerExit(loop: loop, iteration: it, item: item, name: n, activity: activity)
-            for ev in ["observer_entry", "observer_exit"] {
-                emit(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n, "activity": "\(activity)"],
-                     labels: ["activity": activityLabels[activity]!])
-            }
+            let item = u64()
+            RLTrace.observerEntry(loop: loop, item: item, activity: activity)
+            RLTrace.observerExit(loop: loop)
+            emit("observer_entry", ["loop_id": "\(loop)", "item_id": "\(item)", "activity": "\(activity)"],
+                 labels: ["activity": activityLabels[activity]!])
+            emit("observer_exit", ["loop_id": "\(loop)"])
         }
         do {
-            let it = u64(), item = u64(), n = name()
-            RLTrace.source0Entry(loop: loop, iteration: it, item: item, name: n)
-            RLTrace.source0Exit(loop: loop, iteration: it, item: item, name: n)
-            for ev in ["source0_entry", "source0_exit"] {
-                emit(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n])
-            }
+            let item = u64()
+            RLTrace.source0Entry(loop: loop, item: item)
+            RLTrace.source0Exit(loop: loop)
+            emit("source0_entry", ["loop_id": "\(loop)", "item_id": "\(item)"])
+            emit("source0_exit", ["loop_id": "\(loop)"])
         }
         for events in [UInt32(0x1), 0x4, 0x19, UInt32.max] {
-            let it = u64(), item = u64(), n = name(), fd = Int32.random(in: 0...65535, using: &rng)
-            RLTrace.source1Entry(loop: loop, iteration: it, item: item, name: n, fd: fd, events: events)
-            RLTrace.source1Exit(loop: loop, iteration: it, item: item, name: n, fd: fd, events: events)
-            for ev in ["source1_entry", "source1_exit"] {
-                emit(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n, "fd": "\(fd)", "events": "\(events)"])
-            }
+            let item = u64(), fd = Int32.random(in: 0...65535, using: &rng)
+            RLTrace.source1Entry(loop: loop, item: item, fd: fd, events: events)
+            RLTrace.source1Exit(loop: loop)
+            emit("source1_entry", ["loop_id": "\(loop)", "item_id": "\(item)", "fd": "\(fd)", "events": "\(events)"])
+            emit("source1_exit", ["loop_id": "\(loop)"])
         }
         do {
-            let it = u64(), item = u64(), n = name(), scheduled = u64()
-            RLTrace.timerEntry(loop: loop, iteration: it, item: item, name: n, scheduledNs: scheduled)
-            RLTrace.timerExit(loop: loop, iteration: it, item: item, name: n, scheduledNs: scheduled)
-            for ev in ["timer_entry", "timer_exit"] {
-                emit(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n, "scheduled_ns": "\(scheduled)"])
-            }
+            let item = u64(), scheduled = u64()
+            RLTrace.timerEntry(loop: loop, item: item, scheduledNs: scheduled)
+            RLTrace.timerExit(loop: loop)
+            emit("timer_entry", ["loop_id": "\(loop)", "item_id": "\(item)", "scheduled_ns": "\(scheduled)"])
+            emit("timer_exit", ["loop_id": "\(loop)"])
         }
         do {
-            let it = u64()
-            RLTrace.mainQueueEntry(loop: loop, iteration: it)
-            RLTrace.mainQueueExit(loop: loop, iteration: it)
-            emit("main_queue_entry", ["loop_id": "\(loop)", "iteration": "\(it)"])
-            emit("main_queue_exit", ["loop_id": "\(loop)", "iteration": "\(it)"])
+            RLTrace.mainQueueEntry(loop: loop)
+            RLTrace.mainQueueExit(loop: loop)
+            emit("main_queue_entry", ["loop_id": "\(loop)"])
+            emit("main_queue_exit", ["loop_id": "\(loop)"])
         }
-        do {
-            let it = u64(), item = u64(), n = name()
-            RLTrace.blockEntry(loop: loop, iteration: it, item: item, name: n)
-            RLTrace.blockExit(loop: loop, iteration: it, item: item, name: n)
-            for ev in ["block_entry", "block_exit"] {
-                emit(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n])
+        // A block: a named one is described (item_info, kind block) just before its entry; an
+        // unnamed one is not.
+        for n in ["", name().isEmpty ? "work" : name()] {
+            let item = u64()
+            RLTrace.blockEntry(loop: loop, item: item, name: n)
+            RLTrace.blockExit(loop: loop)
+            if !n.isEmpty {
+                emit("item_info", ["loop_id": "\(loop)", "kind": "\(RLTraceCalloutKind.block.rawValue)", "item_id": "\(item)",
+                                   "order": "0", "name": n, "mode": ""], labels: ["kind": kindLabels[.block]!])
             }
+            emit("block_entry", ["loop_id": "\(loop)", "item_id": "\(item)"])
+            emit("block_exit", ["loop_id": "\(loop)"])
         }
         for timeout in [Int64(-1), 0, Int64.random(in: 1...Int64.max, using: &rng)] {
-            let it = u64(), deadline = timeout == -1 ? 0 : u64()
-            RLTrace.sleepBegin(loop: loop, iteration: it, timeoutNs: timeout, deadlineNs: deadline)
-            emit("sleep_begin", ["loop_id": "\(loop)", "iteration": "\(it)", "timeout_ns": "\(timeout)", "deadline_ns": "\(deadline)"])
+            let deadline = timeout == -1 ? 0 : u64()
+            RLTrace.sleepBegin(loop: loop, timeoutNs: timeout, deadlineNs: deadline)
+            emit("sleep_begin", ["loop_id": "\(loop)", "timeout_ns": "\(timeout)", "deadline_ns": "\(deadline)"])
         }
         for reason in RLTraceWakeReason.allCases {
-            let it = u64(), fd: Int32 = reason == .source1 ? Int32.random(in: 0...1000, using: &rng) : -1, slept = u64()
-            RLTrace.wake(loop: loop, iteration: it, reason: reason, fd: fd, sleptNs: slept)
-            emit("wake", ["loop_id": "\(loop)", "iteration": "\(it)", "reason": "\(reason.rawValue)", "fd": "\(fd)", "slept_ns": "\(slept)"],
+            let fd: Int32 = reason == .source1 ? Int32.random(in: 0...1000, using: &rng) : -1, slept = u64()
+            RLTrace.wake(loop: loop, reason: reason, fd: fd, sleptNs: slept)
+            emit("wake", ["loop_id": "\(loop)", "reason": "\(reason.rawValue)", "fd": "\(fd)", "slept_ns": "\(slept)"],
                  labels: ["reason": reasonLabels[reason]!])
         }
         let myTid = currentThreadID()
         for accepted in [true, false] {
-            let it = u64()
-            RLTrace.wakeUpRequested(loop: loop, iteration: it, accepted: accepted)
-            emit("wakeup_requested", ["loop_id": "\(loop)", "iteration": "\(it)", "accepted": accepted ? "1" : "0",
-                                      "caller_tid": "\(myTid)"])
+            RLTrace.wakeUpRequested(loop: loop, accepted: accepted)
+            emit("wakeup_requested", ["loop_id": "\(loop)", "accepted": accepted ? "1" : "0", "caller_tid": "\(myTid)"])
         }
         do {
-            let it = u64(), item = u64(), n = name(), seq = u64()
-            RLTrace.source0Signalled(loop: loop, iteration: it, item: item, name: n, signalSeq: seq)
-            emit("source0_signalled", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n,
-                                       "signal_seq": "\(seq)", "caller_tid": "\(myTid)"])
+            let item = u64(), seq = u64()
+            RLTrace.source0Signalled(loop: loop, item: item, signalSeq: seq)
+            emit("source0_signalled", ["loop_id": "\(loop)", "item_id": "\(item)", "signal_seq": "\(seq)", "caller_tid": "\(myTid)"])
             // From another thread: caller_tid must be that thread's.
             let box = TidBox()
             let t = Thread {
                 let tid = currentThreadID()
-                RLTrace.source0Signalled(loop: loop, iteration: it, item: item, name: n, signalSeq: seq)
+                RLTrace.source0Signalled(loop: loop, item: item, signalSeq: seq)
                 box.set(tid)
             }
             t.start()
             while box.get() == 0 { usleep(1000) }
-            emit("source0_signalled", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n,
-                                       "signal_seq": "\(seq)", "caller_tid": "\(box.get())"])
+            emit("source0_signalled", ["loop_id": "\(loop)", "item_id": "\(item)", "signal_seq": "\(seq)", "caller_tid": "\(box.get())"])
         }
         do {
-            let it = u64(), item = u64(), n = name(), fire = u64(), interval = u64(), missed = u64()
-            RLTrace.timerArmed(loop: loop, iteration: it, item: item, name: n, fireNs: fire, intervalNs: interval,
-                               missedFires: missed)
-            emit("timer_armed", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": n,
-                                 "fire_ns": "\(fire)", "interval_ns": "\(interval)", "missed_fires": "\(missed)"])
+            let item = u64(), fire = u64(), interval = u64(), missed = UInt32.random(in: 0...UInt32.max, using: &rng)
+            RLTrace.timerArmed(loop: loop, item: item, fireNs: fire, intervalNs: interval, missedFires: missed)
+            emit("timer_armed", ["loop_id": "\(loop)", "item_id": "\(item)", "fire_ns": "\(fire)", "interval_ns": "\(interval)",
+                                 "missed_fires": "\(missed)"])
+        }
+        // The constant pools and the watchdog's CPU readings.
+        do {
+            let pid = Int32.random(in: 1...Int32.max, using: &rng), ltid = Int32.random(in: 1...Int32.max, using: &rng)
+            let proc = name(), thread = name()
+            RLTrace.loopInfo(loop: loop, pid: pid, tid: ltid, procname: proc, threadName: thread)
+            emit("loop_info", ["loop_id": "\(loop)", "pid": "\(pid)", "tid": "\(ltid)", "procname": proc, "thread_name": thread])
+        }
+        for kind in RLTraceCalloutKind.allCases {
+            let item = u64(), order = Int64.random(in: Int64.min...Int64.max, using: &rng), n = name(), mode = name()
+            RLTrace.itemInfo(loop: loop, kind: kind, item: item, order: order, name: n, mode: mode)
+            emit("item_info", ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "order": "\(order)",
+                               "name": n, "mode": mode], labels: ["kind": kindLabels[kind]!])
+            let elapsed = u64(), cpu = u64()
+            RLTrace.calloutCPU(loop: loop, kind: kind, item: item, elapsedNs: elapsed, cpuNs: cpu)
+            emit("callout_cpu", ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "elapsed_ns": "\(elapsed)",
+                                 "cpu_ns": "\(cpu)"], labels: ["kind": kindLabels[kind]!])
         }
         for kind in RLTraceCalloutKind.allCases {
             let it = u64(), item = u64(), n = name(), mode = name()
@@ -198,7 +209,7 @@ enum DirectScenario {
         RLTrace.loopDestroyed(loop: loop, iteration: destroyedAt, tid: tid)
         emit("loop_destroyed", ["loop_id": "\(loop)", "iteration": "\(destroyedAt)", "tid": "\(tid)"])
 
-        // How many events a session records right now (all 25 under `runloop:*`, none without a daemon).
+        // How many events a session records right now (all of them under `runloop:*`, none without a daemon).
         print("ENABLED \(RLTraceEvent.allCases.filter { RLTrace.isEnabled($0) }.count)")
         print("CALLOUTS_TRACED \(RLTraceCalloutKind.allCases.filter { RLTrace.isCalloutTraced($0) }.count)")
         let encoder = JSONEncoder()

@@ -7,11 +7,11 @@ import RunLoopTracing
 /// string that does not fit in the room left is written after what is staged (staged again if it
 /// fits once that is written out, else with lttng-ust's byte-by-byte strcpy), and so is a number
 /// that does not fit; "" is passed as NULL and recorded as "(unnamed)". Every name is recorded by
-/// block_entry/block_exit (three integers before the string), timer_entry (one after),
-/// item_added (an enumeration among the integers, two strings), observer_entry (an enumeration
-/// after), source1_entry (an int32 and a hex field after), hang_begin (integers and an enumeration
-/// before, three integers after), source0_signalled, timer_armed, run_enter, run_exit (an
-/// enumeration after the mode) and loop_created (an int32 before), with extreme integer values.
+/// item_info (a named block's, and an item's: an enumeration among 25 bytes of integers before two
+/// strings), loop_info (two int32s before two strings), item_added (an enumeration among the
+/// integers, two strings), hang_begin (integers and an enumeration before, three integers after),
+/// run_enter, run_exit (an enumeration after the mode) and loop_created (an int32 before), with
+/// extreme integer values.
 /// Prints `EXPECT {json}` per event.
 enum NamesScenario {
     static let names: [String] = [
@@ -20,10 +20,10 @@ enum NamesScenario {
         String(repeating: "n", count: 254), String(repeating: "m", count: 255),
         String(repeating: "o", count: 256), String(repeating: "p", count: 300),
         String(repeating: "é", count: 128),                                      // 256 UTF-8 bytes
-        // block_entry: 24 bytes of integers, then the string (strlen + 1) in a 512-byte buffer:
-        // strlen 487 is the last that fits after them (and fills it: timer_entry's next integer
-        // goes out on its own); 488 goes out after the integers, staged again; 511 is the last
-        // to be staged; 512 and longer are written by strcpy.
+        // item_info: 25 bytes of integers, then the string (strlen + 1) in a 512-byte buffer:
+        // strlen 486 is the last that fits after them (and fills it: the mode goes out on its
+        // own); 487 goes out after the integers, staged again; 511 is the last to be staged; 512
+        // and longer are written by strcpy.
         String(repeating: "q", count: 486), String(repeating: "r", count: 487),
         String(repeating: "s", count: 488), String(repeating: "t", count: 489),
         String(repeating: "u", count: 511), String(repeating: "v", count: 512),
@@ -31,8 +31,6 @@ enum NamesScenario {
         String(repeating: "ß", count: 256),                                      // 512 UTF-8 bytes
     ]
 
-    static let activities: [UInt32] = [1, 2, 4, 32, 64, 128]
-    static let activityLabels = ["entry", "before_timers", "before_sources", "before_waiting", "after_waiting", "exit"]
 
     static func run() {
         let encoder = JSONEncoder()
@@ -55,29 +53,28 @@ enum NamesScenario {
             let name = recorded(n)
             let mode = names[names.count - 1 - i]
 
-            RLTrace.blockEntry(loop: loop, iteration: it, item: item, name: n)
-            RLTrace.blockExit(loop: loop, iteration: it, item: item, name: n)
-            for ev in ["block_entry", "block_exit"] {
-                expect(ev, ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name])
+            // A named block: its item_info (kind block, mode "" recorded "(unnamed)"), then its entry.
+            RLTrace.blockEntry(loop: loop, item: item, name: n)
+            RLTrace.blockExit(loop: loop)
+            if !n.isEmpty {
+                expect("item_info", ["loop_id": "\(loop)", "kind": "\(RLTraceCalloutKind.block.rawValue)", "item_id": "\(item)",
+                                     "order": "0", "name": name, "mode": "(unnamed)"], labels: ["kind": "block"])
             }
-            RLTrace.timerEntry(loop: loop, iteration: it, item: item, name: n, scheduledNs: u64)
-            expect("timer_entry", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name, "scheduled_ns": "\(u64)"])
+            expect("block_entry", ["loop_id": "\(loop)", "item_id": "\(item)"])
+            expect("block_exit", ["loop_id": "\(loop)"])
 
             let kind = RLTraceCalloutKind.allCases[i % RLTraceCalloutKind.allCases.count]
+            RLTrace.itemInfo(loop: loop, kind: kind, item: item, order: i64, name: n, mode: mode)
+            expect("item_info", ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "order": "\(i64)",
+                                 "name": name, "mode": recorded(mode)], labels: ["kind": kind.label])
+
+            RLTrace.loopInfo(loop: loop, pid: i32, tid: i32, procname: mode, threadName: n)
+            expect("loop_info", ["loop_id": "\(loop)", "pid": "\(i32)", "tid": "\(i32)", "procname": recorded(mode), "thread_name": name])
+
             RLTrace.itemAdded(loop: loop, iteration: it, kind: kind, item: item, name: n, mode: mode)
             expect("item_added", ["loop_id": "\(loop)", "iteration": "\(it)", "kind": "\(kind.rawValue)", "item_id": "\(item)",
                                   "name": name, "mode": recorded(mode)],
                    labels: ["kind": kind.label])
-
-            let a = i % activities.count
-            RLTrace.observerEntry(loop: loop, iteration: it, item: item, name: n, activity: activities[a])
-            expect("observer_entry", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
-                                      "activity": "\(activities[a])"],
-                   labels: ["activity": activityLabels[a]])
-
-            RLTrace.source1Entry(loop: loop, iteration: it, item: item, name: n, fd: i32, events: u32)
-            expect("source1_entry", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
-                                     "fd": "\(i32)", "events": "\(u32)"])
 
             RLTrace.hangBegin(loop: loop, iteration: it, hangID: u64, kind: kind, item: item, name: n,
                               thresholdNs: UInt64(i), elapsedNs: u64, loopTid: i32)
@@ -85,14 +82,6 @@ enum NamesScenario {
                                   "item_id": "\(item)", "item_name": name, "threshold_ns": "\(i)", "elapsed_ns": "\(u64)",
                                   "loop_tid": "\(i32)"],
                    labels: ["kind": kind.label])
-
-            RLTrace.source0Signalled(loop: loop, iteration: it, item: item, name: n, signalSeq: u64)
-            expect("source0_signalled", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
-                                         "signal_seq": "\(u64)", "caller_tid": "\(myTid)"])
-
-            RLTrace.timerArmed(loop: loop, iteration: it, item: item, name: n, fireNs: u64, intervalNs: UInt64(i), missedFires: .max)
-            expect("timer_armed", ["loop_id": "\(loop)", "iteration": "\(it)", "item_id": "\(item)", "name": name,
-                                   "fire_ns": "\(u64)", "interval_ns": "\(i)", "missed_fires": "\(UInt64.max)"])
 
             RLTrace.runEnter(loop: loop, iteration: it, mode: n, timeoutNs: i64, returnAfterSourceHandled: big, depth: u32)
             expect("run_enter", ["loop_id": "\(loop)", "iteration": "\(it)", "mode": name, "timeout_ns": "\(i64)",

@@ -1,0 +1,53 @@
+/// The loop model's part of the constant pools and of the watchdog's CPU readings
+/// (docs/tracepoints.md, "Constant pools"): since callout events carry ids only, a loop's process
+/// and thread come from `loop_created` / `loop_info` and an item's name from `item_added` /
+/// `item_info`; a long callout's on-CPU time from the watchdog's `callout_cpu` readings.
+extension LoopModel {
+    /// A `loop_info`, `item_info` or `callout_cpu` event of loop `s`.
+    func applyPool(_ e: RunLoopEvent, to s: State) {
+        switch e.kind {
+        case .loopInfo:
+            if e.a >= 0 { s.info.tid = e.a }
+            if e.name > 0 { s.info.threadName = names[e.name] }
+            // The process's own name (its main thread's), authoritative for every loop of it.
+            if e.procname > 0 {
+                processNames[e.pid] = e.procname
+                for o in states where o.info.key.pid == e.pid {
+                    o.procname = e.procname; o.info.procname = names[e.procname]; o.procResolved = true
+                }
+            }
+        case .itemInfo:
+            // A named block's description comes just before its entry, which takes it.
+            if e.calloutKind == .block { if e.name > 0 { pendingBlockNames[BlockKey(pid: e.pid, item: e.item)] = e.name } }
+            else if e.name > 0 { setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind) }
+        case .calloutCpu:
+            // The innermost open callout of that item: the reading covers its last `a` ns.
+            var idx = s.callouts.count - 1
+            while idx >= 0 && !(s.callouts[idx].record.kind == e.calloutKind && s.callouts[idx].record.item == e.item) { idx -= 1 }
+            guard idx >= 0, e.a > 0, e.b >= 0 else { return }
+            s.callouts[idx].record.sampleElapsedNs = e.a
+            s.callouts[idx].record.sampledCpuNs = e.b
+        default:
+            break
+        }
+    }
+
+    /// The name a block's `item_info` gave it (taken: each block is performed once), else
+    /// `(unnamed)`, as the provider records an unnamed item's name.
+    func takeBlockName(pid: Int64, item: UInt64) -> Int32 {
+        if !pendingBlockNames.isEmpty, let n = pendingBlockNames.removeValue(forKey: BlockKey(pid: pid, item: item)) { return n }
+        if unnamedBlock < 0 { unnamedBlock = names.intern("(unnamed)") }
+        return unnamedBlock
+    }
+
+    /// A closed callout's reading, scaled to its whole duration (the reading covers all of it but
+    /// the time before the watchdog first saw it, under one tick, and after the last reading),
+    /// never more than its duration.
+    @inline(never)
+    static func scaleSample(_ rec: inout CalloutRecord) {
+        let elapsed = Double(rec.sampleElapsedNs), cpu = Double(max(0, rec.sampledCpuNs))
+        let whole = Double(max(0, rec.duration))
+        rec.sampledCpuNs = Int64(min(whole, cpu / elapsed * whole))
+        rec.sampleElapsedNs = 0
+    }
+}
