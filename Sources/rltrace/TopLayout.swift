@@ -77,16 +77,25 @@ struct TopLayout {
         }
         var l = cells.joined(separator: " ") + "  "
         if let h = r.hang {
-            l += "▶ HANG \(formatDuration(h.durationNs)) \(UntrustedText.terminal(h.kind))\(h.name.isEmpty ? "" : " \"\(UntrustedText.terminal(h.name))\"") (\(UntrustedText.terminal(h.source)))"
+            l += "▶ HANG \(formatDuration(h.durationNs)) \(UntrustedText.terminal(h.kind))\(h.name.isEmpty ? "" : " \"\(UntrustedText.terminal(h.name))\"") (\(UntrustedText.terminal(h.source))\(Self.cpuNote(h)))"
         } else if let w = r.worst {
             l += "\(UntrustedText.terminal(w.kind)) \"\(UntrustedText.terminal(w.name))\" \(formatDuration(w.durationNs))"
         } else {
             l += "-"
         }
         if !r.hangs.isEmpty {
-            l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map { "\(UntrustedText.terminal($0.kind)) \"\(UntrustedText.terminal($0.name))\" \(formatDuration($0.durationNs))" }.joined(separator: ", ") + "]"
+            l += "  [hang\(r.hangs.count == 1 ? "" : "s"): " + r.hangs.map {
+                "\(UntrustedText.terminal($0.kind)) \"\(UntrustedText.terminal($0.name))\" \(formatDuration($0.durationNs))"
+                    + ($0.state.map { s in " \(s)" } ?? "")
+            }.joined(separator: ", ") + "]"
         }
         return l
+    }
+
+    /// `, on CPU 3ms: blocked` when the hang's CPU time is known.
+    static func cpuNote(_ h: TopHang) -> String {
+        guard let c = h.onCpuNs, let s = h.state else { return "" }
+        return ", on CPU \(formatDuration(c)): \(s)"
     }
 
     private func pad(_ s: String, _ n: Int, right: Bool) -> String {

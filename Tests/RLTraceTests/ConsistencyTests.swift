@@ -265,27 +265,40 @@ struct ConsistencyTests {
 
     @Test("on-CPU time is never larger than the busy time it is part of: a loop's, a hang's, an item's, whatever the window")
     func onCpuWithinBusy() throws {
-        // Recorded with the thread CPU clock (record's default as root): the CPU time across each
+        // The CPU time across each
         // sleep (the wait's system call, the tracer's work at sleep_begin and wake) is not busy time.
+        // The recordings as `record` makes them by default (no CPU clock context: the watchdog's
+        // readings of long callouts), and one with the thread CPU clock (every callout's).
         let d = try diffRecordings.get()
-        var loopsWithCpu = 0
+        let clocked = try cpuClockRecording.get()
+        var loopsWithCpu = 0, slowestWithCpu = 0
         for window in [[], ["--begin", "1s", "--end", "2s"], ["--end", "500ms"]] {
-            let doc = try jsonObject(try run("rltrace", ["report", "--format", "json", d.base, d.new] + window).out)
-            for l in doc["loops"] as! [[String: Any]] {
-                guard let cpu = l["onCpuNs"] as? Int else { continue }
-                loopsWithCpu += 1
-                #expect(cpu <= l["busyNs"] as! Int, "\(window): loop \(l["loop"]!) on CPU \(cpu) ns, busy \(l["busyNs"]!) ns")
-                for h in l["hangs"] as! [[String: Any]] {
-                    if let c = h["onCpuNs"] as? Int { #expect(c <= h["busyNs"] as! Int, "\(window): hang \(h)") }
-                }
-                for i in l["items"] as! [[String: Any]] {
-                    if let c = i["onCpuNs"] as? Int { #expect(c <= i["totalNs"] as! Int, "\(window): item \(i["name"]!) on CPU \(c) ns of \(i["totalNs"]!) ns") }
+            for inputs in [[d.base, d.new], [clocked]] {
+                let doc = try jsonObject(try run("rltrace", ["report", "--format", "json"] + inputs + window).out)
+                for l in doc["loops"] as! [[String: Any]] {
+                    if let cpu = l["onCpuNs"] as? Int {
+                        loopsWithCpu += 1
+                        #expect(cpu <= l["busyNs"] as! Int, "\(window): loop \(l["loop"]!) on CPU \(cpu) ns, busy \(l["busyNs"]!) ns")
+                    }
+                    for h in l["hangs"] as! [[String: Any]] {
+                        if let c = h["onCpuNs"] as? Int { #expect(c <= h["busyNs"] as! Int, "\(window): hang \(h)") }
+                    }
+                    for i in l["items"] as! [[String: Any]] {
+                        if let c = i["onCpuNs"] as? Int { #expect(c <= i["totalNs"] as! Int, "\(window): item \(i["name"]!) on CPU \(c) ns of \(i["totalNs"]!) ns") }
+                        if let c = i["slowestOnCpuNs"] as? Int {
+                            slowestWithCpu += 1
+                            #expect(c <= i["maxNs"] as! Int, "\(window): item \(i["name"]!) slowest on CPU \(c) ns, max \(i["maxNs"]!) ns")
+                        }
+                    }
                 }
             }
-            let text = try run("rltrace", ["report", d.base, d.new] + window).out
+            let text = try run("rltrace", ["report", clocked] + window).out
             #expect(text.contains("(on CPU while busy "), "the text says what the figure covers")
         }
-        #expect(loopsWithCpu >= 6, "the recordings have the thread CPU clock")
+        #expect(loopsWithCpu >= 3, "the clocked recording has the thread CPU clock")
+        // The injected 50 ms slow callouts of NEW are read by the watchdog in every window that
+        // holds one whole: at least in the whole trace.
+        #expect(slowestWithCpu >= 2, "the watchdog read the long callouts")
     }
 
     @Test("diff selects as every command does: items of the selected kind only, nothing selected is exit 4, a report input refuses a selection")
@@ -355,4 +368,15 @@ struct ConsistencyTests {
         }
         #expect(first + second == whole + across, "\(window): \(first) + \(second) against \(whole) + \(across) across +\(mid)ns")
     }
+}
+
+/// rl-example recorded with the thread CPU clock context (`--context perf:thread:task-clock`):
+/// every callout's and iteration's on-CPU time.
+let cpuClockRecording: Result<String, Error> = Result {
+    let dir = NSTemporaryDirectory() + "rltrace-cpuclock-\(getpid())"
+    try? FileManager.default.removeItem(atPath: dir)
+    let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--context", "perf:thread:task-clock", "--",
+                                binDir.appendingPathComponent("rl-example").path, "--duration", "20", "--requests", "1000"])
+    guard r.status == 0 else { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "record failed: \(r.err)"]) }
+    return dir
 }

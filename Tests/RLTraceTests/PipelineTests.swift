@@ -258,13 +258,14 @@ struct PipelineTests {
     }
 
     @Test func onCPUTimeTellsComputingFromBlocking() throws {
-        // rlc-scenarios oncpu: timer "compute" spins 120 ms, timer "block" sleeps 120 ms. `record`
-        // adds the thread CPU clock context by default (root here).
+        // rlc-scenarios oncpu: timer "compute" spins 120 ms, timer "block" sleeps 120 ms, recorded
+        // with the thread CPU clock context (every callout's CPU time).
         let dir = NSTemporaryDirectory() + "rltrace-oncpu-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let stealBefore = cpuTicks()?.steal ?? 0
-        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "oncpu"])
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--context", "perf:thread:task-clock", "--",
+                                    binDir.appendingPathComponent("rlc-scenarios").path, "oncpu"])
         let steal = ((cpuTicks()?.steal ?? 0) - stealBefore) * 10_000_000   // ticks of 10 ms, all vCPUs
         #expect(r.status == 0, "\(r.err)")
         let j = try run("rltrace", ["report", "--format", "json", "--hang-threshold", "100ms", dir])
@@ -278,19 +279,56 @@ struct PipelineTests {
         // the recorded figure may exceed 120 ms by the steal of the run (seen: 130 ms, with steal).
         #expect(compute >= 119_000_000 && compute < 125_000_000 + steal && block < 12_000_000,
                 "compute \(compute) ns, block \(block) ns on CPU, \(steal) ns stolen from the vCPUs meanwhile")
+        try Self.expectComputingAndBlockedHangs(loop, dir: dir)
+        // Without the context, no on-CPU totals (the demo fixture has none).
+        #expect(!(try run("rltrace", ["report", "--format", "json", demoTrace]).out.contains("onCpuNs")))
+    }
+
+    /// As `record` records by default (no context): the hang watchdog reads the CPU time of long
+    /// callouts (`callout_cpu`), which tells the spinning hang from the sleeping one, with on-CPU
+    /// figures for each and for each item's longest callout — and no per-item totals.
+    @Test func theWatchdogsReadingsTellComputingFromBlockingByDefault() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-oncpu-default-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try run("rltrace", ["record", "-o", dir, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "oncpu"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(!(try run("rltrace", ["dump", dir]).out.contains("perf_thread_task_clock")), "no context by default")
+        let j = try run("rltrace", ["report", "--format", "json", "--hang-threshold", "100ms", dir])
+        let doc = try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as! [String: Any]
+        let loop = try #require((doc["loops"] as! [[String: Any]]).first)
+        let items = Dictionary(uniqueKeysWithValues: (loop["items"] as! [[String: Any]]).map { ($0["name"] as! String, $0) })
+        #expect(items["compute"]?["onCpuNs"] == nil && items["block"]?["onCpuNs"] == nil, "no totals without the context")
+        // The readings cover all but the first tick (5 ms) of a callout: scaled to the whole,
+        // "compute" (120 ms of CPU) reads ≥ 100 ms, "block" (asleep) next to nothing.
+        let compute = try #require(items["compute"]?["slowestOnCpuNs"] as? Int64)
+        let block = try #require(items["block"]?["slowestOnCpuNs"] as? Int64)
+        #expect(compute >= 100_000_000 && block < 12_000_000, "compute \(compute) ns, block \(block) ns")
+        // The quarter rule on the callout's duration (a loaded machine stretches the spin's wall
+        // time, not its CPU time: "compute" may then be blocked as often as computing).
+        let computeMax = try #require(items["compute"]?["maxNs"] as? Int64)
+        #expect(items["compute"]?["slowestState"] as? String == (compute * 4 >= computeMax ? "computing" : "blocked"))
+        #expect(items["block"]?["slowestState"] as? String == "blocked")
+        try Self.expectComputingAndBlockedHangs(loop, dir: dir)
+    }
+
+    /// The oncpu scenario's two hangs: "compute" computing, "block" blocked, by the quarter rule.
+    static func expectComputingAndBlockedHangs(_ loop: [String: Any], dir: String) throws {
         let hangs = (loop["hangs"] as! [[String: Any]]).map {
-            (name: ($0["culprit"] as! [String: Any])["name"] as! String, state: $0["state"] as! String,
-             busy: $0["busyNs"] as! Int64, cpu: $0["onCpuNs"] as! Int64)
+            (name: ($0["culprit"] as! [String: Any])["name"] as! String, state: $0["state"] as? String,
+             busy: $0["busyNs"] as! Int64, cpu: $0["onCpuNs"] as? Int64)
         }
         #expect(hangs.count == 2, "\(hangs)")
         // The rule: computing when on the CPU at least a quarter of the busy time (a loaded machine
         // stretches the computing one's wall time, not its CPU time).
-        for h in hangs { #expect(h.state == (h.cpu * 4 >= h.busy ? "computing" : "blocked"), "\(h)") }
+        for h in hangs {
+            let cpu = try #require(h.cpu, "\(h)")
+            #expect(h.state == (cpu * 4 >= h.busy ? "computing" : "blocked"), "\(h)")
+        }
         #expect(hangs.contains { $0.name == "block" && $0.state == "blocked" })
         let text = try run("rltrace", ["report", "--hang-threshold", "100ms", dir])
         #expect(text.out.contains(": blocked) — held by timer \"block\""))
-        // Without the context, no on-CPU figures (the demo fixture has none).
-        #expect(!(try run("rltrace", ["report", "--format", "json", demoTrace]).out.contains("onCpuNs")))
+        #expect(text.out.contains("(on CPU ") && text.out.contains(" — held by timer \"compute\""))
     }
 
     @Test func aPerfContextLTTngCannotOpenIsAnError() throws {

@@ -129,7 +129,10 @@ struct RLTraceTruthTests {
         #expect((sig["callerTids"] as? [Int])?.count == 1)
         // The trace itself: two events of the signal, one per loop, sharing signal_seq.
         let bt = try run(try #require(which("babeltrace2")), [r.dir])
-        let lines = bt.out.split(separator: "\n").filter { $0.contains("runloop:source0_signalled") && $0.contains("\"shared-signal\"") }
+        // The source is named by its description (item_added), its signals by its id.
+        let sourceID = try #require(bt.out.split(separator: "\n").first { $0.contains("runloop:item_added") && $0.contains("\"shared-signal\"") }
+            .flatMap { l in l.range(of: "item_id = ").map { String(l[$0.upperBound...].prefix { $0.isNumber }) } })
+        let lines = bt.out.split(separator: "\n").filter { $0.contains("runloop:source0_signalled") && $0.contains("item_id = \(sourceID),") }
         #expect(lines.count == 2, "\(lines)")
         func field(_ l: Substring, _ f: String) -> String? {
             guard let range = l.range(of: f + " = ") else { return nil }
@@ -334,7 +337,7 @@ struct RLTraceTruthTests {
         try FileManager.default.copyItem(atPath: r.dir, toPath: copy)
         // Cut the largest data stream in the middle of a packet (a killed process leaves such a tail).
         let streams = FileManager.default.enumerator(atPath: copy)!.compactMap { $0 as? String }
-            .filter { $0.contains("/channel") && !$0.contains("index") }
+            .filter { $0.contains("/runloop_") && !$0.contains("index") }
             .map { copy + "/" + $0 }
         let biggest = try #require(streams.max { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int ?? 0) ?? 0 < (try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int ?? 0) ?? 0 })
         let size = try FileManager.default.attributesOfItem(atPath: biggest)[.size] as! Int

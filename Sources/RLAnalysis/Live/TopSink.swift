@@ -28,6 +28,16 @@ public struct TopHang: Codable, Sendable, Equatable {
     /// `watchdog` (runloop:hang_begin/hang_end), or `callout` (an open callout, or one that ran
     /// past the threshold).
     public var source: String
+    /// The loop thread's CPU time during it and what that says, `computing` or `blocked` (the
+    /// report's rule: docs/report-json.md, "On-CPU time"): from the CPU clock context, else from
+    /// the watchdog's readings (`callout_cpu`; in progress: the latest, scaled to the duration so
+    /// far). Absent when neither says.
+    public var onCpuNs: Int64? = nil, state: String? = nil
+
+    mutating func setCpu(_ cpu: Int64, busy: Int64) {
+        guard cpu >= 0 else { return }
+        onCpuNs = cpu; state = cpuState(cpu, busy: busy)
+    }
 }
 
 /// One loop's row of a snapshot.
@@ -181,14 +191,18 @@ public final class TopSink: LoopModelSink {
     private func endedHang(_ it: IterationRecord, _ s: Stats) {
         let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
         let name = c.map { model?.name(of: $0, pid: it.key.pid) ?? "" } ?? ""
+        let cpu = it.cpuNs >= 0 ? it.cpuNs : it.sampledCpuNs
         // The watchdog's hang_end may have come first: the callout names what held the loop.
         if let i = s.ended.lastIndex(where: { $0.source == "watchdog" && $0.beginNs <= it.wholeEnd && $0.beginNs &+ $0.durationNs >= it.wholeBegin }) {
             if let c { s.ended[i].kind = c.kind.label; s.ended[i].item = c.item; s.ended[i].name = name }
+            s.ended[i].setCpu(cpu, busy: it.wholeBusyNs)
             return
         }
         s.totalHangs &+= 1
-        s.ended.append(TopHang(inProgress: false, kind: c?.kind.label ?? "loop", item: c?.item ?? 0, name: name,
-                               beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, source: "callout"))
+        var h = TopHang(inProgress: false, kind: c?.kind.label ?? "loop", item: c?.item ?? 0, name: name,
+                        beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, source: "callout")
+        h.setCpu(cpu, busy: it.wholeBusyNs)
+        s.ended.append(h)
     }
 
     public func unmatchedCallout(of key: LoopKey) { loop(key).unmatched &+= 1 }
@@ -232,6 +246,14 @@ public final class TopSink: LoopModelSink {
             }
         }
         guard let model else { return out }
+        defer {
+            // What the watchdog read of the stuck callout so far, scaled to the hang's duration.
+            for (key, h) in out {
+                guard let r = model.openCalloutReading(of: key), r.elapsedNs > 0 else { continue }
+                let cpu = Int64(min(Double(h.durationNs), Double(max(0, r.cpuNs)) / Double(r.elapsedNs) * Double(h.durationNs)))
+                out[key]?.setCpu(cpu, busy: h.durationNs)
+            }
+        }
         for b in model.busyAtEnd where out[b.loop.key] == nil {
             let since = b.callout?.begin ?? b.begin
             let elapsed = end &- since

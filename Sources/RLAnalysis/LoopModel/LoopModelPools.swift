@@ -32,6 +32,19 @@ extension LoopModel {
         }
     }
 
+    /// The watchdog's latest reading of loop `key`'s innermost open callout that has one: its CPU
+    /// time over its elapsed time (for a hang in progress).
+    public func openCalloutReading(of key: LoopKey) -> (cpuNs: Int64, elapsedNs: Int64)? {
+        guard let s = states.first(where: { $0.info.key == key }) else { return nil }
+        var i = s.callouts.count - 1
+        while i >= 0 {
+            let r = s.callouts[i].record
+            if r.sampleElapsedNs > 0 { return (r.sampledCpuNs, r.sampleElapsedNs) }
+            i -= 1
+        }
+        return nil
+    }
+
     /// The name a block's `item_info` gave it (taken: each block is performed once), else
     /// `(unnamed)`, as the provider records an unnamed item's name.
     func takeBlockName(pid: Int64, item: UInt64) -> Int32 {

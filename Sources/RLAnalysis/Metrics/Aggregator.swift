@@ -393,6 +393,6 @@ func bucketDictionary(_ counts: ArraySlice<Int>) -> [String: Int] {
 /// What on-CPU time `cpu` over busy time `busy` says: on a busy machine a computing thread still
 /// gets a good share of a core; one that waits (I/O, locks, sleep) gets next to none. A quarter
 /// separates them robustly.
-func cpuState(_ cpu: Int64, busy: Int64) -> String {
+public func cpuState(_ cpu: Int64, busy: Int64) -> String {
     cpu &* 4 >= busy ? "computing" : "blocked"
 }

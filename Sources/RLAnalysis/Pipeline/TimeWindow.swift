@@ -49,7 +49,7 @@ public struct TimeWindow: Sendable, Equatable {
     func clip(_ c: inout CalloutRecord) -> Bool {
         if !cuts { return true }
         guard clip(&c.begin, &c.end, &c.clipped) else { return false }
-        if c.clipped { c.cpuNs = -1 }
+        if c.clipped { c.cpuNs = -1; c.sampledCpuNs = -1 }
         return true
     }
 
