@@ -400,9 +400,12 @@ case "child-loop":
 case "child-summary":
     print(String(decoding: try encoder.encode(measureSummaryRows()), as: UTF8.self))
 case "summary":
+    let quiet = isolatedEnvironment()
+    defer { try? FileManager.default.removeItem(atPath: quiet["LTTNG_HOME"]!) }
     do {
-        try summary(args, me: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path, quiet: isolatedEnvironment())
+        try summary(args, me: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path, quiet: quiet)
     } catch {
+        try? FileManager.default.removeItem(atPath: quiet["LTTNG_HOME"]!)
         FileHandle.standardError.write(Data("tracing-bench summary: \(error)\n".utf8))
         exit(1)
     }
