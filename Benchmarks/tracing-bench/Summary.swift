@@ -3,6 +3,10 @@
 // recording figure: bench-tracing.sh --json").
 //
 //   tracing-bench summary --rltrace PATH --example PATH [--rounds N] [--reps K] [--duration S] [--clients N]
+//                         [--contexts LIST|none]
+//
+// --contexts replaces rltrace's default contexts everywhere (the micro rows' session, and
+// `rltrace record --context …` for the bytes and whole-service rows): a preview of another default.
 //
 // 1. Micro rows (child-summary children, best of N interleaved rounds × 5): LTTng's floor (C, one
 //    integer field, no context), ours (RLTrace block entry + exit) recorded with the contexts
@@ -77,15 +81,15 @@ func scratchDirectory(_ tag: String) -> String {
 /// One whole-service run: rl-example --max-load as `config` runs it, in `env` (no daemon reachable:
 /// untraced, and rltrace starts its own private session daemon).
 func runService(_ config: ServiceConfig, rltrace: String, example: String, env: [String: String],
-                duration: Double, clients: Int) throws -> MaxLoadRun {
+                duration: Double, clients: Int, contextOption: [String]) throws -> MaxLoadRun {
     let load = [example, "--max-load", "--duration", String(duration), "--clients", String(clients)]
     let dir = scratchDirectory("service")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let (exe, args): (String, [String])
     switch config {
     case .untraced: (exe, args) = (example, Array(load.dropFirst()))
-    case .record: (exe, args) = (rltrace, ["record", "-o", dir, "--quiet", "--"] + load)
-    case .onHang: (exe, args) = (rltrace, ["record", "--on-hang", "250ms", "-o", dir, "--quiet", "--"] + load)
+    case .record: (exe, args) = (rltrace, ["record", "-o", dir, "--quiet"] + contextOption + ["--"] + load)
+    case .onHang: (exe, args) = (rltrace, ["record", "--on-hang", "250ms", "-o", dir, "--quiet"] + contextOption + ["--"] + load)
     }
     let r = try runProgram(exe, args, environment: env, timeout: duration + 120)
     guard r.status == 0, let m = MaxLoadRun(stdout: r.stdout) else {
@@ -97,10 +101,10 @@ func runService(_ config: ServiceConfig, rltrace: String, example: String, env: 
 /// `rltrace record` (default options) of rl-example's paced load for at most 3 s: the data stream
 /// files' bytes (every file of the trace but `metadata` and the `index` folders) and the events
 /// babeltrace2's counter sink counts in it (runloop:* and the state dump events rltrace also records).
-func bytesPerEvent(rltrace: String, example: String, env: [String: String]) throws -> (bytes: Int, events: Int) {
+func bytesPerEvent(rltrace: String, example: String, env: [String: String], contextOption: [String]) throws -> (bytes: Int, events: Int) {
     let dir = scratchDirectory("bytes")
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let r = try runProgram(rltrace, ["record", "-o", dir, "--quiet", "--", example, "--duration", "3", "--requests", "1000"],
+    let r = try runProgram(rltrace, ["record", "-o", dir, "--quiet"] + contextOption + ["--", example, "--duration", "3", "--requests", "1000"],
                            environment: env, timeout: 120)
     guard r.status == 0 else { throw SummaryError(description: "rltrace record of rl-example exited \(r.status):\n\(r.stderr)") }
     var bytes = 0
@@ -144,9 +148,12 @@ func summary(_ args: [String], me: String, quiet: [String: String]) throws {
     let duration = value("--duration").flatMap(Double.init) ?? 3, clients = value("--clients").flatMap(Int.init) ?? 4
     func note(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
     let loadStart = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
-    let contexts = try rltraceDefaultContexts(rltrace, env: quiet)
+    let given = value("--contexts").map { $0 == "none" ? [] : $0.split(separator: ",").map(String.init) }
+    let contexts = try given ?? rltraceDefaultContexts(rltrace, env: quiet)
     let ctxLabel = contexts.isEmpty ? "none" : contexts.joined(separator: ",")
-    note("rltrace record's default contexts: \(ctxLabel)")
+    // With --contexts, rltrace records with them too (`--context ""` records none).
+    let contextOption = given.map { ["--context", $0.joined(separator: ",")] } ?? []
+    note(given == nil ? "rltrace record's default contexts: \(ctxLabel)" : "contexts given (instead of rltrace's default): \(ctxLabel)")
 
     // 1. Micro rows: untraced, floor (no context), rltrace's default contexts; interleaved rounds.
     var untraced = RecordingNumbers.worst, floor = RecordingNumbers.worst, deflt = RecordingNumbers.worst
@@ -167,14 +174,15 @@ func summary(_ args: [String], me: String, quiet: [String: String]) throws {
 
     // 2. Bytes per event of a default recording.
     note("bytes per event: rltrace record -- rl-example --duration 3 --requests 1000")
-    let (bytes, events) = try bytesPerEvent(rltrace: rltrace, example: example, env: quiet)
+    let (bytes, events) = try bytesPerEvent(rltrace: rltrace, example: example, env: quiet, contextOption: contextOption)
 
     // 3. Whole service, interleaved.
     var runs: [ServiceConfig: [MaxLoadRun]] = [:]
     for k in 0..<reps {
         for c in ServiceConfig.allCases {
             note("whole service: rep \(k + 1)/\(reps), \(c.rawValue)")
-            runs[c, default: []].append(try runService(c, rltrace: rltrace, example: example, env: quiet, duration: duration, clients: clients))
+            runs[c, default: []].append(try runService(c, rltrace: rltrace, example: example, env: quiet, duration: duration, clients: clients,
+                                                          contextOption: contextOption))
         }
     }
     func rps(_ c: ServiceConfig) -> Double { median(runs[c]!.map(\.rps)) }
@@ -219,6 +227,7 @@ func summary(_ args: [String], me: String, quiet: [String: String]) throws {
     object["tool"] = "tracing-bench summary"
     object["date"] = ISO8601DateFormatter().string(from: Date())
     object["default_contexts"] = contexts
+    object["contexts_given"] = given != nil
     object["bytes_per_event_stream_bytes"] = bytes
     object["bytes_per_event_events"] = events
     object["bytes_per_event_counted_by"] = "babeltrace2 sink.utils.counter"
@@ -235,11 +244,11 @@ func summary(_ args: [String], me: String, quiet: [String: String]) throws {
     func row(_ label: String, _ v: String) { note(label.padding(toLength: 52, withPad: " ", startingAt: 0) + v) }
     note("")
     note("recording figures (tracing-bench summary; load average \(loadStart) → \(loadEnd))")
-    note("micro rows: ns, best of \(rounds) interleaved rounds × 5; contexts of rltrace record: \(ctxLabel)")
+    note("micro rows: ns, best of \(rounds) interleaved rounds × 5; recorded with the contexts \(ctxLabel)\(given == nil ? " (rltrace record's default)" : " (--contexts)")")
     row("LTTng floor: C int1 × 2, no context", String(format: "%10.1f ns/callout", floor.floorInt1Pair))
-    row("ours: block entry+exit, rltrace's contexts", String(format: "%10.1f ns/callout  (%.2f× floor)", deflt.blockPair, deflt.blockPair / floor.floorInt1Pair))
+    row("ours: block entry+exit, those contexts", String(format: "%10.1f ns/callout  (%.2f× floor)", deflt.blockPair, deflt.blockPair / floor.floorInt1Pair))
     row("source0 ping iteration, untraced", String(format: "%10.1f ns", untraced.loopPingNs))
-    row("source0 ping iteration, rltrace's contexts", String(format: "%10.1f ns  (%.2f× untraced)", deflt.loopPingNs, deflt.loopPingNs / untraced.loopPingNs))
+    row("source0 ping iteration, those contexts", String(format: "%10.1f ns  (%.2f× untraced)", deflt.loopPingNs, deflt.loopPingNs / untraced.loopPingNs))
     row("bytes per event (rltrace record, rl-example)", String(format: "%10.2f  (%d bytes / %d events)", bpe, bytes, events))
     note("whole service: rl-example --max-load --duration \(duration) --clients \(clients); median (best) of \(reps) interleaved reps")
     for c in ServiceConfig.allCases {
