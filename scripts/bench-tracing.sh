@@ -8,8 +8,23 @@
 #   scripts/bench-tracing.sh                 # timings (best of interleaved runs)
 #   scripts/bench-tracing.sh --instructions  # also instructions per loop iteration / per block,
 #                                            # counted by valgrind (immune to a busy machine)
+#   scripts/bench-tracing.sh --json [--reps K --rounds N --duration S --clients N --contexts LIST|none]
+#       every figure of the recording targets in one run, ONE JSON object on stdout, the table
+#       and PASS/MISS per target on stderr (tracing-bench summary, Benchmarks/tracing-bench/Summary.swift):
+#       floor and rltrace-default recording per callout, ping iteration untraced/recorded, bytes per
+#       event, and the whole service (rl-example --max-load untraced / rltrace record / --on-hang).
+#       --contexts: record with these instead of rltrace record's default (a preview of another default).
+#       Never fails on a missed target. docs/benchmarks.md, "One run, every recording figure".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--json" ]; then
+  shift
+  for p in tracing-bench rltrace rl-example; do
+    swift build -c release --scratch-path .build-bench-traced --product "$p" >&2
+  done
+  bin=.build-bench-traced/release
+  exec "$bin/tracing-bench" summary --rltrace "$bin/rltrace" --example "$bin/rl-example" "$@"
+fi
 swift build -c release --scratch-path .build-bench-traced --product tracing-bench >&2
 RLTRACE_DISABLED=1 swift build -c release --scratch-path .build-bench-notrace --product tracing-bench >&2
 on=.build-bench-traced/release/tracing-bench

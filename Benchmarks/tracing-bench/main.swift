@@ -6,7 +6,12 @@
 //   .build/release/tracing-bench --baseline .build-notrace/release/tracing-bench
 //
 // (scripts/bench-tracing.sh does exactly that.) Without --baseline only this build is measured.
-// Internal modes (run as child processes): child-sites, child-enabled, child-loop, child-recording.
+// Internal modes (run as child processes): child-sites, child-enabled, child-loop, child-recording,
+// child-summary.
+//
+//   tracing-bench summary --rltrace PATH --example PATH [--rounds N] [--reps K] [--duration S] [--clients N]
+// prints every figure of the recording targets as one JSON object (stdout) and a table (stderr):
+// Summary.swift; scripts/bench-tracing.sh --json runs it.
 //
 // Recording rows (docs/benchmarks.md): the same session set-up as `rltrace record` (runloop:*, contexts
 // vpid, vtid, procname, and perf:thread:task-clock as rltrace adds it for root), side by side with
@@ -392,6 +397,18 @@ case "child-count":
     if args[1] == "ping" { _ = measureSourcePingPongOnce(iterations: n) } else { _ = measureBlocksOnce(count: n) }
 case "child-loop":
     print(String(decoding: try encoder.encode(measureLoop()), as: UTF8.self))
+case "child-summary":
+    print(String(decoding: try encoder.encode(measureSummaryRows()), as: UTF8.self))
+case "summary":
+    let quiet = isolatedEnvironment()
+    defer { try? FileManager.default.removeItem(atPath: quiet["LTTNG_HOME"]!) }
+    do {
+        try summary(args, me: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path, quiet: quiet)
+    } catch {
+        try? FileManager.default.removeItem(atPath: quiet["LTTNG_HOME"]!)
+        FileHandle.standardError.write(Data("tracing-bench summary: \(error)\n".utf8))
+        exit(1)
+    }
 case "child-recording":
     print(String(decoding: try encoder.encode(measureRecording()), as: UTF8.self))
 case "child-recording-count":

@@ -1,13 +1,20 @@
 // rl-example: a small loop-based TCP service built on RunLoopCore that uses every callout kind for
 // real, with a built-in load generator and switches that inject the problems rltrace should find.
 //
-//   rl-example [--port N] [--duration SECONDS] [--clients N] [--requests N]
+//   rl-example [--port N] [--duration SECONDS] [--clients N] [--requests N] [--max-load]
 //              [--inject slow-callout,hang,late-timer,spin]...
 //
 // It runs until its work is done — the built-in load served and each injected problem made — or
 // until --duration seconds have passed, whichever comes first: --duration is a maximum. Each load
 // client pauses 2 ms after every reply, so N requests take at least N × 2 ms whatever the machine
 // (20000 requests: 40 s); a load longer than --duration is cut there, and the last lines say so.
+//
+// --max-load: the clients send back to back (no pause), until --duration has passed, or, with
+// --requests, until each sent N requests (--duration still a maximum); the last line is then
+// `max-load requests=R wall_s=W rps=X cpu_us_per_request=C cpu_user_s=U cpu_sys_s=S`: R requests
+// answered in the W seconds from the load's start to its last client's end, and the CPU time of the
+// whole process (getrusage user + system, every thread: the loop, the worker and the load clients)
+// over that window, per request. The whole-service benchmark reads it (docs/benchmarks.md).
 //
 // Protocol: newline-terminated requests over TCP. "ping" → "pong"; "compute N" → the sum 1…N,
 // computed on a worker thread whose result comes back through a source0 (the network-loader hand-off).
@@ -26,6 +33,9 @@ struct Options {
     var duration: Double = 2
     var clients = 4
     var requests = 200
+    /// Whether --requests was given (with --max-load, without it the load runs for --duration).
+    var requestsGiven = false
+    var maxLoad = false
     var inject: Set<String> = []
 }
 
@@ -41,7 +51,8 @@ func parseOptions() -> Options {
         case "--port": o.port = UInt16(value(a)) ?? { fail("--port takes a number 0…65535") }()
         case "--duration": o.duration = Double(value(a)) ?? { fail("--duration takes seconds") }()
         case "--clients": o.clients = Int(value(a)) ?? { fail("--clients takes a number") }()
-        case "--requests": o.requests = Int(value(a)) ?? { fail("--requests takes a number") }()
+        case "--requests": o.requests = Int(value(a)) ?? { fail("--requests takes a number") }(); o.requestsGiven = true
+        case "--max-load": o.maxLoad = true
         case "--inject":
             for k in value(a).split(separator: ",").map(String.init) {
                 guard ["slow-callout", "hang", "late-timer", "spin"].contains(k) else {
@@ -50,7 +61,7 @@ func parseOptions() -> Options {
                 o.inject.insert(k)
             }
         case "-h", "--help":
-            print("usage: rl-example [--port N] [--duration S] [--clients N] [--requests N] [--inject slow-callout,hang,late-timer,spin]")
+            print("usage: rl-example [--port N] [--duration S] [--clients N] [--requests N] [--max-load] [--inject slow-callout,hang,late-timer,spin]")
             exit(0)
         default: fail("unknown argument \(a)")
         }
@@ -347,6 +358,9 @@ final class Service: @unchecked Sendable {
 // MARK: the load generator (plain blocking sockets on its own threads)
 
 func runLoad(port: UInt16, clients: Int, requests: Int) {
+    // --max-load: no pause, and without --requests no count: the clients stop at --duration.
+    let perClient = options.maxLoad && !options.requestsGiven ? Int.max : requests
+    let deadline = loadStart.advanced(bySeconds: options.duration)
     for c in 0..<clients {
         Thread.spawn(name: "load-\(c)") {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -357,14 +371,15 @@ func runLoad(port: UInt16, clients: Int, requests: Int) {
             let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
             guard ok == 0 else { stats.bump("load-connect-failures"); clientFinished(); return }
             var reader = LineReader(fd: fd)
-            for i in 0..<requests {
+            for i in 0..<perClient {
+                if options.maxLoad && RLInstant.now >= deadline { break }
                 let req = i % 4 == 3 ? "compute \(i)" : "ping"
                 var bytes = Array((req + "\n").utf8)
                 _ = write(fd, &bytes, bytes.count)
                 guard let answer = reader.next() else { stats.bump("load-broken"); break }
                 let expected = i % 4 == 3 ? "sum \(i * (i + 1) / 2)" : "pong"
                 stats.bump(answer == expected ? "load-ok" : "load-wrong")
-                usleep(2_000)
+                if !options.maxLoad { usleep(2_000) }
             }
             close(fd)
             stats.bump("load-clients-done")
@@ -376,10 +391,23 @@ func runLoad(port: UInt16, clients: Int, requests: Int) {
 /// When the load started and when its last client finished (ns since `loadStart`; 0 until then).
 nonisolated(unsafe) var loadStart = RLInstant.now
 let loadDoneNs = Atomic<Int64>(0)
+/// The process's CPU time (user, system; µs) when the load started and when its last client finished.
+let loadCPUStart = Mutex<(Int64, Int64)>((0, 0)), loadCPUEnd = Mutex<(Int64, Int64)>((0, 0))
 
-/// A load client is done (or could not connect): the last one notes the time.
+/// User and system CPU time of the whole process (every thread), µs.
+func processCPU() -> (Int64, Int64) {
+    var u = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+    return (Int64(u.ru_utime.tv_sec) * 1_000_000 + Int64(u.ru_utime.tv_usec), Int64(u.ru_stime.tv_sec) * 1_000_000 + Int64(u.ru_stime.tv_usec))
+}
+
+/// A load client is done (or could not connect): the last one notes the time and the CPU used.
 func clientFinished() {
-    if stats.increment("load-clients-finished") == options.clients { loadDoneNs.store(max(1, nsOf(RLInstant.now - loadStart)), ordering: .relaxed) }
+    if stats.increment("load-clients-finished") == options.clients {
+        let cpu = processCPU()
+        loadCPUEnd.withLock { $0 = cpu }
+        loadDoneNs.store(max(1, nsOf(RLInstant.now - loadStart)), ordering: .releasing)
+    }
     workProgressed()
 }
 
@@ -452,18 +480,20 @@ loop.add(shutdown, forMode: .commonModes)
 print("rl-example: serving on 127.0.0.1:\(service.port) until the load is done (\(options.clients) clients × \(options.requests) requests\(scheduledProblems.isEmpty ? "" : " and the injected problems")) or \(options.duration) s have passed, whichever comes first; inject: \(options.inject.isEmpty ? "none" : options.inject.sorted().joined(separator: ","))")
 let started = RLInstant.now
 loadStart = started
+do { let cpu = processCPU(); loadCPUStart.withLock { $0 = cpu } }
 runLoad(port: service.port, clients: options.clients, requests: options.requests)
 
 var iterations = 0, sleeps = 0
 loop.add(RLObserver(activities: [.beforeTimers, .beforeWaiting], name: "stats") { _, a in
     if a == .beforeTimers { iterations += 1 } else { sleeps += 1 }
 }, forMode: .commonModes)
-// --duration is a maximum: the run stops there, done or not.
-loop.add(RLTimer(fireAt: started.advanced(bySeconds: options.duration), name: "duration") { _ in
+// --duration is a maximum: the run stops there, done or not. (With --max-load the clients stop
+// sending there themselves; the loop waits 5 s more for their last answers.)
+loop.add(RLTimer(fireAt: started.advanced(bySeconds: options.duration + (options.maxLoad ? 5 : 0)), name: "duration") { _ in
     if endedBy.isEmpty { endedBy = "duration"; loop.stop() }
 }, forMode: .commonModes)
 if workDone() { endedBy = "done" } else {
-    loop.run(mode: .default, seconds: options.duration + 5, returnAfterSourceHandled: false)
+    loop.run(mode: .default, seconds: options.duration + 10, returnAfterSourceHandled: false)
 }
 let elapsed = Double(nsOf(RLInstant.now - started)) / 1e9
 
@@ -482,5 +512,21 @@ if endedBy == "done" {
 } else {
     let missing = scheduledProblems.subtracting(injected.problems).sorted()
     print("ended: --duration \(options.duration) s passed before the work was done: \(answered) of \(options.clients * options.requests) requests answered\(missing.isEmpty ? "" : "; not injected: " + missing.joined(separator: ","))")
+}
+if options.maxLoad {
+    let doneNs = loadDoneNs.load(ordering: .acquiring)
+    let wall = Double(doneNs > 0 ? doneNs : nsOf(RLInstant.now - started)) / 1e9
+    let start = loadCPUStart.withLock { $0 }, end = doneNs > 0 ? loadCPUEnd.withLock { $0 } : processCPU()
+    let ok = stats.get("load-ok")
+    let user = Double(end.0 - start.0), sys = Double(end.1 - start.1)
+    /// `x` (≥ 0) in fixed point with `digits` decimals (no Foundation here: no String(format:)).
+    func f(_ x: Double, _ digits: Int) -> String {
+        var scale: Int64 = 1
+        for _ in 0..<digits { scale *= 10 }
+        let n = Int64((max(0, x) * Double(scale)).rounded())
+        let frac = String(n % scale)
+        return "\(n / scale)." + String(repeating: "0", count: digits - frac.count) + frac
+    }
+    print("max-load requests=\(ok) wall_s=\(f(wall, 6)) rps=\(f(ok > 0 ? Double(ok) / wall : 0, 1)) cpu_us_per_request=\(f(ok > 0 ? (user + sys) / Double(ok) : 0, 3)) cpu_user_s=\(f(user / 1e6, 6)) cpu_sys_s=\(f(sys / 1e6, 6))")
 }
 exit(stats.get("load-wrong") == 0 && stats.get("load-broken") == 0 ? 0 : 1)

@@ -52,12 +52,16 @@ struct Record: ParsableCommand {
     @Option(help: "With --on-hang: ring buffer per CPU kept for each snapshot (e.g. 4M, 512K).") var buffer: String?
     @Option(help: "With --on-hang: the most snapshots taken (one per hang); later hangs are not recorded.") var maxSnapshots: Int?
     @Argument(parsing: .postTerminator, help: "The program and its arguments (after `--`).")
-    var command: [String]
+    var command: [String] = []
+    /// Prints the contexts a recording adds by default (``defaultContexts()``), comma-separated, or
+    /// `none`, and exits: what scripts/bench-tracing.sh measures "as rltrace records" with.
+    @Flag(help: .hidden) var printDefaultContexts = false
 
     /// Whether `--on-hang` was given (with or without a threshold).
     var onHangGiven: Bool { onHangFlag }
 
     func validate() throws {
+        if printDefaultContexts { return }
         if command.isEmpty { throw ValidationError("give the program to run after `--`, e.g. rltrace record -- ./service") }
         if let t = onHangThreshold {
             guard onHangFlag else { throw ValidationError("unexpected argument \(t.debugDescription) (a threshold follows --on-hang; the program follows `--`)") }
@@ -86,6 +90,11 @@ struct Record: ParsableCommand {
     }
 
     func run() throws {
+        if printDefaultContexts {
+            let c = defaultContexts()
+            writeStdout((c.isEmpty ? "none" : c.joined(separator: ",")) + "\n")
+            return
+        }
         let out = URL(fileURLWithPath: try localTraceDirectory(output ?? defaultTraceDirectory()))
         if !force, holdsTrace(out.path) {
             warn("rltrace: \(out.path) already holds a trace; choose another -o, or --force to record into it anyway")

@@ -141,3 +141,46 @@ struct CLITests {
         #expect(try String(contentsOfFile: plain, encoding: .utf8) == expected.out)
     }
 }
+
+/// The contexts of an event as babeltrace2's text output prints them: the field names of the
+/// brace group between the stream's `{ cpu_id = N }` and the payload (none when only those two).
+func contextFieldNames(ofBabeltraceLine line: Substring) -> [String] {
+    var groups: [String] = [], depth = 0, current = "", quoted = false, escaped = false
+    for ch in line {
+        if quoted {
+            if escaped { escaped = false } else if ch == "\\" { escaped = true } else if ch == "\"" { quoted = false }
+            if depth > 0 { current.append(ch) }
+            continue
+        }
+        if ch == "\"" { quoted = true }
+        if ch == "{" { depth += 1; if depth == 1 { current = ""; continue } }
+        if ch == "}" { depth -= 1; if depth == 0 { groups.append(current); continue } }
+        if depth > 0 { current.append(ch) }
+    }
+    guard groups.count == 3 else { return [] }
+    return groups[1].split(separator: ",").compactMap { $0.split(separator: "=").first?.trimmingCharacters(in: .whitespaces) }
+}
+
+@Suite("rltrace record --print-default-contexts (what scripts/bench-tracing.sh --json records with)")
+struct DefaultContextsTests {
+    /// The hidden flag names exactly the contexts a recording with default options carries: the
+    /// shared `rlc-scenarios truth` recording (no --context), read back by babeltrace2.
+    @Test func printsTheContextsADefaultRecordingCarries() throws {
+        let printed = try run("rltrace", ["record", "--print-default-contexts"])
+        #expect(printed.status == 0, "\(printed.err)")
+        let line = printed.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!line.isEmpty && !line.contains("\n"), "\(printed.out)")
+        // LTTng names a context's field after it: perf:thread:task-clock → perf_thread_task_clock.
+        let expected = line == "none" ? [] : line.split(separator: ",").map {
+            $0.replacingOccurrences(of: ":", with: "_").replacingOccurrences(of: "-", with: "_")
+        }
+        let rec = try truthRecording.get()
+        let bt = try run(try #require(which("babeltrace2")), [rec.dir])
+        let events = bt.out.split(separator: "\n").filter { $0.contains(" runloop:") }
+        #expect(events.count > 100)
+        let first = try #require(events.first)
+        #expect(Set(contextFieldNames(ofBabeltraceLine: first)) == Set(expected), "\(line) vs \(first)")
+        // Every runloop event carries the same ones.
+        #expect(events.allSatisfy { Set(contextFieldNames(ofBabeltraceLine: $0)) == Set(expected) })
+    }
+}

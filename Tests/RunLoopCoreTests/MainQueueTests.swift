@@ -65,6 +65,51 @@ struct ExampleServiceTests {
         }
     }
 
+    /// `--max-load`'s last line as key → value.
+    func maxLoadLine(_ lines: [String]) -> [String: Double] {
+        guard let line = lines.last(where: { $0.hasPrefix("max-load ") }) else { return [:] }
+        var kv: [String: Double] = [:]
+        for part in line.split(separator: " ").dropFirst() {
+            let p = part.split(separator: "=")
+            if p.count == 2, let v = Double(p[1]) { kv[String(p[0])] = v }
+        }
+        return kv
+    }
+
+    @Test func maxLoadSendsBackToBackAndReportsThroughputAndCPU() throws {
+        // 2 clients × 2000 requests: paced (2 ms after each reply) that is at least 4 s; back to back
+        // it is a fraction of it.
+        let (lines, status) = try runProduct("rl-example", ["--max-load", "--clients", "2", "--requests", "2000", "--duration", "60"], timeout: 90)
+        #expect(status == 0, "\(lines)")
+        #expect(lines.contains("connections 2, requests 4000, replies 4000"), "\(lines)")
+        #expect(lines.contains("load: ok 4000, wrong 0, broken 0, clients done 2/2"), "\(lines)")
+        let m = maxLoadLine(lines)
+        #expect(Set(m.keys) == ["requests", "wall_s", "rps", "cpu_us_per_request", "cpu_user_s", "cpu_sys_s"], "\(lines)")
+        guard let req = m["requests"], let wall = m["wall_s"], let rps = m["rps"], let cpu = m["cpu_us_per_request"],
+              let user = m["cpu_user_s"], let sys = m["cpu_sys_s"] else { return }
+        #expect(req == 4000)
+        #expect(wall > 0 && wall < 2, "wall \(wall) s: not back to back (paced would take ≥ 4 s)")
+        // requests/s is requests ÷ wall (rps printed to 0.1).
+        #expect(abs(rps - req / wall) <= 0.06, "rps \(rps), requests/wall \(req / wall)")
+        // CPU per request is the process's user + system time over the window ÷ requests (printed to
+        // 0.001 µs, the times to 1 µs), and no process uses more CPU than its cores × the wall time.
+        #expect(cpu > 0 && abs(cpu - (user + sys) * 1e6 / req) <= 0.01, "cpu \(cpu) µs/request, user \(user) s, sys \(sys) s")
+        #expect(user + sys <= wall * Double(ProcessInfo.processInfo.activeProcessorCount) + 0.01, "CPU \(user + sys) s in \(wall) s")
+    }
+
+    @Test func maxLoadWithoutARequestCountRunsForTheDuration() throws {
+        let (lines, status) = try runProduct("rl-example", ["--max-load", "--clients", "2", "--duration", "1"], timeout: 60)
+        #expect(status == 0, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("ended: the work was done") }, "\(lines)")
+        let m = maxLoadLine(lines)
+        guard let req = m["requests"], let wall = m["wall_s"] else { Issue.record("no max-load line: \(lines)"); return }
+        // The clients stop sending at 1 s and finish with their last answer.
+        #expect(wall >= 1 && wall < 1.5, "wall \(wall) s")
+        // Paced, 2 clients answer at most 2 × 1 s / 2 ms = 1000 requests in a second.
+        #expect(req > 1000, "\(req) requests in \(wall) s")
+        #expect(lines.contains("load: ok \(Int(req)), wrong 0, broken 0, clients done 2/2"), "\(lines)")
+    }
+
     @Test func rejectsUnknownOptionsClearly() throws {
         let (lines, status) = try runProduct("rl-example", ["--inject", "bogus"])
         #expect(status == 2)
