@@ -29,13 +29,63 @@ enum TraceDestination: Equatable {
     }
 }
 
+/// Where `record -o` sends the trace: a local directory, or a relay daemon.
+enum RecordOutput: Equatable {
+    /// A local directory (absolute; its parent exists).
+    case directory(URL)
+    /// A relay daemon's URL as lttng-create(1)'s `--set-url` takes it (`net://HOST[:CONTROL[:DATA]]`).
+    case relayDaemon(String)
+
+    /// The local directory, if the trace is written on this host.
+    var localDirectory: URL? { if case .directory(let d) = self { return d } else { return nil } }
+
+    /// Where the trace goes, for messages: the directory's path or the URL.
+    var place: String {
+        switch self {
+        case .directory(let d): return d.path
+        case .relayDaemon(let u): return "the relay daemon at \(u)"
+        }
+    }
+}
+
+/// What `record -o TEXT` names: a local directory (as ``localTraceDirectory(_:option:)`` checks
+/// it), or a relay daemon's URL (its host named, its ports numbers; exit 64 otherwise).
+func recordOutput(_ text: String) throws -> RecordOutput {
+    guard case .relayDaemon(let url) = TraceDestination(text) else {
+        return .directory(URL(fileURLWithPath: try localTraceDirectory(text)))
+    }
+    let rest = url[url.range(of: "://")!.upperBound...]
+    // HOST, [IPv6], then up to two ports; no path (the relay daemon names the directories).
+    var host = Substring(""), ports = Substring("")
+    if rest.hasPrefix("[") {
+        guard let close = rest.firstIndex(of: "]") else {
+            warn("rltrace: -o \(url): the IPv6 address has no closing ]")
+            throw ExitCode(64)
+        }
+        host = rest[rest.index(after: rest.startIndex)..<close]
+        ports = rest[rest.index(after: close)...]
+    } else if let colon = rest.firstIndex(of: ":") {
+        host = rest[..<colon]; ports = rest[colon...]
+    } else {
+        host = rest
+    }
+    let portList = ports.split(separator: ":", omittingEmptySubsequences: false).dropFirst()
+    guard !host.isEmpty, !host.contains("/"), !ports.contains("/"), portList.count <= 2,
+          portList.allSatisfy({ p in Int(p).map { (1...65535).contains($0) } ?? false }),
+          ports.isEmpty || ports.hasPrefix(":") else {
+        warn("rltrace: -o \(url): not a relay daemon's URL: net://HOST, net://HOST:CONTROL_PORT or net://HOST:CONTROL_PORT:DATA_PORT (ports 1…65535; the relay daemon's defaults are 5342 and 5343)")
+        throw ExitCode(64)
+    }
+    return .relayDaemon(url)
+}
+
 /// The local directory `-o` names (for `option`, e.g. "-o"): a relay daemon's URL is refused
-/// (exit 64: streaming a recording to a relay daemon is not supported yet), and so is a
-/// directory whose parent does not exist (exit 1, naming the parent).
+/// (exit 64: only `record` streams to a relay daemon), and so is a directory whose parent does
+/// not exist (exit 1, naming the parent).
 func localTraceDirectory(_ text: String, option: String = "-o") throws -> String {
     switch TraceDestination(text) {
     case .relayDaemon(let url):
-        warn("rltrace: \(option) \(url): streaming to a relay daemon is not supported yet; record to a local directory (\(option) DIR), or watch a live session with `rltrace top -- COMMAND`")
+        warn("rltrace: \(option) \(url): only `rltrace record` streams to a relay daemon; write to a local directory (\(option) DIR), or watch a live session with `rltrace top -- COMMAND`")
         throw ExitCode(64)
     case .unsupportedURL(let url):
         warn("rltrace: \(option) \(url): not a directory, nor a URL rltrace can record to (a local directory, or file://DIR)")
