@@ -174,8 +174,8 @@ struct AttachTests {
         defer { daemon.stop() }
         let dir = try scratchDirectory("attach-pid")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let traced = try Service(["--hangs", "1", "--first", "3000", "--hold", "300", "--duration", "10000"], daemon: daemon)
-        let other = try Service(["--hangs", "2", "--first", "2500", "--every", "400", "--hold", "200", "--duration", "10000"], daemon: daemon)
+        let traced = try Service(["--hangs", "1", "--first", "3000", "--hold", "300", "--duration", "14000"], daemon: daemon)
+        let other = try Service(["--hangs", "2", "--first", "2500", "--every", "400", "--hold", "200", "--duration", "14000"], daemon: daemon)
         try waitRegistered([traced.pid, other.pid], daemon: daemon)
         let r = try rltraceUnder(daemon, ["record", "--pid", "\(traced.pid)", "--duration", "5s", "-o", dir + "/trace"])
         #expect(r.status == 0, "\(r.err)")
@@ -265,8 +265,8 @@ struct AttachTests {
         defer { relay.stop() }
         let daemon = try PrivateSessionDaemon.start()
         defer { daemon.stop() }
-        let traced = try Service(["--hangs", "2", "--first", "3000", "--every", "1200", "--hold", "300", "--duration", "11000"], daemon: daemon)
-        let other = try Service(["--hangs", "3", "--first", "2600", "--every", "300", "--hold", "150", "--duration", "11000"], daemon: daemon)
+        let traced = try Service(["--hangs", "2", "--first", "3000", "--every", "1200", "--hold", "300", "--duration", "15000"], daemon: daemon)
+        let other = try Service(["--hangs", "3", "--first", "2600", "--every", "300", "--hold", "150", "--duration", "15000"], daemon: daemon)
         try waitRegistered([traced.pid, other.pid], daemon: daemon)
         let r = try rltraceUnder(daemon, ["record", "--pid", "\(traced.pid)", "--on-hang", "100ms", "--duration", "6s", "-o", relay.sessionURL])
         #expect(r.status == 0, "\(r.err)")
@@ -296,5 +296,78 @@ struct AttachTests {
             let hangs = try watchdogHangs(snap)
             #expect(hangs.count == k + 1 && hangs.allSatisfy(\.named), "snapshot \(k + 1) alone: \(hangs)")
         }
+    }
+
+    @Test("the command line: a program or --pid/--all, not both nor neither; pids read and checked; --duration only when attaching")
+    func attachArguments() throws {
+        let cases: [([String], String)] = [
+            (["record"], "or attach to running ones with --pid PID[,PID...] or --all"),
+            (["record", "--pid", "\(getpid())", "--", "/bin/true"], "--pid attaches to programs already running; `-- /bin/true` starts one"),
+            (["record", "--all", "--", "/bin/true"], "--all attaches to programs already running"),
+            (["record", "--pid", "\(getpid())", "--all"], "--pid and --all: choose one"),
+            (["record", "--pid", "\(getpid()),abc"], "--pid: \"abc\" is not a process id"),
+            (["record", "--pid", "0"], "--pid: \"0\" is not a process id"),
+            (["record", "--pid", "2147483646"], "--pid: no process 2147483646 is running"),
+            (["record", "--duration", "5s", "--", "/bin/true"], "--duration applies to --pid and --all"),
+            (["record", "--all", "--duration", "10"], "--duration: \"10\" has no unit"),
+            (["record", "--all", "--duration", "0s"], "--duration must be longer than 0"),
+        ]
+        for (args, message) in cases {
+            let r = try run("rltrace", args)
+            #expect(r.status == 64, "\(args): \(r.err)")
+            #expect(r.err.contains(message), "\(args): \(r.err)")
+        }
+    }
+
+    @Test("--pid of a process that is not an LTTng-UST program: exit 6 naming it, no session left; --pid ends by itself when the process exits")
+    func pidNotRegisteredAndProcessExit() throws {
+        let daemon = try PrivateSessionDaemon.start()
+        defer { daemon.stop() }
+        let dir = try scratchDirectory("attach-exit")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        sleeper.environment = daemon.applicationEnvironment
+        try sleeper.run()
+        defer { kill(sleeper.processIdentifier, SIGKILL); sleeper.waitUntilExit() }
+        let refused = try rltraceUnder(daemon, ["record", "--pid", "\(sleeper.processIdentifier)", "-o", dir + "/none"])
+        #expect(refused.status == 6, "\(refused.err)")
+        #expect(refused.err.contains("process \(sleeper.processIdentifier) is not registered with the session daemon"), "\(refused.err)")
+        #expect(try daemon.cli.run(["list"]).contains("Currently no available recording session"))
+
+        let service = try Service(["--hangs", "0", "--duration", "3000"], daemon: daemon)
+        try waitRegistered([service.pid], daemon: daemon)
+        let r = try rltraceUnder(daemon, ["record", "--pid", "\(service.pid)", "-o", dir + "/trace"], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.contains("every traced process has exited: stopping the recording"), "\(r.err)")
+        _ = try service.finish()
+        let report = try reportJSON(dir + "/trace")
+        #expect(loopPIDs(report) == [Int(service.pid)])
+        // The loop's last iterations, up to its run's end, are in the trace: the session was
+        // stopped after the process ended.
+        #expect((report["loops"] as? [[String: Any]] ?? []).allSatisfy { ($0["iterations"] as? Int ?? 0) >= 100 }, "\(reportCounts(report))")
+    }
+
+    @Test("--all --on-hang 250ms on programs whose watchdog reports from 100 ms: only the hang of 250 ms or more takes a snapshot")
+    func onHangThresholdSelectsHangs() throws {
+        let daemon = try PrivateSessionDaemon.start()
+        defer { daemon.stop() }
+        let dir = try scratchDirectory("attach-fr-threshold")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let short = try Service(["--hangs", "1", "--first", "2500", "--hold", "150", "--duration", "13000"], daemon: daemon)
+        let long = try Service(["--hangs", "1", "--first", "3500", "--hold", "400", "--duration", "13000"], daemon: daemon)
+        try waitRegistered([short.pid, long.pid], daemon: daemon)
+        let r = try rltraceUnder(daemon, ["record", "--all", "--on-hang", "250ms", "--duration", "5s", "-o", dir + "/fr"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.contains("1 snapshot in"), "\(r.err)")
+        let snaps = snapshotDirectories(below: URL(fileURLWithPath: dir + "/fr"))
+        #expect(snaps.count == 1, "\(snaps)")
+        // The one snapshot holds both programs' hangs (the ring holds the short one too).
+        let hangs = try watchdogHangs(try #require(snaps.first))
+        #expect(Set(hangs.map(\.pid)) == [Int(short.pid), Int(long.pid)] && hangs.allSatisfy(\.named), "\(hangs)")
+        #expect(short.isAlive && long.isAlive)
+        #expect(try short.finish().hangsAt.count == 1)
+        #expect(try long.finish().hangsAt.count == 1)
     }
 }
