@@ -21,8 +21,9 @@ struct FlightRecorderSettings {
     /// at `hang_begin` would hold no sample yet. A hang that never ends has no `hang_end`: when
     /// the program is interrupted (Ctrl-C on a hung service), rltrace takes one last snapshot.
     static let triggerEvent = "runloop:hang_end"
-    /// The state dump channel (which binary is mapped where, for symbols): small, and apart from
-    /// the busy `runloop` channel so that a snapshot taken hours after start-up still holds it.
+    /// The state dump channel (which binary is mapped where, for symbols): small, apart from the
+    /// busy `runloop` channel so that a snapshot taken hours after start-up still holds it, and
+    /// in discard mode so that the snapshots' flushes do not overwrite it (docs/hangs.md, "Session").
     static let statedumpSubbuffer = 65_536, statedumpSubbuffers = 2
 
     /// The most bytes one snapshot can hold (every CPU's buffers of both channels, full), metadata aside.
