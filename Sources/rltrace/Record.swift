@@ -115,6 +115,7 @@ struct Record: ParsableCommand {
 
     func run() throws {
         let out = try recordOutput(output ?? defaultTraceDirectory())
+        try checkRelayDaemonAnswers(out)
         if !force, let dir = out.localDirectory, holdsTrace(dir.path) {
             warn("rltrace: \(dir.path) already holds a trace; choose another -o, or --force to record into it anyway")
             throw ExitCode(2)

@@ -317,6 +317,12 @@ struct AttachTests {
             #expect(r.status == 64, "\(args): \(r.err)")
             #expect(r.err.contains(message), "\(args): \(r.err)")
         }
+        // A flight recorder's snapshot session is created without connecting: a relay daemon that
+        // is not there is found before anything starts (exit 6), not after hours of lost snapshots.
+        let port = try #require(PrivateRelayDaemon.freePorts(1).first)
+        let r = try run("rltrace", ["record", "--all", "--on-hang", "250ms", "-o", "net://127.0.0.1:\(port)", "--duration", "1s"])
+        #expect(r.status == 6, "\(r.err)")
+        #expect(r.err.contains("nothing answers at 127.0.0.1 port \(port)") && !r.err.contains("session daemon"), "\(r.err)")
     }
 
     @Test("--pid of a process that is not an LTTng-UST program: exit 6 naming it, no session left; --pid ends by itself when the process exits")
