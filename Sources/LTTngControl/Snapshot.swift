@@ -101,6 +101,23 @@ public struct FlightRecorder: Sendable {
         }
     }
 
+    /// How many snapshots the triggers failed to take (their actions' "total execution
+    /// failures" in `lttng list-triggers`: a relay daemon that went away, a full disk).
+    public func failedSnapshots() throws -> Int {
+        Self.executionFailures(inListing: try session.cli.run(["list-triggers"]), of: Set(triggers))
+    }
+
+    /// The sum of the `total execution failures: N` lines in the sections (`- name: T`) of `names`.
+    static func executionFailures(inListing text: String, of names: Set<String>) -> Int {
+        var mine = false, total = 0
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("- name: ") { mine = names.contains(String(line.dropFirst(8))); continue }
+            let t = line.drop { $0 == " " }
+            if mine, t.hasPrefix("total execution failures: "), let n = Int(t.dropFirst(26)) { total += n }
+        }
+        return total
+    }
+
     /// Removes the triggers (each attempted; the first failure is thrown after all were tried).
     public mutating func removeTriggers() throws {
         var failure: Error?

@@ -146,6 +146,10 @@ func finishFlightRecorder(_ recorder: inout FlightRecorder, output: RecordOutput
             warn("rltrace: the last snapshot failed: \(error)")
         }
     }
+    let failed = (try? recorder.failedSnapshots()) ?? 0
+    if failed > 0 {
+        warn("rltrace: \(failed) snapshot\(failed == 1 ? "" : "s") could not be written to \(output.place) (the session daemon's log says why: a relay daemon gone, a full disk): those hangs are lost")
+    }
     do { try recorder.destroy() } catch {
         warn("rltrace: removing the flight recorder's triggers or session failed: \(error)")
     }

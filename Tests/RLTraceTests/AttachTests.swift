@@ -65,7 +65,7 @@ func waitRegistered(_ pids: [Int32], daemon: PrivateSessionDaemon, timeout: Doub
 func waitActiveSessions(_ count: Int, daemon: PrivateSessionDaemon, timeout: Double = 30) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
-        if let l = try? daemon.cli.run(["list"]), l.components(separatedBy: "[active]").count - 1 >= count { return }
+        if let l = try? daemon.cli.run(["list"]), l.components(separatedBy: "[active").count - 1 >= count { return }
         usleep(50_000)
     }
     throw TestSetupError(message: "\(count) sessions did not become active within \(timeout) s")
@@ -375,5 +375,29 @@ struct AttachTests {
         #expect(short.isAlive && long.isAlive)
         #expect(try short.finish().hangsAt.count == 1)
         #expect(try long.finish().hangsAt.count == 1)
+    }
+
+    @Test("--on-hang -o net:// whose relay daemon goes away: the lost snapshot is reported at the end")
+    func lostSnapshotsAreReported() throws {
+        let relayOut = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-attach-relayd-gone-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: relayOut) }
+        let relay = try PrivateRelayDaemon.start(outputDirectory: relayOut)
+        defer { relay.stop() }
+        let daemon = try PrivateSessionDaemon.start()
+        defer { daemon.stop() }
+        // The hang comes well after the relay daemon is gone (stopping it may take its 5 s of grace).
+        let service = try Service(["--hangs", "1", "--first", "8000", "--hold", "300", "--duration", "16000"], daemon: daemon)
+        try waitRegistered([service.pid], daemon: daemon)
+        let recorder = try BackgroundRecorder(daemon, ["record", "--pid", "\(service.pid)", "--on-hang", "100ms", "-o", relay.sessionURL])
+        try waitActiveSessions(1, daemon: daemon)
+        relay.stop()
+        #expect(!PrivateRelayDaemon.isListening(port: relay.controlPort))
+        #expect(Date().timeIntervalSince(service.started) < 7.5, "the relay daemon took too long to stop: the hang may have come first")
+        while Date().timeIntervalSince(service.started) < 9.5 { usleep(50_000) }
+        let (status, err) = recorder.stop(SIGINT)
+        #expect(status == 0, "\(err)")
+        #expect(err.contains("1 snapshot could not be written to the relay daemon at \(relay.sessionURL)"), "\(err)")
+        #expect(snapshotDirectories(below: relayOut).isEmpty)
+        #expect(try service.finish().hangsAt.count == 1)
     }
 }
