@@ -81,7 +81,7 @@ func waitForAttachEnd(pids: [Int32], durationNs: Int64?) -> AttachEnd {
 /// The daemon to attach through: the host's when reachable; else a private one, with a note that
 /// the programs already running are not registered with it (exit 6 for `--pid`: nothing could be
 /// recorded).
-func reachAttachDaemon(_ target: AttachTarget, announce: Bool) throws -> (PrivateSessionDaemon?, LTTngCLI) {
+func reachAttachDaemon(_ target: AttachTarget) throws -> (PrivateSessionDaemon?, LTTngCLI) {
     if LTTngCLI.ambient.isSessionDaemonReachable() { return (nil, .ambient) }
     if case .processes(let pids) = target {
         warn("rltrace: no session daemon reachable: the running process\(pids.count == 1 ? "" : "es") \(pids.map(String.init).joined(separator: ",")) registered with none, and cannot be recorded; start lttng-sessiond on this host (as a service, before the programs) — docs/production.md")
@@ -123,7 +123,7 @@ func announceEnd(_ end: AttachEnd) {
 /// duration, or the processes' end; the session is then stopped and destroyed (the trace kept).
 func recordAttached(_ target: AttachTarget, output: RecordOutput, snapshot: Bool, contexts: [String], events: String,
                     durationNs: Int64?, announce: Bool) throws {
-    let (daemon, cli) = try reachAttachDaemon(target, announce: announce)
+    let (daemon, cli) = try reachAttachDaemon(target)
     defer { daemon?.stop() }
     installAttachStopHandlers()
     let session = try startRecordingSession(output: output, snapshot: snapshot, contexts: contexts, events: events,
@@ -144,7 +144,7 @@ func recordAttached(_ target: AttachTarget, output: RecordOutput, snapshot: Bool
 /// hang of theirs (their own watchdog's threshold, at least `settings.threshold` long).
 func recordAttachedOnHang(_ target: AttachTarget, output: RecordOutput, settings: FlightRecorderSettings, contexts: [String],
                           durationNs: Int64?, announce: Bool) throws {
-    let (daemon, cli) = try reachAttachDaemon(target, announce: announce)
+    let (daemon, cli) = try reachAttachDaemon(target)
     defer { daemon?.stop() }
     installAttachStopHandlers()
     var recorder = try startFlightRecorder(output: output, settings: settings, contexts: contexts, processes: target.pids,
