@@ -104,7 +104,10 @@ final class BackgroundRecorder {
         defer { try? FileManager.default.removeItem(at: errURL) }
         return (process.terminationStatus, String(decoding: FileManager.default.contents(atPath: errURL.path) ?? Data(), as: UTF8.self))
     }
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: errURL)
+    }
 }
 
 /// `report --format json` of `path`, as a dictionary.
