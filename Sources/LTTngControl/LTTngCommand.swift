@@ -77,6 +77,23 @@ public struct LTTngCLI: Sendable {
     public func isSessionDaemonReachable() -> Bool {
         (try? run(["list"], timeout: 10)) != nil
     }
+
+    /// The process ids of the applications registered with this daemon (LTTng-UST programs it
+    /// can trace), from `lttng list --userspace` (its `PID: N - Name: …` lines).
+    public func registeredApplications() throws -> Set<Int32> {
+        Self.registeredApplications(inListing: try run(["list", "--userspace"], timeout: 20))
+    }
+
+    /// The `PID: N - Name: …` lines' pids in an `lttng list --userspace` listing.
+    static func registeredApplications(inListing text: String) -> Set<Int32> {
+        var pids = Set<Int32>()
+        for line in text.split(separator: "\n") {
+            let t = line.drop { $0 == " " }
+            guard t.hasPrefix("PID: ") else { continue }
+            if let n = Int32(t.dropFirst(5).prefix { $0.isNumber }) { pids.insert(n) }
+        }
+        return pids
+    }
 }
 
 /// The outcome of a finished child process.

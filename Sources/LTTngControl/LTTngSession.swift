@@ -21,12 +21,15 @@ public struct LTTngSession: Sendable {
     public let outputDirectory: URL?
     /// Whether the session is in snapshot mode.
     public let isSnapshot: Bool
+    /// The relay daemon's URL, if the session streams its trace (or its snapshots) to one.
+    public let outputURL: String?
 
-    init(name: String, cli: LTTngCLI, outputDirectory: URL?, isSnapshot: Bool) {
+    init(name: String, cli: LTTngCLI, outputDirectory: URL?, isSnapshot: Bool, outputURL: String? = nil) {
         self.name = name
         self.cli = cli
         self.outputDirectory = outputDirectory
         self.isSnapshot = isSnapshot
+        self.outputURL = outputURL
     }
 
     /// Creates a session writing its trace to `outputDirectory` (`lttng create NAME --output=DIR`).
@@ -40,6 +43,29 @@ public struct LTTngSession: Sendable {
     public static func createSnapshot(name: String, outputDirectory: URL, cli: LTTngCLI = .ambient) throws -> LTTngSession {
         try cli.run(["create", name, "--snapshot", "--output=\(outputDirectory.path)"])
         return LTTngSession(name: name, cli: cli, outputDirectory: outputDirectory, isSnapshot: true)
+    }
+
+    /// Creates a session streaming its trace to a relay daemon (`lttng create NAME --set-url=URL`,
+    /// URL `net://HOST[:CONTROL[:DATA]]` or another of lttng-create(1)'s network URLs).
+    public static func create(name: String, url: String, cli: LTTngCLI = .ambient) throws -> LTTngSession {
+        try cli.run(["create", name, "--set-url=\(url)"])
+        return LTTngSession(name: name, cli: cli, outputDirectory: nil, isSnapshot: false, outputURL: url)
+    }
+
+    /// Creates a snapshot-mode session whose snapshots go to a relay daemon
+    /// (`lttng create NAME --snapshot --set-url=URL`): `lttng snapshot record` and a trigger's
+    /// `snapshot-session` action send each snapshot there.
+    public static func createSnapshot(name: String, url: String, cli: LTTngCLI = .ambient) throws -> LTTngSession {
+        try cli.run(["create", name, "--snapshot", "--set-url=\(url)"])
+        return LTTngSession(name: name, cli: cli, outputDirectory: nil, isSnapshot: true, outputURL: url)
+    }
+
+    /// Restricts the session's user-space recording to the processes `pids`
+    /// (`lttng track --userspace --vpid=PID,…`, LTTng 2.13's process attribute tracker): other
+    /// processes registered with the daemon record nothing in this session.
+    public func trackUserspaceProcesses(_ pids: [Int32]) throws {
+        guard !pids.isEmpty else { return }
+        try cli.run(["track", "--userspace", "--session=\(name)", "--vpid=" + pids.map(String.init).joined(separator: ",")])
     }
 
     /// Creates (enables) a userspace channel with explicit buffer settings.
@@ -57,7 +83,7 @@ public struct LTTngSession: Sendable {
         if blocking { args.append("--blocking-timeout=inf") }
         if let s = subbufferSize { args.append("--subbuf-size=\(s)") }
         if let n = subbufferCount { args.append("--num-subbuf=\(n)") }
-        if overwrite { args.append("--overwrite") }
+        args.append(overwrite ? "--overwrite" : "--discard")
         args.append(channel)
         try cli.run(args)
     }

@@ -32,7 +32,7 @@ public final class PrivateRelayDaemon: @unchecked Sendable {
     }
 
     /// Ports the kernel reports free now (bound to port 0 on loopback, then released).
-    static func freePorts(_ n: Int) -> [Int] {
+    public static func freePorts(_ n: Int) -> [Int] {
         var fds: [Int32] = [], ports: [Int] = []
         for _ in 0..<n {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

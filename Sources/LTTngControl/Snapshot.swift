@@ -26,16 +26,35 @@ public struct FlightRecorder: Sendable {
         session = try LTTngSession.createSnapshot(name: name, outputDirectory: outputDirectory, cli: cli)
     }
 
-    /// Adds one overwrite-mode, per-user channel of `subbufferCount` sub-buffers of
-    /// `subbufferSize` bytes per CPU, recording `patterns` with `contexts`.
-    public func addChannel(_ channel: String, subbufferSize: Int, subbufferCount: Int, patterns: [String], contexts: [String]) throws {
-        try session.enableChannel(channel, subbufferSize: subbufferSize, subbufferCount: subbufferCount, buffers: .perUID, overwrite: true)
+    /// Creates the snapshot-mode session sending its snapshots to the relay daemon at `url`
+    /// (`net://HOST…`); the relay daemon writes each below its output directory
+    /// (`HOST/NAME-DATE-TIME/snapshot-K-…`). ``snapshotDirectories()`` is then empty: they are
+    /// not on this host.
+    public init(name: String, url: String, cli: LTTngCLI = .ambient) throws {
+        session = try LTTngSession.createSnapshot(name: name, url: url, cli: cli)
+    }
+
+    /// Adds one per-user channel of `subbufferCount` sub-buffers of `subbufferSize` bytes per
+    /// CPU, recording `patterns` with `contexts`.
+    ///
+    /// `overwrite` (the default) keeps the newest events: the ring of the flight recorder. A
+    /// channel in discard mode keeps its *first* events instead — what a snapshot needs of events
+    /// emitted once (the state dump): every snapshot flushes each channel, which closes the
+    /// current packet and opens the next sub-buffer, so in overwrite mode the packet holding the
+    /// state dump is overwritten by empty packets after `subbufferCount` snapshots, while in
+    /// discard mode a full ring refuses the new packet and keeps it.
+    public func addChannel(_ channel: String, subbufferSize: Int, subbufferCount: Int, patterns: [String], contexts: [String],
+                           overwrite: Bool = true) throws {
+        try session.enableChannel(channel, subbufferSize: subbufferSize, subbufferCount: subbufferCount, buffers: .perUID, overwrite: overwrite)
         for p in patterns { try session.enableUserspaceEvents(p, channel: channel) }
         try session.addContexts(contexts, channel: channel)
     }
 
     /// Adds `maxSnapshots` triggers that each record one snapshot: the *k*-th on the *k*-th event
     /// of the user-space event rule `event` (with an optional filter expression).
+    ///
+    /// A trigger belongs to the daemon: it matches the event in every registered process, whatever
+    /// the session tracks; a `filter` such as `$ctx.vpid == 42 || $ctx.vpid == 43` limits it.
     public mutating func snapshotOn(event: String, filter: String? = nil, maxSnapshots: Int) throws {
         precondition(maxSnapshots >= 1)
         for k in 1...maxSnapshots {
@@ -80,6 +99,23 @@ public struct FlightRecorder: Sendable {
             let now = state()
             if now != last { last = now; since = Date() } else if Date().timeIntervalSince(since) >= quiet { return }
         }
+    }
+
+    /// How many snapshots the triggers failed to take (their actions' "total execution
+    /// failures" in `lttng list-triggers`: a relay daemon that went away, a full disk).
+    public func failedSnapshots() throws -> Int {
+        Self.executionFailures(inListing: try session.cli.run(["list-triggers"]), of: Set(triggers))
+    }
+
+    /// The sum of the `total execution failures: N` lines in the sections (`- name: T`) of `names`.
+    static func executionFailures(inListing text: String, of names: Set<String>) -> Int {
+        var mine = false, total = 0
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("- name: ") { mine = names.contains(String(line.dropFirst(8))); continue }
+            let t = line.drop { $0 == " " }
+            if mine, t.hasPrefix("total execution failures: "), let n = Int(t.dropFirst(26)) { total += n }
+        }
+        return total
     }
 
     /// Removes the triggers (each attempted; the first failure is thrown after all were tried).

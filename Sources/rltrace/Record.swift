@@ -8,12 +8,16 @@ import RLAnalysis
 import Glibc
 #endif
 
-/// `rltrace record -- COMMAND…`: records a program's run loops with no LTTng set-up.
+/// `rltrace record -- COMMAND…`: records a program's run loops with no LTTng set-up;
+/// `rltrace record --pid PID,… | --all`: records programs already running (Attach.swift).
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
-        abstract: "Run a program under an LTTng session recording its run loops, and keep the trace.",
-        usage: "rltrace record [--on-hang[=THRESHOLD]] [<options>] -- COMMAND [ARG...]",
+        abstract: "Run a program under an LTTng session recording its run loops (or attach to running ones), and keep the trace.",
+        usage: """
+        rltrace record [--on-hang[=THRESHOLD]] [<options>] -- COMMAND [ARG...]
+          rltrace record (--pid PID,... | --all) [--on-hang[=THRESHOLD]] [...]
+        """,
         discussion: """
         Creates an LTTng session, enables the `runloop` provider, runs COMMAND, then stops and destroys the session and prints where the trace is with a short summary. With no reachable session daemon, a private one is started (temporary LTTNG_HOME) and stopped afterwards. Ctrl-C stops the program and still keeps the trace. The exit status is the program's.
 
@@ -22,12 +26,16 @@ struct Record: ParsableCommand {
           rltrace record -o /tmp/trace --context perf:thread:task-clock -- ./service
           rltrace record --snapshot -- ./service
           rltrace record --on-hang=100ms -o DIR -- ./service
+          rltrace record --pid 4242 --duration 30s -o /tmp/trace
+          rltrace record --all --on-hang 250ms -o net://collector
 
         By default no context is added to the events: each loop's process and thread and each item's name are described once (`loop_info`, `item_info`, re-described every second and after each hang, so a snapshot still names them), and the program's hang watchdog reads the CPU time of every long callout (`callout_cpu`), so the report still tells a hang or a slow callout that computed from one that blocked (docs/tracepoints.md, "Constant pools"). --context adds LTTng contexts to every event, e.g. perf:thread:task-clock for the CPU time of every callout (one read(2) per event: about 2 µs per callout, docs/benchmarks.md).
 
         --snapshot is a flight recorder that keeps only the last buffers when the program ends. --on-hang records a snapshot per hang instead (docs/hangs.md): the program's hang watchdog (RLTRACE_HANG_THRESHOLD, set to the threshold) reports each hang with stack samples, and each hang leaves one snapshot (a trace in a subdirectory of DIR) holding the seconds before it; `rltrace hangs DIR` reads them all. The threshold follows --on-hang as --on-hang=100ms or --on-hang 100ms (default 250ms).
 
-        The state dump events (lttng_ust_statedump:*, lttng_ust_lib:*: which binary is mapped where) are recorded with runloop:* so that rltrace can symbolize stack samples. -o takes a local directory (its parent must exist); streaming to a relay daemon (-o net://HOST) is not supported yet: watch a program live with `rltrace top -- COMMAND`.
+        The state dump events (lttng_ust_statedump:*, lttng_ust_lib:*: which binary is mapped where) are recorded with runloop:* so that rltrace can symbolize stack samples. -o takes a local directory (its parent must exist) or a relay daemon's URL, net://HOST[:CONTROL_PORT[:DATA_PORT]] (as `lttng create --set-url`): the trace, or each hang's snapshot, is then written on the relay daemon's host below its output directory (HOST/SESSION-DATE-TIME/…).
+
+        --pid and --all attach to RunLoopCore programs already running (docs/production.md): no program follows `--`. They record through the host's session daemon (the one `lttng` reaches: root's, or LTTNG_HOME's), which every LTTng-UST program registers with when it starts; --pid records only those processes (lttng track --vpid), --all every program, those that start later included. Recording ends on Ctrl-C or SIGTERM, after --duration, or (--pid) when every process has exited; the session is then stopped and destroyed, the trace kept, and the programs run on untraced. With --on-hang the watchdog is the programs' own (RLTRACE_HANG_THRESHOLD when they started, 250ms by default): each hang it reports that lasted THRESHOLD or more takes a snapshot.
         """
     )
 
@@ -51,8 +59,18 @@ struct Record: ParsableCommand {
     var onHangThreshold: String?
     @Option(help: "With --on-hang: ring buffer per CPU kept for each snapshot (e.g. 4M, 512K).") var buffer: String?
     @Option(help: "With --on-hang: the most snapshots taken (one per hang); later hangs are not recorded.") var maxSnapshots: Int?
+    @Option(help: ArgumentHelp("Attach to these running processes (comma-separated pids) instead of starting a program.", valueName: "pid,..."))
+    var pid: String?
+    @Flag(help: "Attach to every program of the session daemon: those running and those that start while recording.")
+    var all = false
+    @Option(help: "With --pid or --all: stop recording after this long (e.g. 30s, 10m); default: until Ctrl-C or SIGTERM.")
+    var duration: String?
     @Argument(parsing: .postTerminator, help: "The program and its arguments (after `--`).")
     var command: [String] = []
+
+    /// Whether `record` attaches to running programs (`--pid`, `--all`) instead of starting one.
+    var attaches: Bool { pid != nil || all }
+
     /// Prints the contexts a recording adds by default (``defaultContexts()``), comma-separated, or
     /// `none`, and exits: what scripts/bench-tracing.sh measures "as rltrace records" with.
     @Flag(help: .hidden) var printDefaultContexts = false
@@ -62,7 +80,18 @@ struct Record: ParsableCommand {
 
     func validate() throws {
         if printDefaultContexts { return }
-        if command.isEmpty { throw ValidationError("give the program to run after `--`, e.g. rltrace record -- ./service") }
+        if command.isEmpty && !attaches {
+            throw ValidationError("give the program to run after `--` (rltrace record -- ./service), or attach to running ones with --pid PID[,PID...] or --all")
+        }
+        if !command.isEmpty && attaches {
+            throw ValidationError("\(pid != nil ? "--pid" : "--all") attaches to programs already running; `-- \(command[0])` starts one: give one or the other")
+        }
+        if pid != nil && all { throw ValidationError("--pid and --all: choose one (--all records every program, those given included)") }
+        if let p = pid { _ = try parsePIDList(p) }
+        if let d = duration {
+            guard attaches else { throw ValidationError("--duration applies to --pid and --all (a program run after `--` ends the recording when it exits)") }
+            guard try parseThreshold(d, "--duration") > 0 else { throw ValidationError("--duration must be longer than 0") }
+        }
         if let t = onHangThreshold {
             guard onHangFlag else { throw ValidationError("unexpected argument \(t.debugDescription) (a threshold follows --on-hang; the program follows `--`)") }
             _ = try parseThreshold(t, "--on-hang")
@@ -95,24 +124,34 @@ struct Record: ParsableCommand {
             writeStdout((c.isEmpty ? "none" : c.joined(separator: ",")) + "\n")
             return
         }
-        let out = URL(fileURLWithPath: try localTraceDirectory(output ?? defaultTraceDirectory()))
-        if !force, holdsTrace(out.path) {
-            warn("rltrace: \(out.path) already holds a trace; choose another -o, or --force to record into it anyway")
+        let out = try recordOutput(output ?? defaultTraceDirectory())
+        try checkRelayDaemonAnswers(out)
+        if !force, let dir = out.localDirectory, holdsTrace(dir.path) {
+            warn("rltrace: \(dir.path) already holds a trace; choose another -o, or --force to record into it anyway")
             throw ExitCode(2)
+        }
+        let contexts = context.map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } } ?? defaultContexts()
+        if attaches {
+            let target: AttachTarget = try pid.map { .processes(try parsePIDList($0)) } ?? .all
+            let limit = try duration.map { try parseThreshold($0, "--duration") }
+            if onHangGiven {
+                try recordAttachedOnHang(target, output: out, settings: try flightRecorderSettings(), contexts: contexts, durationNs: limit, announce: !quiet)
+            } else {
+                try recordAttached(target, output: out, snapshot: snapshot, contexts: contexts, events: events, durationNs: limit, announce: !quiet)
+            }
+            return
         }
         guard resolveCommand(command[0]).contains("/"), access(resolveCommand(command[0]), X_OK) == 0 else {
             warn("rltrace: cannot run \(command[0]): no such program (not found on PATH, or not executable); nothing recorded")
             throw ExitCode(127)
         }
-        let contexts = context.map { $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } } ?? defaultContexts()
         if onHangGiven {
             let status = try recordOnHang(command, output: out, settings: try flightRecorderSettings(), contexts: contexts, announce: !quiet)
             if status != 0 { throw ExitCode(status) }
             return
         }
         let status = try recordProgram(command, output: out, snapshot: snapshot, contexts: contexts, events: events, announce: !quiet)
-        try checkContextsWereAccepted(contexts, at: out.path)
-        if !quiet { printSummary(of: out.path) }
+        try finishSummary(output: out, contexts: contexts, quiet: quiet)
         if status != 0 { throw ExitCode(status) }
     }
 }
@@ -132,6 +171,13 @@ func reachSessionDaemon(announce: Bool) throws -> (PrivateSessionDaemon?, LTTngC
     }
 }
 
+/// This host's name as the session daemon sends it to a relay daemon (gethostname(2)).
+func localHostName() -> String {
+    var buf = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buf, buf.count - 1) == 0 else { return "HOST" }
+    return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 func defaultTraceDirectory() -> String {
     let f = DateFormatter()
     f.dateFormat = "yyyyMMdd-HHmmss"
@@ -139,35 +185,11 @@ func defaultTraceDirectory() -> String {
 }
 
 /// Records `command` into `output`; returns the program's exit status (128+signal if killed).
-func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [String], events: String,
+func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, contexts: [String], events: String,
                    announce: Bool) throws -> Int32 {
     let (daemon, cli, env) = try reachSessionDaemon(announce: announce)
     defer { daemon?.stop() }
-
-    let name = "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    let session: LTTngSession
-    do {
-        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-        session = snapshot ? try LTTngSession.createSnapshot(name: name, outputDirectory: output, cli: cli)
-                           : try LTTngSession.create(name: name, outputDirectory: output, cli: cli)
-        let ctx = contexts.filter { !$0.isEmpty }
-        try session.enableChannel("runloop")
-        try session.enableUserspaceEvents(events, channel: "runloop")
-        if !ctx.isEmpty { try session.addContexts(ctx, channel: "runloop") }
-        // Which binary is mapped where in each process, so stack samples can be symbolized from
-        // the trace alone (liblttng-ust emits these at start-up and on dlopen/dlclose): in a
-        // channel of their own, with the `vpid` context they lack (a process's loop ids name it;
-        // these events have no loop).
-        if events.contains("runloop") {
-            try session.enableChannel(statedumpChannel)
-            for p in statedumpPatterns { try session.enableUserspaceEvents(p, channel: statedumpChannel) }
-            try session.addContexts(statedumpContexts(ctx), channel: statedumpChannel)
-        }
-        try session.start()
-    } catch {
-        warn("rltrace: cannot set up the LTTng session: \(error)")
-        throw ExitCode(6)
-    }
+    let session = try startRecordingSession(output: output, snapshot: snapshot, contexts: contexts, events: events, processes: [], cli: cli)
 
     // Run the program; Ctrl-C goes to it, and we keep the trace.
     let p = Process()
@@ -189,6 +211,57 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
     }
     signalTarget = 0
     restoreDefaultSignals()
+    finishRecordingSession(session, output: output, snapshot: snapshot, events: events, announce: announce)
+    return status
+}
+
+/// Creates, sets up and starts `record`'s session (not the flight recorder's) writing to
+/// `output`, limited to `processes` when not empty; exit 6 (naming the failed `lttng` command) when
+/// LTTng refuses.
+func startRecordingSession(output: RecordOutput, snapshot: Bool, contexts: [String], events: String, processes: [Int32],
+                           cli: LTTngCLI) throws -> LTTngSession {
+    let name = "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    var created: LTTngSession?
+    do {
+        let session: LTTngSession
+        switch output {
+        case .directory(let dir):
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            session = snapshot ? try LTTngSession.createSnapshot(name: name, outputDirectory: dir, cli: cli)
+                               : try LTTngSession.create(name: name, outputDirectory: dir, cli: cli)
+        case .relayDaemon(let url):
+            session = snapshot ? try LTTngSession.createSnapshot(name: name, url: url, cli: cli)
+                               : try LTTngSession.create(name: name, url: url, cli: cli)
+        }
+        created = session
+        let ctx = contexts.filter { !$0.isEmpty }
+        try session.enableChannel("runloop")
+        try session.enableUserspaceEvents(events, channel: "runloop")
+        if !ctx.isEmpty { try session.addContexts(ctx, channel: "runloop") }
+        // Which binary is mapped where in each process, so stack samples can be symbolized from
+        // the trace alone (liblttng-ust emits these at start-up and on dlopen/dlclose): in a
+        // channel of their own, with the `vpid` context they lack (a process's loop ids name it;
+        // these events have no loop).
+        if events.contains("runloop") {
+            try session.enableChannel(statedumpChannel)
+            for p in statedumpPatterns { try session.enableUserspaceEvents(p, channel: statedumpChannel) }
+            try session.addContexts(statedumpContexts(ctx), channel: statedumpChannel)
+        }
+        try session.trackUserspaceProcesses(processes)
+        try session.start()
+        return session
+    } catch {
+        if let s = created { try? s.destroy() }
+        warn("rltrace: cannot set up the LTTng session: \(error)")
+        if case .relayDaemon(let url) = output {
+            warn("rltrace: is an lttng-relayd listening at \(url)? (lttng-relayd -d on the collector; its default ports are 5342 and 5343)")
+        }
+        throw ExitCode(6)
+    }
+}
+
+/// Stops and destroys `record`'s session (a snapshot first, in snapshot mode); says where the trace went.
+func finishRecordingSession(_ session: LTTngSession, output: RecordOutput, snapshot: Bool, events: String, announce: Bool) {
     do {
         if snapshot { try session.recordSnapshot() }
         try session.stop()
@@ -196,11 +269,22 @@ func recordProgram(_ command: [String], output: URL, snapshot: Bool, contexts: [
     } catch {
         warn("rltrace: stopping the session failed (the trace may be incomplete): \(error)")
     }
-    if announce {
-        if holdsTrace(output.path) { warn("rltrace: trace written to \(output.path)") }
-        else { warn("rltrace: no trace was written to \(output.path) (no event of \(events) was recorded)") }
+    guard announce else { return }
+    switch output {
+    case .directory(let dir):
+        if holdsTrace(dir.path) { warn("rltrace: trace written to \(dir.path)") }
+        else { warn("rltrace: no trace was written to \(dir.path) (no event of \(events) was recorded)") }
+    case .relayDaemon(let url):
+        warn("rltrace: trace sent to the relay daemon at \(url) (on its host, below its output directory: \(localHostName())/\(session.name)-DATE-TIME)")
     }
-    return status
+}
+
+/// After `record`: a local trace recorded with a perf context LTTng could not open is an error
+/// (exit 6); its summary unless `quiet`. A trace sent to a relay daemon is not on this host.
+func finishSummary(output: RecordOutput, contexts: [String], quiet: Bool) throws {
+    guard let dir = output.localDirectory else { return }
+    try checkContextsWereAccepted(contexts, at: dir.path)
+    if !quiet { printSummary(of: dir.path) }
 }
 
 /// The child that SIGINT/SIGTERM are forwarded to (0: none; restore the default actions).
@@ -324,7 +408,7 @@ struct Demo: ParsableCommand {
         try refuseExistingDemo(trace: trace.path, html: html.path, force: force)
         var args = [example, "--duration", String(duration), "--clients", "4", "--requests", "300"]
         if inject != "none" { args += ["--inject", inject] }
-        let status = try recordProgram(args, output: trace, snapshot: false, contexts: defaultContexts(),
+        let status = try recordProgram(args, output: .directory(trace), snapshot: false, contexts: defaultContexts(),
                                        events: "runloop:*", announce: true)
         if status != 0 { warn("rltrace: rl-example exited with status \(status)") }
         let strips = BusyStripCollector()

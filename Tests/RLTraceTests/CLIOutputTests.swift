@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LTTngControl
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -142,16 +143,22 @@ struct CLIOutputTests {
 
 @Suite("rltrace's options: destinations, --on-hang=THRESHOLD, errors that name the option")
 struct CLIOptionTests {
-    @Test("record -o net://… is refused (exit 64, not supported yet) and makes no directory; a missing parent is named")
+    @Test("record -o net://… streams (AttachTests); a malformed URL is exit 64, an absent relay daemon exit 6 naming it; neither makes a directory; a missing parent is named")
     func recordDestinations() throws {
         let dir = try scratchDirectory("record-dest")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        for url in ["net://127.0.0.1:5342", "net://127.0.0.1", "tcp://host:5342:5343"] {
+        for url in ["net://", "net://127.0.0.1:0", "net://127.0.0.1:5342:5343:5344", "net://host/path", "tcp://host:port", "net://[::1"] {
             let r = try rltraceIn(dir, ["record", "-o", url, "--", "/bin/true"])
             #expect(r.status == 64, "\(url): \(r.err)")
-            #expect(r.err.contains("streaming to a relay daemon is not supported yet"), "\(url): \(r.err)")
+            #expect(r.err.contains("-o \(url)"), "\(url): \(r.err)")
             #expect(contents(dir).isEmpty, "\(url): made \(contents(dir))")
         }
+        // No relay daemon listens on a port just found free: LTTng refuses the session (exit 6).
+        let port = try #require(PrivateRelayDaemon.freePorts(1).first)
+        let absent = try rltraceIn(dir, ["record", "-o", "net://127.0.0.1:\(port)", "--", "/bin/true"])
+        #expect(absent.status == 6, "\(absent.err)")
+        #expect(absent.err.contains("is an lttng-relayd listening at net://127.0.0.1:\(port)?"), "\(absent.err)")
+        #expect(contents(dir).isEmpty, "made \(contents(dir))")
         let r = try run("rltrace", ["record", "-o", dir + "/no-such-dir/x", "--", "/bin/true"])
         #expect(r.status == 1, "\(r.err)")
         #expect(r.err.contains("\(dir)/no-such-dir does not exist"), "\(r.err)")
