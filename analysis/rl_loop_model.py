@@ -113,7 +113,7 @@ class Frame:
 
 
 class Loop:
-    def __init__(self, pid, loop_id, sel=None):
+    def __init__(self, pid, loop_id, sel=None, names=None):
         self.pid = pid
         self.loop_id = loop_id
         self.sel = sel or Selection()
@@ -144,7 +144,10 @@ class Loop:
 
         self.callout_stack = []          # open callouts: (kind, item, name, entry ts, frame it belongs to)
         self.unmatched = 0
-        self.item_names = {}             # (kind, item) -> name of its first entry (learned before the window too)
+        # (kind, item) -> name: the process's constant pool (docs/tracepoints.md, "Constant pools"),
+        # shared by the loops of one process (item ids are process-unique): item_added / item_info
+        # descriptions, or, in traces of the older schema, the first entry's `name`.
+        self.item_names = names if names is not None else {}
         self.kind_item_matches = 0       # callouts in the window passing --kind/--item (before --min-duration)
         self.kind_durations = {}         # kind -> [durations cut to the window]
         self.items = {}                  # (kind, item, None), blocks (kind, 0, name) -> {"name":..., "durations": [...]}
@@ -177,7 +180,9 @@ class Loop:
     # --- iterations ---------------------------------------------------------------------------
 
     # docs/report-json.md, "Iteration": begin pushes; end pops the matching number (discarding the
-    # open iterations above it); an end without a matching open iteration is ignored. Top-level =
+    # open iterations above it); an end without a matching open iteration is ignored. An end
+    # without a number (the schema since the constant pools, docs/tracepoints.md) closes the
+    # innermost open iteration. Top-level =
     # the stack was empty at its begin. busyNs = duration - sleeps of it and of nested iterations.
     # Window: an iteration counts once it has ended, when it overlaps the window, cut to it; what is
     # about the whole iteration (hang, slow, spurious wake) is decided on the whole iteration.
@@ -185,9 +190,12 @@ class Loop:
     def iteration_begin(self, ts, number):
         self.stack.append(Frame(number, ts, top_level=not self.stack))
 
-    def iteration_end(self, ts, number):
+    def iteration_end(self, ts, number=None):
         idx = None
-        for i in range(len(self.stack) - 1, -1, -1):
+        if number is None:
+            if self.stack:
+                idx = len(self.stack) - 1
+        for i in range(len(self.stack) - 1, -1, -1) if number is not None else ():
             if self.stack[i].number == number:
                 idx = i
                 break
@@ -234,10 +242,12 @@ class Loop:
 
     # "Sleep": a sleep_begin followed by the loop's next wake with the same iteration number;
     # any other wake is a poll. A sleep belongs to the innermost open iteration at its sleep_begin.
+    # Without numbers (the schema since the constant pools: per-iteration events belong to the
+    # innermost open iteration), "the same iteration" is the same innermost open iteration.
     # Window: a sleep counts when it overlaps it (cut to it); a wake (poll, reason, wake-up
     # latency) when it is in it.
 
-    def sleep_begin(self, ts, number):
+    def sleep_begin(self, ts, number=None):
         frame = self.stack[-1] if self.stack else None
         self.pending_sleep = (ts, number, frame)
 
@@ -248,7 +258,8 @@ class Loop:
         if inside:
             self.wake_reasons[label] = self.wake_reasons.get(label, 0) + 1
         pending, self.pending_sleep = self.pending_sleep, None
-        if pending is not None and pending[1] == number:
+        if pending is not None and (pending[1] == number if number is not None or pending[1] is not None
+                                    else pending[2] is (self.stack[-1] if self.stack else None)):
             slept = ts - pending[0]
             frame = pending[2]
             overlaps = sel.overlaps(pending[0], ts)
@@ -281,13 +292,26 @@ class Loop:
 
     # "Callout": entry pushes; exit pops the topmost entry of the same (kind, item), discarding
     # (and counting as unmatched) the entries above it; an exit without an entry is unmatched too.
+    # An exit without an item (the schema since the constant pools) pops the topmost entry of its
+    # kind.
     # Window and filters: a pair counts when it overlaps the window (cut to it) and passes --kind,
     # --item (the item's name) and --min-duration (its duration in the window).
 
-    def item_name(self, kind, item, name):
-        return name if kind == "block" else self.item_names.setdefault((kind, item), name)
+    def item_name(self, kind, item, name=None):
+        """The name of an item now: a block's is its own (`name`); another item's the pool's, else
+        `name` (an older trace's entry), which then names it; "" when never described."""
+        if kind == "block":
+            return name
+        if kind == "main_queue":
+            return "main-queue"
+        known = self.item_names.get((kind, item))
+        if known is None and name is not None:
+            known = self.item_names[(kind, item)] = name
+        return known if known is not None else ""
 
-    def callout_entry(self, ts, kind, item, name):
+    def callout_entry(self, ts, kind, item, name=None):
+        """`name`: a block's name; for other kinds an older trace's entry `name` (None when the
+        entry carries none: the name is the constant pool's)."""
         frame = self.stack[-1] if self.stack else None
         self.item_name(kind, item, name)
         if kind != "observer" and self.last_wake is not None:
@@ -296,14 +320,14 @@ class Loop:
             if wake_frame is frame and self.sel.begin <= wake_ts and ts <= self.sel.end:
                 self.wake_to_first.append(ts - wake_ts)
             self.last_wake = None
-        self.callout_stack.append((kind, item, name, ts, frame))
+        self.callout_stack.append((kind, item, name if kind == "block" else None, ts, frame))
 
-    def callout_exit(self, ts, kind, item):
+    def callout_exit(self, ts, kind, item=None):
         sel = self.sel
         idx = None
         for i in range(len(self.callout_stack) - 1, -1, -1):
             c = self.callout_stack[i]
-            if c[0] == kind and c[1] == item:
+            if c[0] == kind and (item is None or c[1] == item):
                 idx = i
                 break
         if idx is None:
@@ -312,14 +336,14 @@ class Loop:
         self.unmatched += (len(self.callout_stack) - idx - 1) if sel.inside(ts) else 0
         entry = self.callout_stack[idx]
         del self.callout_stack[idx:]
-        _, _, name, entry_ts, frame = entry
+        _, item, name, entry_ts, frame = entry
         d = ts - entry_ts
         if frame is not None:
             frame.callouts.append((kind, item, name, d))
         if not sel.overlaps(entry_ts, ts):
             return
         self.touch(entry_ts, ts)
-        item_name = self.item_name(kind, item, name)
+        item_name = self.item_name(kind, item, name if kind == "block" else None)
         if not sel.kind_item(kind, item_name):
             return
         self.kind_item_matches += 1
@@ -329,5 +353,5 @@ class Loop:
         self.kind_durations.setdefault(kind, []).append(cut)
         # Every perform-block is its own item: blocks are one item per name (item 0).
         key = (kind, 0, name) if kind == "block" else (kind, item, None)
-        it = self.items.setdefault(key, {"name": item_name, "durations": []})
+        it = self.items.setdefault(key, {"name": name if kind == "block" else None, "durations": []})
         it["durations"].append(cut)

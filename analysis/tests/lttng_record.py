@@ -109,13 +109,15 @@ class PrivateSessiond:
                                                           r.stderr.decode(errors="replace")))
         return r.stdout.decode(errors="replace")
 
-    def record(self, output, argv, session="rl-analysis", timeout=120):
-        """Records `argv` with every runloop event and the vpid/vtid/procname contexts into
-        `output` (a new directory); returns the program's standard output."""
+    def record(self, output, argv, session="rl-analysis", timeout=120, contexts=("vpid", "vtid", "procname")):
+        """Records `argv` with every runloop event and `contexts` (none: as `rltrace record`
+        records, the loop ids and loop_info naming processes and threads) into `output` (a new
+        directory); returns the program's standard output."""
         self.lttng("create", session, "--output=" + output)
         try:
             self.lttng("enable-event", "-u", "runloop:*")
-            self.lttng("add-context", "-u", "-t", "vpid", "-t", "vtid", "-t", "procname")
+            if contexts:
+                self.lttng("add-context", "-u", *[a for c in contexts for a in ("-t", c)])
             self.lttng("start")
             r = subprocess.run(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=timeout)
