@@ -55,9 +55,10 @@ def rltrace_report_command():
 
 # --- recorded traces -------------------------------------------------------------------------
 
-# name -> (program, arguments[, contexts]). Kept short: the whole analysis suite should stay well
-# under 3 min. Recorded with the vpid, vtid and procname contexts unless contexts are given (()
-# for none, as `rltrace record` records: loop ids and loop_info then name processes and threads).
+# name -> (program, arguments[, contexts[, start_after]]). Kept short: the whole analysis suite
+# should stay well under 3 min. Recorded with the vpid, vtid and procname contexts unless contexts
+# are given (() for none, as `rltrace record` records: loop ids and loop_info then name processes
+# and threads); start_after: the session starts that many seconds after the program.
 RECORDINGS = {
     "example": ("rl-example", ["--duration", "1.5", "--clients", "4", "--requests", "100"]),
     "example-injected": ("rl-example", ["--duration", "2", "--clients", "4", "--requests", "100",
@@ -66,7 +67,12 @@ RECORDINGS = {
     "scenario-nested": ("tracing-scenarios", ["nested"]),
     "scenario-wakes": ("tracing-scenarios", ["wakes"]),
     "example-no-context": ("rl-example", ["--duration", "1", "--clients", "2", "--requests", "50"], ()),
+    # A session that joins late: items and loops named only by the pools' later descriptions.
+    "example-late-session": ("rl-example", ["--duration", "2.5", "--clients", "0"], (), 0.6),
 }
+
+# Recorded with the others but left out of recorded_traces() (the general grid): see late_traces().
+LATE = {"example-late-session"}
 
 # Traces of the schema before the constant pools (names and iteration numbers in every event),
 # checked in for rltrace's own tests: they must still read.
@@ -79,9 +85,18 @@ _tmp = None
 
 
 def recorded_traces():
-    """{name: trace directory}: the RECORDINGS, recorded once (under one private session daemon)
-    per process, and the OLD_SCHEMA_TRACES. $RL_ANALYSIS_TRACES=DIR reuses DIR/<name> when present
+    """{name: trace directory}: the RECORDINGS but the LATE ones, recorded once (under one private
+    session daemon) per process, and the OLD_SCHEMA_TRACES. $RL_ANALYSIS_TRACES=DIR reuses DIR/<name> when present
     (handy while editing the analysis)."""
+    return {n: p for n, p in _all_traces().items() if n not in LATE}
+
+
+def late_traces():
+    """{name: trace directory} of the recordings whose session started after the program."""
+    return {n: p for n, p in _all_traces().items() if n in LATE}
+
+
+def _all_traces():
     global _traces, _tmp
     if _traces is not None:
         return _traces
@@ -97,7 +112,7 @@ def recorded_traces():
     with lttng_record.PrivateSessiond() as d:
         for i, (name, rec) in enumerate(RECORDINGS.items()):
             out = os.path.join(_tmp, name)
-            kw = {"contexts": rec[2]} if len(rec) > 2 else {}
+            kw = dict(zip(("contexts", "start_after"), rec[2:]))
             d.record(out, [program(rec[0])] + rec[1], session="rl-analysis-%d" % i, **kw)
             traces[name] = out
     traces.update(OLD_SCHEMA_TRACES)
