@@ -35,7 +35,7 @@ import sys
 
 import bt2
 
-from rl_loop_model import CALLOUT_KINDS, Loop, Selection, log2_bucket  # noqa: F401 (log2_bucket: for the tests)
+from rl_loop_model import CALLOUT_KINDS, Loop, Selection, cpu_state, log2_bucket  # noqa: F401 (log2_bucket: for the tests)
 
 SCHEMA = "rltrace-report/2"
 
@@ -102,7 +102,11 @@ class NothingSelected(Exception):
 # are absent from the per-iteration and callout events since the constant pools; present in
 # traces of the older schema.
 PAYLOAD_FIELDS = ("loop_id", "item_id", "name", "scheduled_ns", "iteration", "reason", "accepted", "caller_tid",
-                  "signal_seq", "tid", "thread_name", "kind", "pid", "procname")
+                  "signal_seq", "tid", "thread_name", "kind", "pid", "procname", "elapsed_ns", "cpu_ns")
+
+# The per-event CPU clock context: rltrace takes on-CPU times from it when recorded; this report
+# computes none then (it reads only the watchdog's callout_cpu readings).
+CPU_CLOCK_CONTEXT = "perf_thread_task_clock"
 
 # Events emitted on another thread than the loop's: their vtid never names the loop's thread.
 OTHER_THREAD_EVENTS = frozenset("runloop:" + n for n in (
@@ -157,6 +161,8 @@ def decode(paths, trace):
             continue
         trace["runloopEvents"] += 1
         ctx = ev.common_context_field
+        if ctx is not None and CPU_CLOCK_CONTEXT in ctx and not trace.get("_cpuClockContext"):
+            trace["_cpuClockContext"] = True
         payload = ev.payload_field
         fields = {}
         for k in PAYLOAD_FIELDS:
@@ -264,6 +270,11 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
         elif name == "runloop:loop_created":
             lp.tid_created = payload.get("tid")
             lp.thread_name = payload.get("thread_name", "")
+        elif name == "runloop:callout_cpu":
+            kind = KIND_LABELS.get(payload.get("kind"))
+            if kind is not None:
+                lp.callout_cpu(kind, 0 if kind == "main_queue" else payload.get("item_id"),
+                               payload.get("elapsed_ns"), payload.get("cpu_ns"))
         elif name == "runloop:loop_info":
             # The loop's description: its thread and the thread's name now; the process's name,
             # authoritative for every loop of the process.
@@ -296,8 +307,10 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
         # trace (then what follows it was not looked at).
         if lp.woke_idle is not None and sel.inside(lp.woke_idle) and sel.end >= trace["endNs"]:
             lp.spurious += 1
+    # Without the CPU clock context, hangs and items' longest callouts get the watchdog's readings.
+    sampled_cpu = not trace.pop("_cpuClockContext", False)
     selected = select(loops, sel, trace)
-    out_loops = [loop_json(lp, hang_ns, slow_ns, spin_min) for lp in selected]
+    out_loops = [loop_json(lp, hang_ns, slow_ns, spin_min, sampled_cpu) for lp in selected]
     for lp in selected:
         if lp.stack:
             warnings.append("loop %d (pid %d): %d iteration(s) still open at the end of the trace (not counted)"
@@ -351,11 +364,11 @@ def loss(kind, count, msg):
 
 
 def callout_json(c, lp):
-    kind, item, name, d = c
+    kind, item, name, d, _ = c
     return {"kind": kind, "item": item, "name": lp.item_name(kind, item, name), "durationNs": d}
 
 
-def loop_json(lp, hang_ns, slow_ns, spin_min):
+def loop_json(lp, hang_ns, slow_ns, spin_min, sampled_cpu=True):
     span = (lp.last - lp.first) if lp.first is not None else 0
     tid = loop_tid(lp)
     callouts = sum(len(v) for v in lp.kind_durations.values())
@@ -370,18 +383,24 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
         s = stats(it["durations"])
         # Items are named at the end: by the last description of the trace (docs/tracepoints.md).
         items.append(dict({"kind": kind, "item": item, "name": lp.item_name(kind, item, it["name"])}, **s))
+        slowest_ns, slowest_cpu = it["slowest"]
+        if sampled_cpu and slowest_cpu is not None:
+            items[-1].update(slowestOnCpuNs=slowest_cpu, slowestState=cpu_state(slowest_cpu, slowest_ns))
     items.sort(key=lambda r: (-r["totalNs"], KIND_ORDER[r["kind"]], r["item"], r["name"]))
 
     hangs = []
     slow = 0
     # Decided on the whole iteration, listed whole (its culprit too), even when the window cuts it.
-    for number, begin, busy, cos, _, duration, _, _, _ in lp.top_records:
+    for number, begin, busy, cos, _, duration, _, _, _, cpu in lp.top_records:
         if busy >= slow_ns:
             slow += 1
         if busy >= hang_ns:
             culprit = max(cos, key=lambda c: c[3]) if cos else None
             hangs.append({"iteration": number, "beginNs": begin, "durationNs": duration, "busyNs": busy,
                           "culprit": callout_json(culprit, lp) if culprit else None})
+            # On-CPU time: the watchdog's readings of its callouts, scaled (callout_cpu).
+            if sampled_cpu and cpu is not None:
+                hangs[-1].update(onCpuNs=cpu, state=cpu_state(cpu, busy))
 
     spins = []
     run = []

@@ -18,6 +18,11 @@ REASON_WAKE_UP = 2
 CALLOUT_KINDS = ("observer", "source0", "source1", "timer", "main_queue", "block")
 
 
+def cpu_state(cpu, busy):
+    """"computing" when on CPU for at least a quarter of the time, else "blocked"."""
+    return "computing" if cpu * 4 >= busy else "blocked"
+
+
 def log2_bucket(d):
     """k = max(0, bitLength(d) - 1): 2^k <= d < 2^(k+1); 0 and 1 share bucket 0."""
     return max(0, int(d).bit_length() - 1)
@@ -89,7 +94,7 @@ class Selection:
 class Frame:
     """An open iteration on a loop's iteration stack."""
     __slots__ = ("number", "begin", "top_level", "sleep_ns", "sleeps", "sleep_cut", "sleeps_in", "polls_in",
-                 "wake_reason", "wake_ts", "callouts")
+                 "wake_reason", "wake_ts", "callouts", "sampled_cpu")
 
     def __init__(self, number, begin, top_level):
         self.number = number
@@ -102,7 +107,8 @@ class Frame:
         self.polls_in = 0      # polls (wakes without a sleep) in the window
         self.wake_reason = None  # reason of the wake that ended this iteration's own sleep
         self.wake_ts = None      # and its time
-        self.callouts = []     # (kind, item, name, whole duration) of callouts that belong to it (unfiltered)
+        self.callouts = []     # (kind, item, name, whole duration, sampled CPU ns or None) of callouts that belong to it (unfiltered)
+        self.sampled_cpu = None  # Σ sampled CPU ns of its callouts that have a callout_cpu reading (None: none has)
 
     def absorb(self, child):
         self.sleep_ns += child.sleep_ns
@@ -142,7 +148,8 @@ class Loop:
         self.wake_reasons = {}
         self.sleep_hist = {}             # reason -> bucket -> count
 
-        self.callout_stack = []          # open callouts: (kind, item, name, entry ts, frame it belongs to)
+        self.callout_stack = []          # open callouts: [kind, item, name, entry ts, frame it belongs to,
+                                         #   last callout_cpu reading (elapsed, cpu) or None]
         self.unmatched = 0
         # (kind, item) -> name: the process's constant pool (docs/tracepoints.md, "Constant pools"),
         # shared by the loops of one process (item ids are process-unique): item_added / item_info
@@ -236,7 +243,7 @@ class Loop:
             b = str(log2_bucket(busy_cut))
             self.iteration_hist[b] = self.iteration_hist.get(b, 0) + 1
             self.top_records.append((frame.number, frame.begin, busy, frame.callouts, frame.sleeps > 0, duration,
-                                     busy_cut, max(frame.begin, sel.begin), min(ts, sel.end)))
+                                     busy_cut, max(frame.begin, sel.begin), min(ts, sel.end), frame.sampled_cpu))
 
     # --- sleeps and wakes ---------------------------------------------------------------------
 
@@ -320,7 +327,20 @@ class Loop:
             if wake_frame is frame and self.sel.begin <= wake_ts and ts <= self.sel.end:
                 self.wake_to_first.append(ts - wake_ts)
             self.last_wake = None
-        self.callout_stack.append((kind, item, name if kind == "block" else None, ts, frame))
+        self.callout_stack.append([kind, item, name if kind == "block" else None, ts, frame, None])
+
+    # callout_cpu (docs/tracepoints.md, "Constant pools"): the hang watchdog's reading of a long
+    # callout's CPU time over its last `elapsed` ns; it belongs to the innermost open callout of
+    # that kind and item, and the last reading counts: scaled to the callout's whole duration at
+    # its exit, min(duration, cpu / elapsed * duration).
+
+    def callout_cpu(self, kind, item, elapsed, cpu):
+        if not elapsed or elapsed <= 0 or cpu is None or cpu < 0:
+            return
+        for c in reversed(self.callout_stack):
+            if c[0] == kind and c[1] == item:
+                c[5] = (elapsed, cpu)
+                return
 
     def callout_exit(self, ts, kind, item=None):
         sel = self.sel
@@ -336,10 +356,16 @@ class Loop:
         self.unmatched += (len(self.callout_stack) - idx - 1) if sel.inside(ts) else 0
         entry = self.callout_stack[idx]
         del self.callout_stack[idx:]
-        _, item, name, entry_ts, frame = entry
+        _, item, name, entry_ts, frame, reading = entry
         d = ts - entry_ts
+        sampled = None
+        if reading is not None:
+            whole = float(max(0, d))
+            sampled = int(min(whole, float(reading[1]) / float(reading[0]) * whole))
         if frame is not None:
-            frame.callouts.append((kind, item, name, d))
+            frame.callouts.append((kind, item, name, d, sampled))
+            if sampled is not None:
+                frame.sampled_cpu = (frame.sampled_cpu or 0) + sampled
         if not sel.overlaps(entry_ts, ts):
             return
         self.touch(entry_ts, ts)
@@ -353,5 +379,8 @@ class Loop:
         self.kind_durations.setdefault(kind, []).append(cut)
         # Every perform-block is its own item: blocks are one item per name (item 0).
         key = (kind, 0, name) if kind == "block" else (kind, item, None)
-        it = self.items.setdefault(key, {"name": name if kind == "block" else None, "durations": []})
+        it = self.items.setdefault(key, {"name": name if kind == "block" else None, "durations": [],
+                                         "slowest": (-1, None)})
         it["durations"].append(cut)
+        if cut > it["slowest"][0]:
+            it["slowest"] = (cut, sampled)     # its longest callout and what the watchdog read of it

@@ -182,7 +182,7 @@ def comparable_beyond(doc):
             "wakeUpLatency": dict(_exact(lp["wakeUpLatency"]), callerTids=sorted(lp["wakeUpLatency"]["callerTids"])),
             "spuriousWakes": lp["spuriousWakes"],
             "hangs": [{"iteration": h["iteration"], "beginNs": h["beginNs"], "durationNs": h["durationNs"],
-                       "busyNs": h["busyNs"],
+                       "busyNs": h["busyNs"], "onCpuNs": h.get("onCpuNs"), "state": h.get("state"),
                        "culprit": h["culprit"] and {k: h["culprit"][k] for k in ("kind", "item", "durationNs")}}
                       for h in lp["hangs"]],
             "slowIterations": lp["slowIterations"],
@@ -192,6 +192,9 @@ def comparable_beyond(doc):
             # from the callouts (docs/tracepoints.md, "Constant pools").
             "procname": lp["procname"],
             "itemNames": {"%s/%d" % (it["kind"], it["item"]): it["name"] for it in lp["items"] if it["kind"] != "block"},
+            # The longest callout's on-CPU time: the watchdog's readings (callout_cpu), scaled.
+            "itemSlowestCpu": {"%s/%d/%s" % (it["kind"], it["item"], it["name"] if it["kind"] == "block" else ""):
+                               (it.get("slowestOnCpuNs"), it.get("slowestState")) for it in lp["items"]},
             "timerNames": {t["item"]: t["name"] for t in lp["timerLateness"]},
             "signalNames": {t["item"]: t["name"] for t in lp["signalLatency"]},
             "culpritNames": [h["culprit"] and h["culprit"]["name"] for h in lp["hangs"]],

@@ -201,6 +201,52 @@ class Rules(unittest.TestCase):
         ])
         self.assertEqual([(lp["pid"], lp["loop"], lp["procname"]) for lp in doc["loops"]], [(42, 1, "svc"), (42, 2, "svc")])
 
+    def test_callout_cpu_scales_the_last_reading_of_the_innermost_callout(self):
+        """callout_cpu (docs/tracepoints.md): the last reading of the innermost open callout of
+        that kind and item, scaled to its duration, min(duration, cpu / elapsed * duration); a
+        hang's on-CPU time is the sum over its callouts, "computing" at a quarter of its busy time."""
+        L = (42 << 32) | 1
+        ev = [
+            (0, "iteration_begin", {"loop_id": L, "iteration": 1}),
+            (0, "timer_entry", {"loop_id": L, "item_id": 7, "scheduled_ns": 0}),
+            (10, "callout_cpu", {"loop_id": L, "kind": 3, "item_id": 7, "elapsed_ns": 5, "cpu_ns": 5}),
+            (20, "callout_cpu", {"loop_id": L, "kind": 3, "item_id": 7, "elapsed_ns": 15, "cpu_ns": 5}),   # the last counts
+            (25, "callout_cpu", {"loop_id": L, "kind": 3, "item_id": 8, "elapsed_ns": 15, "cpu_ns": 15}),  # no such callout
+            (30, "timer_exit", {"loop_id": L}),                    # 30 * 5 / 15 = 10
+            (30, "source0_entry", {"loop_id": L, "item_id": 9}),
+            (40, "callout_cpu", {"loop_id": L, "kind": 1, "item_id": 9, "elapsed_ns": 10, "cpu_ns": 30}),
+            (50, "source0_exit", {"loop_id": L}),                  # 20 * 3 > 20: 20
+            (50, "source0_entry", {"loop_id": L, "item_id": 9}),
+            (51, "source0_exit", {"loop_id": L}),                  # no reading
+            (60, "iteration_end", {"loop_id": L, "handled_source": 1, "callouts": 3}),
+        ]
+        trace = r.new_trace([])
+        trace.update(beginNs=0, endNs=60, events=len(ev), runloopEvents=len(ev))
+        doc = r.analyse([], hang_ns=50, decoded=(trace, [(ts, "runloop:" + n, None, None, None, f) for ts, n, f in ev]))
+        lp, = doc["loops"]
+        (h,) = lp["hangs"]
+        self.assertEqual((h["busyNs"], h["onCpuNs"], h["state"]), (60, 30, "computing"))
+        slowest = {(i["kind"], i["item"]): (i["maxNs"], i.get("slowestOnCpuNs"), i.get("slowestState")) for i in lp["items"]}
+        self.assertEqual(slowest, {("timer", 7): (30, 10, "computing"), ("source0", 9): (20, 20, "computing")})
+
+    def test_no_reading_no_cpu_figures(self):
+        lp = r.Loop(0, 1)
+        lp.iteration_begin(0, 1)
+        lp.callout_entry(0, "timer", 7)
+        lp.callout_cpu("timer", 7, 0, 5)           # elapsed 0: no reading
+        lp.callout_exit(400, "timer")
+        lp.iteration_end(400)
+        self.assertIsNone(lp.top_records[0][9])
+        self.assertEqual(lp.items[("timer", 7, None)]["slowest"], (400, None))
+        lp.iteration_begin(500, 2)
+        lp.callout_entry(500, "timer", 7)
+        lp.callout_cpu("timer", 7, 100, 10)
+        lp.callout_exit(900, "timer")                # 400 * 10 / 100 = 40 < 400 / 4: blocked
+        lp.iteration_end(900)
+        self.assertEqual(lp.top_records[1][9], 40)
+        self.assertEqual(r.cpu_state(40, 400), "blocked")
+        self.assertEqual(r.cpu_state(100, 400), "computing")
+
 
 if __name__ == "__main__":
     unittest.main()
