@@ -330,7 +330,7 @@ class LateSession(unittest.TestCase):
         return first - t0, end - t0
 
     def test_whole_trace_names_every_loop_and_item(self):
-        first, _ = self.first_description()
+        self.first_description()
         self.assertNotIn("runloop:item_added", {e[1] for e in self.decoded["example-late-session"][1]})
         _, doc = self.compare("example-late-session", Sel("whole trace"))
         for lp in doc["loops"]:
