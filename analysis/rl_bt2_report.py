@@ -35,7 +35,7 @@ import sys
 
 import bt2
 
-from rl_loop_model import CALLOUT_KINDS, Loop, Selection, log2_bucket  # noqa: F401 (log2_bucket: for the tests)
+from rl_loop_model import CALLOUT_KINDS, Loop, Selection, cpu_state, log2_bucket  # noqa: F401 (log2_bucket: for the tests)
 
 SCHEMA = "rltrace-report/2"
 
@@ -46,6 +46,9 @@ CALLOUT_EVENTS = {}
 for _kind in CALLOUT_KINDS:
     CALLOUT_EVENTS["runloop:%s_entry" % _kind] = (_kind, True)
     CALLOUT_EVENTS["runloop:%s_exit" % _kind] = (_kind, False)
+
+# callout_kind's container values (docs/tracepoints.md, "Enumerations"): observer 0 ... block 5.
+KIND_LABELS = dict(enumerate(CALLOUT_KINDS))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,9 +98,35 @@ class NothingSelected(Exception):
         self.code = code
 
 
-# The payload fields the analysis reads (docs/tracepoints.md).
+# The payload fields the analysis reads (docs/tracepoints.md). `iteration`, `item_id` and `name`
+# are absent from the per-iteration and callout events since the constant pools; present in
+# traces of the older schema.
 PAYLOAD_FIELDS = ("loop_id", "item_id", "name", "scheduled_ns", "iteration", "reason", "accepted", "caller_tid",
-                  "signal_seq", "tid", "thread_name")
+                  "signal_seq", "tid", "thread_name", "kind", "pid", "procname", "elapsed_ns", "cpu_ns")
+
+# The per-event CPU clock context: rltrace takes on-CPU times from it when recorded; this report
+# computes none then (it reads only the watchdog's callout_cpu readings).
+CPU_CLOCK_CONTEXT = "perf_thread_task_clock"
+
+# Events emitted on another thread than the loop's: their vtid never names the loop's thread.
+OTHER_THREAD_EVENTS = frozenset("runloop:" + n for n in (
+    "wakeup_requested", "item_added", "item_removed", "timer_armed", "hang_begin", "hang_stack", "hang_end",
+    "loop_info", "item_info", "callout_cpu"))
+
+LOW32 = 0xFFFFFFFF
+
+
+def loop_key(vpid, loop_id):
+    """(pid, loop) of an event: a `loop_id` names its process in its high 32 bits and the loop's
+    number in the low 32 (docs/tracepoints.md, "Conventions"); the pid is the `vpid` context when
+    recorded (and not 0), else those high bits. Older traces' ids are below 2^32: (vpid or 0, id)."""
+    hi = loop_id >> 32
+    pid = vpid if vpid else 0
+    if hi:
+        if not pid:
+            pid = hi
+        loop_id &= LOW32
+    return pid, loop_id
 
 
 def new_trace(paths):
@@ -132,6 +161,8 @@ def decode(paths, trace):
             continue
         trace["runloopEvents"] += 1
         ctx = ev.common_context_field
+        if ctx is not None and CPU_CLOCK_CONTEXT in ctx and not trace.get("_cpuClockContext"):
+            trace["_cpuClockContext"] = True
         payload = ev.payload_field
         fields = {}
         for k in PAYLOAD_FIELDS:
@@ -153,17 +184,23 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
         trace = new_trace(paths)
         events = decode(paths, trace)
     warnings = []
-    process_names = {}              # pid -> procname of its main thread (vtid == vpid)
+    process_names = {}              # pid -> procname: loop_info's, else its main thread's (vtid == vpid)
+    from_loop_info = set()          # pids named by a loop_info (authoritative)
+    pools = {}                      # pid -> {(kind, item): name}: the process's item descriptions
+    block_names = {}                # (pid, block item) -> name of an item_info of kind block not yet performed
 
     def loop_of(pid, loop_id):
         key = (pid, loop_id)
         lp = loops.get(key)
         if lp is None:
-            lp = loops[key] = Loop(pid, loop_id, sel)
+            lp = loops[key] = Loop(pid, loop_id, sel, pools.setdefault(pid, {}))
         return lp
 
     for ts, name, vpid, vtid, procname, payload in events:
-        pid = vpid if vpid is not None else 0
+        loop_id = payload.get("loop_id")
+        if loop_id is None:
+            continue
+        pid, loop_id = loop_key(vpid, loop_id)
 
         if name == "runloop:source0_signalled":
             item = payload.get("item_id")
@@ -175,18 +212,15 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
             pend.append((ts, payload.get("caller_tid"), seq))
             continue
 
-        loop_id = payload.get("loop_id")
-        if loop_id is None:
-            continue
         lp = loop_of(pid, loop_id)
         lp.event(ts)
-        if lp.tid_context is None:
+        if lp.tid_context is None and name not in OTHER_THREAD_EVENTS:
             lp.tid_context = vtid
         # Process name (docs/report-json.md): LTTng's procname is per thread; a loop's process is
         # named by its main thread's (vtid == vpid) procname once one is seen, until then by the
         # first procname of the loop's own events.
         if procname is not None:
-            if vtid == pid and pid not in process_names:
+            if vtid == pid and pid not in process_names and pid not in from_loop_info:
                 process_names[pid] = procname
             if pid in process_names:
                 lp.procname = process_names[pid]
@@ -198,25 +232,29 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
             kind, is_entry = callout
             item = 0 if kind == "main_queue" else payload.get("item_id")
             if is_entry:
-                item_name = "main-queue" if kind == "main_queue" else payload.get("name", "")
-                lp.callout_entry(ts, kind, item, item_name)
-                item_name = lp.item_name(kind, item, item_name)
+                entry_name = payload.get("name")     # older traces only
+                if kind == "block" and entry_name is None:
+                    # A named block is described by an item_info of kind block just before its entry.
+                    entry_name = block_names.pop((pid, item), "(unnamed)")
+                lp.callout_entry(ts, kind, item, entry_name)
+                item_name = lp.item_name(kind, item, entry_name)
                 # Point events: a timer's lateness at its entry, a signal's latency at its perform,
                 # when in the window and the item passes --kind and --item.
                 selected = sel.inside(ts) and sel.kind_item(kind, item_name)
                 if kind == "timer" and selected:
-                    tl = lp.timer_lateness.setdefault(item, {"name": item_name, "values": []})
+                    tl = lp.timer_lateness.setdefault(item, {"values": []})
                     # A timer never fires before its date: a negative difference is a damaged clock, taken as 0.
                     tl["values"].append(max(0, ts - payload.get("scheduled_ns")))
                 elif kind == "source0":
                     pend = sources.pop((pid, item), [])
                     if pend and selected:
                         # Every signal since the last perform ends at this one (signals coalesce).
-                        sl = lp.signal_latency.setdefault(item, {"name": item_name, "values": [], "tids": set()})
+                        sl = lp.signal_latency.setdefault(item, {"values": [], "tids": set()})
                         for sig_ts, tid, _ in pend:
                             sl["values"].append(ts - sig_ts)
                             sl["tids"].add(tid)
             else:
+                # An exit without item_id closes the innermost open callout of its kind.
                 lp.callout_exit(ts, kind, item)
         elif name == "runloop:iteration_begin":
             lp.iteration_begin(ts, payload.get("iteration"))
@@ -232,6 +270,31 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
         elif name == "runloop:loop_created":
             lp.tid_created = payload.get("tid")
             lp.thread_name = payload.get("thread_name", "")
+        elif name == "runloop:callout_cpu":
+            kind = KIND_LABELS.get(payload.get("kind"))
+            if kind is not None:
+                lp.callout_cpu(kind, 0 if kind == "main_queue" else payload.get("item_id"),
+                               payload.get("elapsed_ns"), payload.get("cpu_ns"))
+        elif name == "runloop:loop_info":
+            # The loop's description: its thread and the thread's name now; the process's name,
+            # authoritative for every loop of the process.
+            if payload.get("tid") is not None:
+                lp.tid_created = payload["tid"]
+            if payload.get("thread_name"):
+                lp.thread_name = payload["thread_name"]
+            if payload.get("procname"):
+                process_names[pid] = payload["procname"]
+                from_loop_info.add(pid)
+        elif name in ("runloop:item_added", "runloop:item_removed", "runloop:item_info"):
+            kind = KIND_LABELS.get(payload.get("kind"))
+            item, item_name = payload.get("item_id"), payload.get("name")
+            if kind is None or item is None or not item_name:
+                continue
+            if kind == "block":
+                if name == "runloop:item_info":
+                    block_names[(pid, item)] = item_name
+            else:
+                lp.item_names[(kind, item)] = item_name
 
     if trace["discardedEvents"] or trace["lostPackets"]:
         warnings.append("events were lost (%d discarded, %d packets lost): figures near the losses are incomplete"
@@ -244,8 +307,10 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
         # trace (then what follows it was not looked at).
         if lp.woke_idle is not None and sel.inside(lp.woke_idle) and sel.end >= trace["endNs"]:
             lp.spurious += 1
+    # Without the CPU clock context, hangs and items' longest callouts get the watchdog's readings.
+    sampled_cpu = not trace.pop("_cpuClockContext", False)
     selected = select(loops, sel, trace)
-    out_loops = [loop_json(lp, hang_ns, slow_ns, spin_min) for lp in selected]
+    out_loops = [loop_json(lp, hang_ns, slow_ns, spin_min, sampled_cpu) for lp in selected]
     for lp in selected:
         if lp.stack:
             warnings.append("loop %d (pid %d): %d iteration(s) still open at the end of the trace (not counted)"
@@ -298,12 +363,12 @@ def loss(kind, count, msg):
     return {"kind": kind, "count": count, "beginNs": begin, "endNs": end, "stream": msg.stream.name or ""}
 
 
-def callout_json(c):
-    kind, item, name, d = c
-    return {"kind": kind, "item": item, "name": name, "durationNs": d}
+def callout_json(c, lp):
+    kind, item, name, d, _ = c
+    return {"kind": kind, "item": item, "name": lp.item_name(kind, item, name), "durationNs": d}
 
 
-def loop_json(lp, hang_ns, slow_ns, spin_min):
+def loop_json(lp, hang_ns, slow_ns, spin_min, sampled_cpu=True):
     span = (lp.last - lp.first) if lp.first is not None else 0
     tid = loop_tid(lp)
     callouts = sum(len(v) for v in lp.kind_durations.values())
@@ -316,19 +381,26 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
     items = []
     for (kind, item, _), it in lp.items.items():
         s = stats(it["durations"])
-        items.append(dict({"kind": kind, "item": item, "name": it["name"]}, **s))
+        # Items are named at the end: by the last description of the trace (docs/tracepoints.md).
+        items.append(dict({"kind": kind, "item": item, "name": lp.item_name(kind, item, it["name"])}, **s))
+        slowest_ns, slowest_cpu = it["slowest"]
+        if sampled_cpu and slowest_cpu is not None:
+            items[-1].update(slowestOnCpuNs=slowest_cpu, slowestState=cpu_state(slowest_cpu, slowest_ns))
     items.sort(key=lambda r: (-r["totalNs"], KIND_ORDER[r["kind"]], r["item"], r["name"]))
 
     hangs = []
     slow = 0
     # Decided on the whole iteration, listed whole (its culprit too), even when the window cuts it.
-    for number, begin, busy, cos, _, duration, _, _, _ in lp.top_records:
+    for number, begin, busy, cos, _, duration, _, _, _, cpu in lp.top_records:
         if busy >= slow_ns:
             slow += 1
         if busy >= hang_ns:
             culprit = max(cos, key=lambda c: c[3]) if cos else None
             hangs.append({"iteration": number, "beginNs": begin, "durationNs": duration, "busyNs": busy,
-                          "culprit": callout_json(culprit) if culprit else None})
+                          "culprit": callout_json(culprit, lp) if culprit else None})
+            # On-CPU time: the watchdog's readings of its callouts, scaled (callout_cpu).
+            if sampled_cpu and cpu is not None:
+                hangs[-1].update(onCpuNs=cpu, state=cpu_state(cpu, busy))
 
     spins = []
     run = []
@@ -363,9 +435,9 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
         "sleepHistogram": lp.sleep_hist,
         "iterationHistogram": lp.iteration_hist,
         "wakeToFirstCallout": stats(lp.wake_to_first),
-        "timerLateness": [dict({"item": item, "name": v["name"]}, **stats(v["values"]))
+        "timerLateness": [dict({"item": item, "name": lp.item_name("timer", item)}, **stats(v["values"]))
                           for item, v in sorted(lp.timer_lateness.items())],
-        "signalLatency": [dict({"item": item, "name": v["name"]}, **stats(v["values"]),
+        "signalLatency": [dict({"item": item, "name": lp.item_name("source0", item)}, **stats(v["values"]),
                                callerTids=sorted(t for t in v["tids"] if t is not None))
                           for item, v in sorted(lp.signal_latency.items())],
         "wakeUpLatency": dict(stats(lp.wakeup_latency), callerTids=sorted(lp.wakeup_tids)),
@@ -374,7 +446,7 @@ def loop_json(lp, hang_ns, slow_ns, spin_min):
         "slowIterations": slow,
         "spins": spins,
         "slowest": [{"iteration": r[0], "beginNs": r[7], "busyNs": r[6],
-                     "callouts": [callout_json(c) for c in r[3]]} for r in slowest],
+                     "callouts": [callout_json(c, lp) for c in r[3]]} for r in slowest],
     }
 
 

@@ -18,6 +18,11 @@ REASON_WAKE_UP = 2
 CALLOUT_KINDS = ("observer", "source0", "source1", "timer", "main_queue", "block")
 
 
+def cpu_state(cpu, busy):
+    """"computing" when on CPU for at least a quarter of the time, else "blocked"."""
+    return "computing" if cpu * 4 >= busy else "blocked"
+
+
 def log2_bucket(d):
     """k = max(0, bitLength(d) - 1): 2^k <= d < 2^(k+1); 0 and 1 share bucket 0."""
     return max(0, int(d).bit_length() - 1)
@@ -89,7 +94,7 @@ class Selection:
 class Frame:
     """An open iteration on a loop's iteration stack."""
     __slots__ = ("number", "begin", "top_level", "sleep_ns", "sleeps", "sleep_cut", "sleeps_in", "polls_in",
-                 "wake_reason", "wake_ts", "callouts")
+                 "wake_reason", "wake_ts", "callouts", "sampled_cpu")
 
     def __init__(self, number, begin, top_level):
         self.number = number
@@ -102,7 +107,8 @@ class Frame:
         self.polls_in = 0      # polls (wakes without a sleep) in the window
         self.wake_reason = None  # reason of the wake that ended this iteration's own sleep
         self.wake_ts = None      # and its time
-        self.callouts = []     # (kind, item, name, whole duration) of callouts that belong to it (unfiltered)
+        self.callouts = []     # (kind, item, name, whole duration, sampled CPU ns or None) of callouts that belong to it (unfiltered)
+        self.sampled_cpu = None  # Σ sampled CPU ns of its callouts that have a callout_cpu reading (None: none has)
 
     def absorb(self, child):
         self.sleep_ns += child.sleep_ns
@@ -113,7 +119,7 @@ class Frame:
 
 
 class Loop:
-    def __init__(self, pid, loop_id, sel=None):
+    def __init__(self, pid, loop_id, sel=None, names=None):
         self.pid = pid
         self.loop_id = loop_id
         self.sel = sel or Selection()
@@ -142,9 +148,13 @@ class Loop:
         self.wake_reasons = {}
         self.sleep_hist = {}             # reason -> bucket -> count
 
-        self.callout_stack = []          # open callouts: (kind, item, name, entry ts, frame it belongs to)
+        self.callout_stack = []          # open callouts: [kind, item, name, entry ts, frame it belongs to,
+                                         #   last callout_cpu reading (elapsed, cpu) or None]
         self.unmatched = 0
-        self.item_names = {}             # (kind, item) -> name of its first entry (learned before the window too)
+        # (kind, item) -> name: the process's constant pool (docs/tracepoints.md, "Constant pools"),
+        # shared by the loops of one process (item ids are process-unique): item_added / item_info
+        # descriptions, or, in traces of the older schema, the first entry's `name`.
+        self.item_names = names if names is not None else {}
         self.kind_item_matches = 0       # callouts in the window passing --kind/--item (before --min-duration)
         self.kind_durations = {}         # kind -> [durations cut to the window]
         self.items = {}                  # (kind, item, None), blocks (kind, 0, name) -> {"name":..., "durations": [...]}
@@ -177,7 +187,9 @@ class Loop:
     # --- iterations ---------------------------------------------------------------------------
 
     # docs/report-json.md, "Iteration": begin pushes; end pops the matching number (discarding the
-    # open iterations above it); an end without a matching open iteration is ignored. Top-level =
+    # open iterations above it); an end without a matching open iteration is ignored. An end
+    # without a number (the schema since the constant pools, docs/tracepoints.md) closes the
+    # innermost open iteration. Top-level =
     # the stack was empty at its begin. busyNs = duration - sleeps of it and of nested iterations.
     # Window: an iteration counts once it has ended, when it overlaps the window, cut to it; what is
     # about the whole iteration (hang, slow, spurious wake) is decided on the whole iteration.
@@ -185,9 +197,12 @@ class Loop:
     def iteration_begin(self, ts, number):
         self.stack.append(Frame(number, ts, top_level=not self.stack))
 
-    def iteration_end(self, ts, number):
+    def iteration_end(self, ts, number=None):
         idx = None
-        for i in range(len(self.stack) - 1, -1, -1):
+        if number is None:
+            if self.stack:
+                idx = len(self.stack) - 1
+        for i in range(len(self.stack) - 1, -1, -1) if number is not None else ():
             if self.stack[i].number == number:
                 idx = i
                 break
@@ -228,16 +243,18 @@ class Loop:
             b = str(log2_bucket(busy_cut))
             self.iteration_hist[b] = self.iteration_hist.get(b, 0) + 1
             self.top_records.append((frame.number, frame.begin, busy, frame.callouts, frame.sleeps > 0, duration,
-                                     busy_cut, max(frame.begin, sel.begin), min(ts, sel.end)))
+                                     busy_cut, max(frame.begin, sel.begin), min(ts, sel.end), frame.sampled_cpu))
 
     # --- sleeps and wakes ---------------------------------------------------------------------
 
     # "Sleep": a sleep_begin followed by the loop's next wake with the same iteration number;
     # any other wake is a poll. A sleep belongs to the innermost open iteration at its sleep_begin.
+    # Without numbers (the schema since the constant pools: per-iteration events belong to the
+    # innermost open iteration), "the same iteration" is the same innermost open iteration.
     # Window: a sleep counts when it overlaps it (cut to it); a wake (poll, reason, wake-up
     # latency) when it is in it.
 
-    def sleep_begin(self, ts, number):
+    def sleep_begin(self, ts, number=None):
         frame = self.stack[-1] if self.stack else None
         self.pending_sleep = (ts, number, frame)
 
@@ -248,7 +265,8 @@ class Loop:
         if inside:
             self.wake_reasons[label] = self.wake_reasons.get(label, 0) + 1
         pending, self.pending_sleep = self.pending_sleep, None
-        if pending is not None and pending[1] == number:
+        if pending is not None and (pending[1] == number if number is not None or pending[1] is not None
+                                    else pending[2] is (self.stack[-1] if self.stack else None)):
             slept = ts - pending[0]
             frame = pending[2]
             overlaps = sel.overlaps(pending[0], ts)
@@ -281,13 +299,26 @@ class Loop:
 
     # "Callout": entry pushes; exit pops the topmost entry of the same (kind, item), discarding
     # (and counting as unmatched) the entries above it; an exit without an entry is unmatched too.
+    # An exit without an item (the schema since the constant pools) pops the topmost entry of its
+    # kind.
     # Window and filters: a pair counts when it overlaps the window (cut to it) and passes --kind,
     # --item (the item's name) and --min-duration (its duration in the window).
 
-    def item_name(self, kind, item, name):
-        return name if kind == "block" else self.item_names.setdefault((kind, item), name)
+    def item_name(self, kind, item, name=None):
+        """The name of an item now: a block's is its own (`name`); another item's the pool's, else
+        `name` (an older trace's entry), which then names it; "" when never described."""
+        if kind == "block":
+            return name
+        if kind == "main_queue":
+            return "main-queue"
+        known = self.item_names.get((kind, item))
+        if known is None and name is not None:
+            known = self.item_names[(kind, item)] = name
+        return known if known is not None else ""
 
-    def callout_entry(self, ts, kind, item, name):
+    def callout_entry(self, ts, kind, item, name=None):
+        """`name`: a block's name; for other kinds an older trace's entry `name` (None when the
+        entry carries none: the name is the constant pool's)."""
         frame = self.stack[-1] if self.stack else None
         self.item_name(kind, item, name)
         if kind != "observer" and self.last_wake is not None:
@@ -296,14 +327,27 @@ class Loop:
             if wake_frame is frame and self.sel.begin <= wake_ts and ts <= self.sel.end:
                 self.wake_to_first.append(ts - wake_ts)
             self.last_wake = None
-        self.callout_stack.append((kind, item, name, ts, frame))
+        self.callout_stack.append([kind, item, name if kind == "block" else None, ts, frame, None])
 
-    def callout_exit(self, ts, kind, item):
+    # callout_cpu (docs/tracepoints.md, "Constant pools"): the hang watchdog's reading of a long
+    # callout's CPU time over its last `elapsed` ns; it belongs to the innermost open callout of
+    # that kind and item, and the last reading counts: scaled to the callout's whole duration at
+    # its exit, min(duration, cpu / elapsed * duration).
+
+    def callout_cpu(self, kind, item, elapsed, cpu):
+        if not elapsed or elapsed <= 0 or cpu is None or cpu < 0:
+            return
+        for c in reversed(self.callout_stack):
+            if c[0] == kind and c[1] == item:
+                c[5] = (elapsed, cpu)
+                return
+
+    def callout_exit(self, ts, kind, item=None):
         sel = self.sel
         idx = None
         for i in range(len(self.callout_stack) - 1, -1, -1):
             c = self.callout_stack[i]
-            if c[0] == kind and c[1] == item:
+            if c[0] == kind and (item is None or c[1] == item):
                 idx = i
                 break
         if idx is None:
@@ -312,14 +356,20 @@ class Loop:
         self.unmatched += (len(self.callout_stack) - idx - 1) if sel.inside(ts) else 0
         entry = self.callout_stack[idx]
         del self.callout_stack[idx:]
-        _, _, name, entry_ts, frame = entry
+        _, item, name, entry_ts, frame, reading = entry
         d = ts - entry_ts
+        sampled = None
+        if reading is not None:
+            whole = float(max(0, d))
+            sampled = int(min(whole, float(reading[1]) / float(reading[0]) * whole))
         if frame is not None:
-            frame.callouts.append((kind, item, name, d))
+            frame.callouts.append((kind, item, name, d, sampled))
+            if sampled is not None:
+                frame.sampled_cpu = (frame.sampled_cpu or 0) + sampled
         if not sel.overlaps(entry_ts, ts):
             return
         self.touch(entry_ts, ts)
-        item_name = self.item_name(kind, item, name)
+        item_name = self.item_name(kind, item, name if kind == "block" else None)
         if not sel.kind_item(kind, item_name):
             return
         self.kind_item_matches += 1
@@ -329,5 +379,8 @@ class Loop:
         self.kind_durations.setdefault(kind, []).append(cut)
         # Every perform-block is its own item: blocks are one item per name (item 0).
         key = (kind, 0, name) if kind == "block" else (kind, item, None)
-        it = self.items.setdefault(key, {"name": item_name, "durations": []})
+        it = self.items.setdefault(key, {"name": name if kind == "block" else None, "durations": [],
+                                         "slowest": (-1, None)})
         it["durations"].append(cut)
+        if cut > it["slowest"][0]:
+            it["slowest"] = (cut, sampled)     # its longest callout and what the watchdog read of it

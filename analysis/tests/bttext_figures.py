@@ -4,15 +4,20 @@ It does not use bt2 at all: it runs the `babeltrace2 --clock-cycles` command lin
 lines with regular expressions, and derives the figures of docs/report-json.md with different
 algorithms than analysis/rl_bt2_report.py:
 
-* iterations are paired by their (unique per loop) number in a dictionary, and an iteration is
-  top-level when its time interval is not inside another completed iteration's interval (instead
-  of an iteration stack);
+* iterations are paired by their (unique per loop) number in a dictionary (an `iteration_end`
+  without a number, the schema since the constant pools, ends the latest begun of the dictionary),
+  and an iteration is top-level when its time interval is not inside another completed
+  iteration's interval (instead of an iteration stack);
 * a sleep or poll is attributed to the top-level iteration whose interval holds its timestamps
   (instead of the innermost open iteration);
-* callouts are paired per (kind, item) with one stack per key, and their total is also checked as
+* callouts are paired per (kind, item) with one stack per key (an exit without `item_id` takes
+  the item of the latest entry of its kind still open), and their total is also checked as
   Σ exit timestamps − Σ entry timestamps;
 * wake reasons use babeltrace2's own enumeration labels (not our value → label table);
-* blocks, one item per name in the report, are paired per block id and summed per name at the end.
+* blocks, one item per name in the report, are paired per block id and summed per name at the end
+  (named by their entry's `name`, or by the `item_info` of kind block before it, else `(unnamed)`);
+* a loop is (vpid, loop_id), or, when loop_id is 2^32 or more, (its quotient by 2^32 unless the
+  vpid context says it, its remainder).
 
 It assumes a well-formed trace (no lost events), which is what the tests record.
 """
@@ -24,6 +29,7 @@ from collections import defaultdict
 LINE = re.compile(r'^\[(\d+)\] \([^)]*\) \S+ (\w+):(\w+): (.*)$')
 INT_FIELD = {name: re.compile(r'\b%s = (-?\d+)' % name)
              for name in ("vpid", "loop_id", "iteration", "item_id")}
+KIND = re.compile(r'\bkind = \( "(\w+)" : container = \d+ \)')
 REASON = re.compile(r'\breason = \( "(\w+)" : container = \d+ \)')
 CALLOUT = re.compile(r'^(observer|source0|source1|timer|main_queue|block)_(entry|exit)$')
 NAME = re.compile(r'\bname = "((?:[^"\\]|\\.)*)"')
@@ -60,6 +66,7 @@ def figures(trace):
         "pending_sleep": None, "sleeps": [], "polls": [], "wakeReasons": defaultdict(int),
         "open": defaultdict(list), "callouts": defaultdict(list),
         "sum_entry": defaultdict(int), "sum_exit": defaultdict(int), "block_names": {},
+        "kind_order": defaultdict(list), "described_blocks": {},
     })
     for ts, provider, name, rest in events(trace):
         n_events += 1
@@ -72,13 +79,25 @@ def figures(trace):
         if loop_id is None:
             continue
         vpid = intval("vpid", rest)
-        L = per_loop[(vpid if vpid is not None else 0, loop_id)]
+        high, low = divmod(loop_id, 1 << 32)
+        if high:
+            L = per_loop[(vpid or high, low)]
+        else:
+            L = per_loop[(vpid if vpid is not None else 0, loop_id)]
         if name == "iteration_begin":
             L["begins"][intval("iteration", rest)] = ts
         elif name == "iteration_end":
-            b = L["begins"].pop(intval("iteration", rest), None)
+            number = intval("iteration", rest)
+            if number is None:
+                b = L["begins"].popitem()[1] if L["begins"] else None
+            else:
+                b = L["begins"].pop(number, None)
             if b is not None:
                 L["intervals"].append((b, ts))
+        elif name == "item_info":
+            k = KIND.search(rest)
+            if k and k.group(1) == "block":
+                L["described_blocks"][intval("item_id", rest)] = NAME.search(rest).group(1)
         elif name == "sleep_begin":
             L["pending_sleep"] = (intval("iteration", rest), ts)
         elif name == "wake":
@@ -93,15 +112,28 @@ def figures(trace):
             m = CALLOUT.match(name)
             if m:
                 kind = m.group(1)
-                key = (kind, 0 if kind == "main_queue" else intval("item_id", rest))
+                item = 0 if kind == "main_queue" else intval("item_id", rest)
+                if item is None:                  # an exit naming its loop alone
+                    order = L["kind_order"][kind]
+                    while order and not L["open"][(kind, order[-1])]:
+                        order.pop()
+                    if not order:
+                        continue                  # no entry: not a callout (would be "unmatched")
+                    item = order[-1]
+                key = (kind, item)
                 if m.group(2) == "entry":
                     if kind == "block":
-                        L["block_names"][key[1]] = NAME.search(rest).group(1)
+                        named = NAME.search(rest)
+                        L["block_names"][item] = (named.group(1) if named
+                                                  else L["described_blocks"].pop(item, "(unnamed)"))
                     L["open"][key].append(ts)
+                    L["kind_order"][kind].append(item)
                     L["sum_entry"][key] += ts
                 else:
                     if not L["open"][key]:
                         continue                  # no entry: not a callout (would be "unmatched")
+                    if L["kind_order"][kind] and L["kind_order"][kind][-1] == item:
+                        L["kind_order"][kind].pop()
                     L["sum_exit"][key] += ts
                     entry = L["open"][key].pop()
                     L["callouts"][key].append(ts - entry)

@@ -55,7 +55,10 @@ def rltrace_report_command():
 
 # --- recorded traces -------------------------------------------------------------------------
 
-# name -> (program, arguments). Kept short: the whole analysis suite should stay well under 3 min.
+# name -> (program, arguments[, contexts[, start_after]]). Kept short: the whole analysis suite
+# should stay well under 3 min. Recorded with the vpid, vtid and procname contexts unless contexts
+# are given (() for none, as `rltrace record` records: loop ids and loop_info then name processes
+# and threads); start_after: the session starts that many seconds after the program.
 RECORDINGS = {
     "example": ("rl-example", ["--duration", "1.5", "--clients", "4", "--requests", "100"]),
     "example-injected": ("rl-example", ["--duration", "2", "--clients", "4", "--requests", "100",
@@ -63,6 +66,18 @@ RECORDINGS = {
     "scenario-sequence": ("tracing-scenarios", ["sequence"]),
     "scenario-nested": ("tracing-scenarios", ["nested"]),
     "scenario-wakes": ("tracing-scenarios", ["wakes"]),
+    "example-no-context": ("rl-example", ["--duration", "1", "--clients", "2", "--requests", "50"], ()),
+    # A session that joins late: items and loops named only by the pools' later descriptions.
+    "example-late-session": ("rl-example", ["--duration", "2.5", "--clients", "0"], (), 0.6),
+}
+
+# Recorded with the others but left out of recorded_traces() (the general grid): see late_traces().
+LATE = {"example-late-session"}
+
+# Traces of the schema before the constant pools (names and iteration numbers in every event),
+# checked in for rltrace's own tests: they must still read.
+OLD_SCHEMA_TRACES = {
+    "old-schema-demo": os.path.join(REPO, "Tests", "RLTraceTests", "Fixtures", "demo-trace"),
 }
 
 _traces = None
@@ -70,24 +85,37 @@ _tmp = None
 
 
 def recorded_traces():
-    """{name: trace directory}, recorded once (under one private session daemon) per process.
-    $RL_ANALYSIS_TRACES=DIR reuses DIR/<name> when present (handy while editing the analysis)."""
+    """{name: trace directory}: the RECORDINGS but the LATE ones, recorded once (under one private
+    session daemon) per process, and the OLD_SCHEMA_TRACES. $RL_ANALYSIS_TRACES=DIR reuses DIR/<name> when present
+    (handy while editing the analysis)."""
+    return {n: p for n, p in _all_traces().items() if n not in LATE}
+
+
+def late_traces():
+    """{name: trace directory} of the recordings whose session started after the program."""
+    return {n: p for n, p in _all_traces().items() if n in LATE}
+
+
+def _all_traces():
     global _traces, _tmp
     if _traces is not None:
         return _traces
     reuse = os.environ.get("RL_ANALYSIS_TRACES")
     if reuse and all(os.path.isdir(os.path.join(reuse, n)) for n in RECORDINGS):
         _traces = {n: os.path.join(reuse, n) for n in RECORDINGS}
+        _traces.update(OLD_SCHEMA_TRACES)
         return _traces
     import lttng_record
     _tmp = tempfile.mkdtemp(prefix="rl-analysis-traces-")
     atexit.register(shutil.rmtree, _tmp, True)
     traces = {}
     with lttng_record.PrivateSessiond() as d:
-        for i, (name, (prog, args)) in enumerate(RECORDINGS.items()):
+        for i, (name, rec) in enumerate(RECORDINGS.items()):
             out = os.path.join(_tmp, name)
-            d.record(out, [program(prog)] + args, session="rl-analysis-%d" % i)
+            kw = dict(zip(("contexts", "start_after"), rec[2:]))
+            d.record(out, [program(rec[0])] + rec[1], session="rl-analysis-%d" % i, **kw)
             traces[name] = out
+    traces.update(OLD_SCHEMA_TRACES)
     _traces = traces
     return _traces
 
@@ -140,7 +168,7 @@ def _exact(s):
 def comparable_beyond(doc):
     """Figures docs/report-json.md defines exactly but does not list as cross-checked: the trace's
     time span, unmatched callouts, latencies (count/total/max; percentiles are HdrHistogram's in
-    rltrace), spurious wakes, hangs, slow iterations, spins, and each loop's identity."""
+    rltrace), spurious wakes, hangs, slow iterations, spins, and each loop's identity and names."""
     out = {"trace.beginNs": doc["trace"]["beginNs"], "trace.endNs": doc["trace"]["endNs"]}
     for lp in doc["loops"]:
         out["loop pid=%d id=%d" % (lp["pid"], lp["loop"])] = {
@@ -154,12 +182,22 @@ def comparable_beyond(doc):
             "wakeUpLatency": dict(_exact(lp["wakeUpLatency"]), callerTids=sorted(lp["wakeUpLatency"]["callerTids"])),
             "spuriousWakes": lp["spuriousWakes"],
             "hangs": [{"iteration": h["iteration"], "beginNs": h["beginNs"], "durationNs": h["durationNs"],
-                       "busyNs": h["busyNs"],
+                       "busyNs": h["busyNs"], "onCpuNs": h.get("onCpuNs"), "state": h.get("state"),
                        "culprit": h["culprit"] and {k: h["culprit"][k] for k in ("kind", "item", "durationNs")}}
                       for h in lp["hangs"]],
             "slowIterations": lp["slowIterations"],
             "spins": [{k: s[k] for k in ("firstIteration", "iterations", "beginNs", "endNs")} for s in lp["spins"]],
             "slowest": [{"iteration": s["iteration"], "busyNs": s["busyNs"]} for s in lp["slowest"]],
+            # Names: since the constant pools they come from loop_info / item_added / item_info, not
+            # from the callouts (docs/tracepoints.md, "Constant pools").
+            "procname": lp["procname"],
+            "itemNames": {"%s/%d" % (it["kind"], it["item"]): it["name"] for it in lp["items"] if it["kind"] != "block"},
+            # The longest callout's on-CPU time: the watchdog's readings (callout_cpu), scaled.
+            "itemSlowestCpu": {"%s/%d/%s" % (it["kind"], it["item"], it["name"] if it["kind"] == "block" else ""):
+                               (it.get("slowestOnCpuNs"), it.get("slowestState")) for it in lp["items"]},
+            "timerNames": {t["item"]: t["name"] for t in lp["timerLateness"]},
+            "signalNames": {t["item"]: t["name"] for t in lp["signalLatency"]},
+            "culpritNames": [h["culprit"] and h["culprit"]["name"] for h in lp["hangs"]],
         }
     return out
 

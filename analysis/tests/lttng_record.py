@@ -109,16 +109,33 @@ class PrivateSessiond:
                                                           r.stderr.decode(errors="replace")))
         return r.stdout.decode(errors="replace")
 
-    def record(self, output, argv, session="rl-analysis", timeout=120):
-        """Records `argv` with every runloop event and the vpid/vtid/procname contexts into
-        `output` (a new directory); returns the program's standard output."""
+    def record(self, output, argv, session="rl-analysis", timeout=120, contexts=("vpid", "vtid", "procname"),
+               start_after=0.0):
+        """Records `argv` with every runloop event and `contexts` (none: as `rltrace record`
+        records, the loop ids and loop_info naming processes and threads) into `output` (a new
+        directory); returns the program's standard output. `start_after` > 0: the session starts
+        that many seconds after the program (which has registered its items by then: only the
+        constant pools' periodic descriptions name them)."""
         self.lttng("create", session, "--output=" + output)
         try:
             self.lttng("enable-event", "-u", "runloop:*")
-            self.lttng("add-context", "-u", "-t", "vpid", "-t", "vtid", "-t", "procname")
-            self.lttng("start")
-            r = subprocess.run(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=timeout)
+            if contexts:
+                self.lttng("add-context", "-u", *[a for c in contexts for a in ("-t", c)])
+            if start_after > 0:
+                p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                try:
+                    time.sleep(start_after)
+                    self.lttng("start")
+                    out, err = p.communicate(timeout=timeout)
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                r = subprocess.CompletedProcess(argv, p.returncode, out, err)
+            else:
+                self.lttng("start")
+                r = subprocess.run(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=timeout)
             self.lttng("stop")
         finally:
             try:

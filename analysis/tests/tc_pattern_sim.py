@@ -7,10 +7,13 @@ Subset (as Trace Compass documents it): an FSM with `multiple="true"` has one pe
 initial state; when a transition of the initial state fires, the scenario moves to its target and a
 new pending scenario is created. Events are offered to the FSM's scenarios in creation order; with
 `consuming` (the default) the first scenario whose transition fires takes the event. A transition
-fires when the event name matches and every test of `cond` (separated by ':') holds. Tests compare a
-`#CurrentScenario/<key>` value with an event field; actions store `#CurrentScenario/<key>` from an
-event field or a constant, or emit a segment from the scenario's start to the current event.
-Anything else in the file makes this interpreter raise (so it cannot silently skip a construct).
+fires when the event name matches and every test of `cond` (separated by ':') holds; a transition
+of the initial state to a final state ends its scenario at once. Tests compare two values: an event
+field, a constant, or a query of the pattern's state (`#CurrentScenario/<key>`, or a path of
+constants and event fields). Actions (a transition's actions run in order, separated by ':')
+store a value into such a path (`increment="true"`: add it to the long there, absent = 0), or emit
+a segment from the scenario's start to the current event. Anything else in the file makes this
+interpreter raise (so it cannot silently skip a construct).
 """
 
 import xml.etree.ElementTree as ET
@@ -19,24 +22,40 @@ from collections import defaultdict
 import bt2
 
 
-def _scenario_key(elem):
-    """'#CurrentScenario/<key>' paths -> key."""
+def _path(elem):
+    """The stateAttribute children of `elem` -> ('scenario', key) for '#CurrentScenario/<key>', else
+    ('state', [('const', c) | ('field', name), ...]), a path in the pattern's own state."""
     attrs = elem.findall("stateAttribute")
-    if len(attrs) != 2 or attrs[0].get("value") != "#CurrentScenario" or attrs[1].get("type") != "constant":
-        raise ValueError("unsupported path in %s" % ET.tostring(elem)[:200])
-    return attrs[1].get("value")
+    if attrs and attrs[0].get("value") == "#CurrentScenario" and attrs[0].get("type") == "constant":
+        if len(attrs) != 2 or attrs[1].get("type") != "constant":
+            raise ValueError("unsupported path in %s" % ET.tostring(elem)[:200])
+        return ("scenario", attrs[1].get("value"))
+    parts = []
+    for a in attrs:
+        t = a.get("type")
+        if t == "constant":
+            parts.append(("const", a.get("value")))
+        elif t == "eventField":
+            parts.append(("field", a.get("value")))
+        else:
+            raise ValueError("unsupported stateAttribute type %s" % t)
+    if not parts:
+        raise ValueError("empty path in %s" % ET.tostring(elem)[:200])
+    return ("state", parts)
 
 
 def _value(sv):
-    """A stateValue element -> ('field', name) | ('const', value)."""
+    """A stateValue element -> ('field', name) | ('const', value) | ('scenario', key) | ('state', path)."""
     t = sv.get("type")
+    if set(sv.attrib) - {"type", "value", "forcedType", "increment"}:
+        raise ValueError("unsupported stateValue attributes %s" % sv.attrib)
     if t == "eventField":
         return ("field", sv.get("value"))
     if t in ("string", "long", "int"):
         v = sv.get("value")
         return ("const", int(v) if t != "string" else v)
     if t == "query":
-        return ("scenario", _scenario_key(sv))
+        return _path(sv)
     raise ValueError("unsupported stateValue type %s" % t)
 
 
@@ -48,16 +67,16 @@ class Pattern:
         for t in ph.findall("test"):
             cond = t.find("if/condition")
             a, b = cond.findall("stateValue")
-            va, vb = _value(a), _value(b)
-            if va[0] != "scenario" or vb[0] != "field":
+            if cond.get("operator", "eq") != "eq":
                 raise ValueError("unsupported test %s" % t.get("id"))
-            self.tests[t.get("id")] = (va[1], vb[1])
+            self.tests[t.get("id")] = (_value(a), _value(b))
         self.actions = {}
         for a in ph.findall("action"):
             steps = []
             for child in a:
                 if child.tag == "stateChange":
-                    steps.append(("save", _scenario_key(child), _value(child.find("stateValue"))))
+                    sv = child.find("stateValue")
+                    steps.append(("save", _path(child), _value(sv), sv.get("increment") == "true"))
                 elif child.tag == "segment":
                     name = child.find("segType").get("segName")
                     fields = {}
@@ -93,10 +112,23 @@ class Pattern:
             return f.labels[0] if f.labels else int(f)
         return int(f)
 
+    def _key(self, ev, parts):
+        return tuple(v if k == "const" else self._field(ev, v) for k, v in parts)
+
+    def _eval(self, ev, scenario, value):
+        kind, v = value
+        if kind == "field":
+            return self._field(ev, v)
+        if kind == "const":
+            return v
+        if kind == "scenario":
+            return scenario.get(v)
+        return self.state.get(self._key(ev, v))
+
     def _holds(self, tr, ev, scenario):
         for c in tr["cond"]:
-            key, field = self.tests[c]
-            if scenario.get(key) != self._field(ev, field):
+            a, b = self.tests[c]
+            if self._eval(ev, scenario, a) != self._eval(ev, scenario, b):
                 return False
         return True
 
@@ -104,19 +136,21 @@ class Pattern:
         for aid in tr["action"]:
             for step in self.actions[aid]:
                 if step[0] == "save":
-                    kind, v = step[2]
-                    scenario[step[1]] = self._field(ev, v) if kind == "field" else v
+                    _, (where, key), value, increment = step
+                    v = self._eval(ev, scenario, value)
+                    store, k = (scenario, key) if where == "scenario" else (self.state, self._key(ev, key))
+                    store[k] = (store.get(k) or 0) + v if increment else v
                 else:
                     _, name, fields = step
                     seg = {"#name": name, "#duration": ts - scenario["#start"]}
-                    for fname, (kind, v) in fields.items():
-                        seg[fname] = (scenario.get(v) if kind == "scenario" else
-                                      self._field(ev, v) if kind == "field" else v)
+                    for fname, value in fields.items():
+                        seg[fname] = self._eval(ev, scenario, value)
                     segments.append(seg)
 
     def segments(self, trace):
         """Every segment the pattern emits on `trace`: dicts with #name, #duration and the fields."""
         segments = []
+        self.state = {}                                 # the pattern's own state: path tuple -> value
         active = {f["id"]: [] for f in self.fsms}       # scenarios: dict with '#state', '#start'
         for msg in bt2.TraceCollectionMessageIterator(trace):
             if type(msg) is not bt2._EventMessageConst:
@@ -147,7 +181,8 @@ class Pattern:
                     if tr["event"] == name:
                         s = {"#state": tr["target"], "#start": ts}
                         self._run_actions(tr, ev, ts, s, segments)
-                        scen.append(s)
+                        if tr["target"] not in fsm["finals"]:
+                            scen.append(s)
                         break
         return segments
 

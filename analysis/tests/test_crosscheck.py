@@ -160,5 +160,51 @@ class CrossCheck(unittest.TestCase):
         self.assertGreater(workers, 0, "no trace has rl-example's compute-worker loop")
 
 
+
+class RecordedByRltrace(unittest.TestCase):
+    """A trace as `rltrace record` makes it (its own private session daemon): no context on the
+    runloop events (loops and processes from loop ids and loop_info), the watchdog's callout_cpu,
+    and the state dump events in a channel of their own. rl_bt2_report.py, the babeltrace2 text
+    derivation and rltrace agree on it."""
+
+    def test_rltrace_record_default_trace(self):
+        import shutil
+        import subprocess
+        import tempfile
+        if os.environ.get("RL_SKIP_RLTRACE") == "1":
+            self.skipTest("RL_SKIP_RLTRACE=1")
+        cmd = common.rltrace_report_command()
+        self.assertIsNotNone(cmd, "no rltrace in %s" % common.bin_dir())
+        tmp = tempfile.mkdtemp(prefix="rl-analysis-record-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "trace")
+        r = subprocess.run([cmd[0], "record", "-o", out, "--", common.program("rl-example"), "--duration", "1.5",
+                            "--clients", "2", "--requests", "50", "--inject", "hang"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace"))
+        text = subprocess.run(["babeltrace2", out], stdout=subprocess.PIPE, check=True).stdout.decode(errors="replace")
+        runloop = [l for l in text.splitlines() if " runloop:" in l]
+        self.assertTrue(runloop)
+        self.assertEqual([l for l in runloop if "vpid =" in l or "vtid =" in l], [])     # no context
+        for e in ("loop_info", "item_info", "callout_cpu"):
+            self.assertIn(" runloop:%s:" % e, text)
+        self.assertIn(" lttng_ust_statedump:", text)
+        mine, theirs = common.run_bt2_report(out), common.run_rltrace_report(cmd, out)
+        for project in (common.comparable, common.comparable_beyond):
+            diffs = common.differences(project(mine), project(theirs))
+            self.assertEqual(diffs, [], "rl_bt2_report.py (left) vs rltrace (right):\n  " + "\n  ".join(diffs[:40]))
+        figs, texts = bt2_figures(mine), bttext_figures.figures(out)
+        self.assertEqual((figs["events"], figs["runloopEvents"]), (texts["events"], texts["runloopEvents"]))
+        for key, t in texts["loops"].items():
+            for f in common.LOOP_FIELDS + ("calloutKinds", "items"):
+                self.assertEqual(figs["loops"][key][f], t[f], "loop %s: %s" % (key, f))
+        self.assertEqual(sorted((lp["procname"], lp["threadName"]) for lp in mine["loops"]),
+                         [("rl-example", "compute-worker"), ("rl-example", "rl-example")])
+        self.assertTrue(all(lp["pid"] > 0 and lp["loop"] in (1, 2) for lp in mine["loops"]))
+        hangs = [h for lp in mine["loops"] for h in lp["hangs"]]
+        self.assertEqual(len(hangs), 1)
+        self.assertIn(hangs[0].get("state"), ("computing", "blocked"))    # from callout_cpu
+
+
 if __name__ == "__main__":
     unittest.main()

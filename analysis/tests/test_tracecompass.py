@@ -88,12 +88,26 @@ class TraceCompassXML(unittest.TestCase):
             text = f.read()
         defined = set(re.findall(r"^LTTNG_UST_TRACEPOINT_EVENT\(\s*runloop\s*,\s*(\w+)", text, re.M))
         defined |= set(re.findall(r"^LTTNG_UST_TRACEPOINT_EVENT_INSTANCE\(\s*runloop\s*,\s*\w+\s*,\s*runloop\s*,\s*(\w+)", text, re.M))
-        self.assertEqual(len(defined), 28)
+        self.assertEqual(len(defined), 31)
         self.assertEqual(set(self.events), {"runloop:" + e for e in defined})
-        self.assertEqual(self.events["runloop:block_entry"], {"loop_id", "iteration", "item_id", "name"})
+        self.assertEqual(self.events["runloop:block_entry"], {"loop_id", "item_id"})
+        self.assertEqual(self.events["runloop:block_exit"], {"loop_id"})
         self.assertIn("scheduled_ns", self.events["runloop:timer_entry"])
-        self.assertEqual(self.events["runloop:wake"], {"loop_id", "iteration", "reason", "fd", "slept_ns"})
+        self.assertEqual(self.events["runloop:wake"], {"loop_id", "reason", "fd", "slept_ns"})
+        self.assertEqual(self.events["runloop:item_info"], {"loop_id", "kind", "item_id", "order", "name", "mode"})
         self.assertIn("vtid", self.contexts)
+
+    def test_reads_no_context(self):
+        """The analysis works on traces recorded without contexts (`rltrace record`'s default):
+        nothing reads a `context._` field; loops are keyed by the payload's loop_id."""
+        used = set()
+        for e in self.root.iter():
+            if e.tag in ("stateAttribute", "stateValue") and e.get("type") == "eventField":
+                used.add(e.get("value"))
+            elif e.tag == "field":
+                used.add(e.get("name"))
+        self.assertEqual({f for f in used if f.startswith("context.")}, set())
+        self.assertIn("loop_id", used)
 
     def test_generated_file_is_up_to_date(self):
         r = subprocess.run([common.PYTHON, GENERATOR, "/dev/stdout"], stdout=subprocess.PIPE, check=True)
@@ -148,7 +162,8 @@ class TraceCompassXML(unittest.TestCase):
         for kind in ("observer", "source0", "source1", "timer", "main_queue", "block"):
             self.assertIn("runloop:%s_entry" % kind, handled)
             self.assertIn("runloop:%s_exit" % kind, handled)
-        for e in ("sleep_begin", "wake", "iteration_begin", "run_enter", "run_exit"):
+        for e in ("sleep_begin", "wake", "iteration_begin", "run_enter", "run_exit", "loop_created", "loop_info",
+                  "item_added", "item_info"):
             self.assertIn("runloop:" + e, handled)
 
     def test_pattern_events_and_fields_are_documented(self):
@@ -199,15 +214,17 @@ class TraceCompassXML(unittest.TestCase):
 
 class TraceCompassPatternOnRealTraces(unittest.TestCase):
     """The pattern's segments (Trace Compass's latency views), computed by tc_pattern_sim.py on the
-    cross-check's recorded traces, have the report's callout counts, totals and maxima per kind, its
-    iteration count and its sleeps per wake reason."""
+    cross-check's recorded traces (new schema with and without contexts, and the older schema), have
+    the report's callout counts, totals and maxima per kind, its iteration count, its sleeps per wake
+    reason, and, in the new schema, its items' names."""
 
     def test_segments_match_the_report(self):
         import tc_pattern_sim
         pattern = tc_pattern_sim.Pattern(XML)
         for name, path in common.recorded_traces().items():
             with self.subTest(trace=name):
-                segs, reasons = tc_pattern_sim.summary(pattern.segments(path))
+                segments = pattern.segments(path)
+                segs, reasons = tc_pattern_sim.summary(segments)
                 doc = common.run_bt2_report(path)
                 kinds = {}
                 for lp in doc["loops"]:
@@ -223,6 +240,29 @@ class TraceCompassPatternOnRealTraces(unittest.TestCase):
                     for r, h in lp["sleepHistogram"].items():
                         sleeps[r] = sleeps.get(r, 0) + sum(h.values())
                 self.assertEqual(reasons, sleeps)
+                if name in common.OLD_SCHEMA_TRACES:
+                    continue                    # blocks are named by their entries there, not by item_info
+                # Names: every callout segment's item_name is the report's name of its item (blocks:
+                # one report item per name), as described by the constant pools.
+                low = 0xFFFFFFFF
+                report_names = {(lp["loop"], it["kind"], it["item"]): it["name"] for lp in doc["loops"] for it in lp["items"]
+                                if it["kind"] != "block"}
+                report_blocks = {(lp["loop"], "block", 0, it["name"]) for lp in doc["loops"] for it in lp["items"]
+                                 if it["kind"] == "block"}
+                seg_names = {}
+                for sg in segments:
+                    if sg["#name"] in ("iteration", "sleep"):
+                        continue
+                    key = (sg["loop"] & low, sg["#name"], 0 if sg["#name"] == "block" else sg["item"])
+                    # The report names the main queue "main-queue" and a block without a name
+                    # "(unnamed)"; the segments "main queue" and nothing (no item_info describes it).
+                    n = sg["item_name"]
+                    n = "main-queue" if sg["#name"] == "main_queue" else "(unnamed)" if n is None and sg["#name"] == "block" else n
+                    seg_names.setdefault(key, set()).add(n)
+                blocks = {(k[0], "block", 0, n) for k, v in seg_names.items() if k[1] == "block" for n in v}
+                self.assertEqual(blocks, report_blocks)
+                self.assertEqual({k: v for k, v in seg_names.items() if k[1] != "block"},
+                                 {k: {n} for k, n in report_names.items()})
 
 
 if __name__ == "__main__":

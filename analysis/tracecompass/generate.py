@@ -15,27 +15,38 @@ w('''<?xml version="1.0" encoding="UTF-8"?>
   validation against Trace Compass's xmlDefinition.xsd, every event and field against
   docs/tracepoints.md).
 
-  Needs the vtid context in the trace (`lttng add-context -u -t vtid`, as every recording in this
-  project does): loop threads are keyed by `context._vtid`.
+  Reads payload fields only, no context: loops are keyed by `loop_id` (the process id in its high
+  32 bits, the loop's number in the low 32), which every event carries, so it works on traces
+  recorded by `rltrace record` (no context) as on traces with vpid/vtid/procname. Callout events
+  carry ids only (docs/tracepoints.md, "Constant pools"): items are named by `item_added` and
+  `item_info` (a named perform-block by the `item_info` of kind block just before its entry), and
+  an exit, which names its loop alone, closes the innermost open callout of its kind in that loop.
 
   1. State system "runloop.tracecompass.state" and the time-graph view "Run loops":
-       Threads/<vtid>/Status          what the loop thread does: sleeping, polling (awake in the
-                                      loop's own code, between callouts), or the kind of the
-                                      callout it is in (observer, source0, source1, timer,
-                                      main_queue, block); "callout" after a nested run returned
-                                      into its callout; null outside any run.
-       Threads/<vtid>/Callouts/<kind> the item's name while a callout of that kind runs
-                                      ("main queue" for the main queue drain), null otherwise.
-       Threads/<vtid>/threadName, loop, depth, mode, iteration, wakeReason: the latest values.
+       Loops/<loop_id>/Status          what the loop's thread does: sleeping, polling (awake in the
+                                       loop's own code, between callouts), or the kind of the
+                                       callout it is in (observer, source0, source1, timer,
+                                       main_queue, block); "callout" after a nested run returned
+                                       into its callout; null outside any run.
+       Loops/<loop_id>/Callouts/<kind> the item's name while a callout of that kind runs
+                                       ("main queue" for the main queue drain), null otherwise.
+       Loops/<loop_id>/Items/<item_id> the item's name (its latest description).
+       Loops/<loop_id>/threadName, tid, procname (loop_created, loop_info), loop, depth, mode,
+       iteration, wakeReason: the latest values.
   2. Pattern "runloop.tracecompass.latency": segments for every callout (named by its kind; fields
-     item_name, item, loop, tid, iteration), every iteration (named "iteration") and every sleep (named
-     "sleep"; field reason), so the latency views (table, scatter, density, statistics) work.
-     Durations are those of docs/report-json.md: exit - entry, iteration_end - iteration_begin,
-     wake - sleep_begin.
+     item_name, item, loop), every iteration (named "iteration"; fields loop, iteration) and every
+     sleep (named "sleep"; fields loop, reason), so the latency views (table, scatter, density,
+     statistics) work. Durations are those of docs/report-json.md: exit - entry, iteration_end -
+     iteration_begin, wake - sleep_begin. An exit (an iteration_end) closes the scenario of the
+     innermost open callout of its kind (the innermost open iteration) of its loop: the pattern
+     keeps a depth per kind and loop (depth/<kind>/<loop_id>), each scenario the depth it opened
+     at; item names are kept per loop and item (names/<loop_id>/<item_id>).
 
-  Known limits: a callout nested in a callout of the same kind on the same thread shows the inner
-  item's name until the inner exit, then null (the outer one is still running); two nested callouts
-  of the same item may pair an exit with the outer entry.
+  Known limits: a callout nested in a callout of the same kind on the same loop shows the inner
+  item's name until the inner exit, then null (the outer one is still running); a perform-block
+  without a name, and in traces of the schema before the constant pools every block, has no
+  item_name; an entry that never exits (lost events) stays open and takes the next exit of its
+  kind.
 -->
 <tmfxml xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
 	xsi:noNamespaceSchemaLocation="xmlDefinition.xsd">
@@ -50,7 +61,7 @@ w('''<?xml version="1.0" encoding="UTF-8"?>
 for k, v, c in KINDS:
     w('\t<definedValue name="%s" value="%s" color="%s" />' % (k, v, c))
 w('''	<definedValue name="callout" value="9" color="#999999" />
-	<entry path="Threads/*">
+	<entry path="Loops/*">
 		<display type="constant" value="Status" />
 		<name type="self" />
 		<entry path="Callouts/*" displayText="true">
@@ -71,16 +82,18 @@ for k, v, c in KINDS:
     w('\t<definedValue name="%s" value="%s" />' % (k.upper(), v))
 w('''	<definedValue name="CALLOUT" value="9" />
 
-	<location id="Thread">
-		<stateAttribute type="constant" value="Threads" />
-		<stateAttribute type="eventField" value="context._vtid" />
+	<location id="Loop">
+		<stateAttribute type="constant" value="Loops" />
+		<stateAttribute type="eventField" value="loop_id" />
 	</location>
 ''')
 
 def sc(attr, value, indent="\t\t"):
-    """stateChange on Thread/<attr path> with a stateValue element string."""
-    parts = "".join('%s\t<stateAttribute type="constant" value="%s" />\n' % (indent, a) for a in attr)
-    return ('%s<stateChange>\n%s\t<stateAttribute type="location" value="Thread" />\n%s%s\t%s\n%s</stateChange>'
+    """stateChange on Loop/<attr path> with a stateValue element string; a path element
+    ("field", name) is the event's field."""
+    parts = "".join('%s\t<stateAttribute type="eventField" value="%s" />\n' % (indent, a[1]) if isinstance(a, tuple)
+                    else '%s\t<stateAttribute type="constant" value="%s" />\n' % (indent, a) for a in attr)
+    return ('%s<stateChange>\n%s\t<stateAttribute type="location" value="Loop" />\n%s%s\t%s\n%s</stateChange>'
             % (indent, indent, parts, indent, value, indent))
 
 def handler(event, changes):
@@ -91,7 +104,14 @@ def handler(event, changes):
 
 handler("runloop:loop_created", [
     sc(["threadName"], '<stateValue type="eventField" value="thread_name" />'),
+    sc(["tid"], '<stateValue type="eventField" value="tid" />'),
     sc(["loop"], '<stateValue type="eventField" value="loop_id" />')])
+handler("runloop:loop_info", [
+    sc(["threadName"], '<stateValue type="eventField" value="thread_name" />'),
+    sc(["tid"], '<stateValue type="eventField" value="tid" />'),
+    sc(["procname"], '<stateValue type="eventField" value="procname" />')])
+for e in ("item_added", "item_info"):
+    handler("runloop:" + e, [sc(["Items", ("field", "item_id")], '<stateValue type="eventField" value="name" />')])
 handler("runloop:loop_destroyed", [sc(["Status"], '<stateValue type="null" />')])
 handler("runloop:run_enter", [
     sc(["Status"], '<stateValue type="int" value="$POLLING" />'),
@@ -108,12 +128,12 @@ w('''	<eventHandler eventName="runloop:run_exit">
 				</condition>
 			</if>
 			<then>
-				<stateAttribute type="location" value="Thread" />
+				<stateAttribute type="location" value="Loop" />
 				<stateAttribute type="constant" value="Status" />
 				<stateValue type="null" />
 			</then>
 			<else>
-				<stateAttribute type="location" value="Thread" />
+				<stateAttribute type="location" value="Loop" />
 				<stateAttribute type="constant" value="Status" />
 				<stateValue type="int" value="$CALLOUT" />
 			</else>
@@ -128,7 +148,9 @@ handler("runloop:wake", [
     sc(["wakeReason"], '<stateValue type="eventField" value="reason" forcedType="string" />')])
 for k, v, c in KINDS:
     name = ('<stateValue type="string" value="main queue" />' if k == "main_queue"
-            else '<stateValue type="eventField" value="name" />')
+            else '<stateValue type="query">\n\t\t\t\t<stateAttribute type="location" value="Loop" />\n'
+                 '\t\t\t\t<stateAttribute type="constant" value="Items" />\n'
+                 '\t\t\t\t<stateAttribute type="eventField" value="item_id" />\n\t\t\t</stateValue>')
     handler("runloop:%s_entry" % k, [
         sc(["Status"], '<stateValue type="int" value="$%s" />' % k.upper()),
         sc(["Callouts", k], name)])
@@ -147,24 +169,41 @@ w('''<pattern version="1" id="runloop.tracecompass.latency">
 
 	<patternHandler>''')
 
-def scen(name):
-    return ('<stateValue type="query">\n\t\t\t\t\t\t<stateAttribute type="constant" value="#CurrentScenario" />\n'
-            '\t\t\t\t\t\t<stateAttribute type="constant" value="%s" />\n\t\t\t\t\t</stateValue>' % name)
+def path(elems):
+    """stateAttribute elements: ("scenario", key) -> #CurrentScenario/key; ("field", f) an event
+    field; a string a constant."""
+    out = []
+    for e in elems:
+        if isinstance(e, tuple) and e[0] == "scenario":
+            out += ['<stateAttribute type="constant" value="#CurrentScenario" />',
+                    '<stateAttribute type="constant" value="%s" />' % e[1]]
+        elif isinstance(e, tuple):
+            out.append('<stateAttribute type="eventField" value="%s" />' % e[1])
+        else:
+            out.append('<stateAttribute type="constant" value="%s" />' % e)
+    return out
 
-for tid, field, key in (("same_thread", "context._vtid", "tid"), ("same_item", "item_id", "item"),
-                        ("same_iteration", "iteration", "iteration")):
-    w('''		<test id="%s">
-			<if>
-				<condition>
-					%s
-					<stateValue type="eventField" value="%s" />
-				</condition>
-			</if>
-		</test>''' % (tid, scen(key), field))
+def query(elems, indent):
+    return ('<stateValue type="query">\n' + "".join(indent + "\t" + a + "\n" for a in path(elems))
+            + indent + '</stateValue>')
+
+def test(tid, a, b):
+    w('\t\t<test id="%s">\n\t\t\t<if>\n\t\t\t\t<condition>\n\t\t\t\t\t%s\n\t\t\t\t\t%s\n\t\t\t\t</condition>\n'
+      '\t\t\t</if>\n\t\t</test>' % (tid, a, b))
+
+LOOP = ("field", "loop_id")
+test("same_loop", query([("scenario", "loop")], "\t\t\t\t\t"), '<stateValue type="eventField" value="loop_id" />')
+# The innermost open scenario of a kind in the event's loop: the one opened at the loop's current
+# depth of that kind.
+for k in [k for k, _, _ in KINDS] + ["iteration"]:
+    test("innermost_%s" % k, query([("scenario", "depth")], "\t\t\t\t\t"), query(["depth", k, LOOP], "\t\t\t\t\t"))
+
+def change(elems, value):
+    return ('\t\t\t<stateChange>\n' + "".join("\t\t\t\t" + a + "\n" for a in path(elems))
+            + '\t\t\t\t' + value + '\n\t\t\t</stateChange>')
 
 def save(key, value):
-    return ('\t\t\t<stateChange>\n\t\t\t\t<stateAttribute type="constant" value="#CurrentScenario" />\n'
-            '\t\t\t\t<stateAttribute type="constant" value="%s" />\n\t\t\t\t%s\n\t\t\t</stateChange>' % (key, value))
+    return change([("scenario", key)], value)
 
 def action(aid, changes):
     w('\t\t<action id="%s">' % aid)
@@ -172,14 +211,30 @@ def action(aid, changes):
         w(c)
     w('\t\t</action>')
 
-common_saves = [save("tid", '<stateValue type="eventField" value="context._vtid" />'),
-                save("loop", '<stateValue type="eventField" value="loop_id" />'),
-                save("iteration", '<stateValue type="eventField" value="iteration" />')]
-action("save_callout", common_saves + [save("item", '<stateValue type="eventField" value="item_id" />'),
-                                       save("name", '<stateValue type="eventField" value="name" />')])
-action("save_main_queue", common_saves + [save("item", '<stateValue type="long" value="0" />'),
-                                          save("name", '<stateValue type="string" value="main queue" />')])
-action("save_loop_position", common_saves)
+# Names: the constant pool (item_added, item_info), per loop and item.
+action("save_name", [change(["names", LOOP, ("field", "item_id")], '<stateValue type="eventField" value="name" />')])
+
+def opening(k):
+    """Entering depth k of the loop: one deeper, and the scenario remembers the depth it opened at."""
+    return [change(["depth", k, LOOP], '<stateValue type="long" value="1" increment="true" />'),
+            save("depth", query(["depth", k, LOOP], "\t\t\t\t")),
+            save("loop", '<stateValue type="eventField" value="loop_id" />')]
+
+def closing(k):
+    return [change(["depth", k, LOOP], '<stateValue type="long" value="-1" increment="true" />')]
+
+for k, v, c in KINDS:
+    if k == "main_queue":
+        extra = [save("item", '<stateValue type="long" value="0" />'),
+                 save("name", '<stateValue type="string" value="main queue" />')]
+    else:
+        extra = [save("item", '<stateValue type="eventField" value="item_id" />'),
+                 save("name", query(["names", LOOP, ("field", "item_id")], "\t\t\t\t"))]
+    action("open_%s" % k, opening(k) + extra)
+    action("close_%s" % k, closing(k))
+action("open_iteration", opening("iteration") + [save("iteration", '<stateValue type="eventField" value="iteration" />')])
+action("close_iteration", closing("iteration"))
+action("save_loop", [save("loop", '<stateValue type="eventField" value="loop_id" />')])
 
 def segfield(name, typ, key):
     return ('\t\t\t\t\t<segField name="%s" type="%s">\n\t\t\t\t\t\t<stateValue type="query">\n'
@@ -195,35 +250,42 @@ def segment_action(aid, segname, fields, extra=()):
         w(e)
     w('\t\t\t\t</segContent>\n\t\t\t</segment>\n\t\t</action>')
 
-pos = [("tid", "long", "tid"), ("loop", "long", "loop"), ("iteration", "long", "iteration")]
+pos = [("loop", "long", "loop")]
 for k, v, c in KINDS:
     segment_action("segment_%s" % k, k, [("item_name", "string", "name"), ("item", "long", "item")] + pos)
-segment_action("segment_iteration", "iteration", pos)
+segment_action("segment_iteration", "iteration", pos + [("iteration", "long", "iteration")])
 segment_action("segment_sleep", "sleep", pos, [
     '\t\t\t\t\t<segField name="reason" type="string">\n\t\t\t\t\t\t<stateValue type="eventField" value="reason" forcedType="string" />\n\t\t\t\t\t</segField>'])
 
+w('''		<fsm id="names" multiple="true">
+			<precondition event="runloop:item_added" />
+			<precondition event="runloop:item_info" />
+			<initialState>
+				<transition event="runloop:item_added" target="named" action="save_name" />
+				<transition event="runloop:item_info" target="named" action="save_name" />
+			</initialState>
+			<final id="named" />
+		</fsm>''')
 for k, v, c in KINDS:
-    save_id = "save_main_queue" if k == "main_queue" else "save_callout"
-    cond = "same_thread" if k == "main_queue" else "same_thread:same_item"
     w('''		<fsm id="%(k)s_callout" multiple="true">
 			<precondition event="runloop:%(k)s_entry" />
 			<precondition event="runloop:%(k)s_exit" />
 			<initialState>
-				<transition event="runloop:%(k)s_entry" target="running" action="%(save)s" />
+				<transition event="runloop:%(k)s_entry" target="running" action="open_%(k)s" />
 			</initialState>
 			<state id="running">
-				<transition event="runloop:%(k)s_exit" cond="%(cond)s" target="returned" action="segment_%(k)s" />
+				<transition event="runloop:%(k)s_exit" cond="same_loop:innermost_%(k)s" target="returned" action="segment_%(k)s:close_%(k)s" />
 			</state>
 			<final id="returned" />
-		</fsm>''' % {"k": k, "save": save_id, "cond": cond})
+		</fsm>''' % {"k": k})
 w('''		<fsm id="iteration" multiple="true">
 			<precondition event="runloop:iteration_begin" />
 			<precondition event="runloop:iteration_end" />
 			<initialState>
-				<transition event="runloop:iteration_begin" target="running" action="save_loop_position" />
+				<transition event="runloop:iteration_begin" target="running" action="open_iteration" />
 			</initialState>
 			<state id="running">
-				<transition event="runloop:iteration_end" cond="same_thread:same_iteration" target="ended" action="segment_iteration" />
+				<transition event="runloop:iteration_end" cond="same_loop:innermost_iteration" target="ended" action="segment_iteration:close_iteration" />
 			</state>
 			<final id="ended" />
 		</fsm>
@@ -231,10 +293,10 @@ w('''		<fsm id="iteration" multiple="true">
 			<precondition event="runloop:sleep_begin" />
 			<precondition event="runloop:wake" />
 			<initialState>
-				<transition event="runloop:sleep_begin" target="sleeping" action="save_loop_position" />
+				<transition event="runloop:sleep_begin" target="sleeping" action="save_loop" />
 			</initialState>
 			<state id="sleeping">
-				<transition event="runloop:wake" cond="same_thread:same_iteration" target="woken" action="segment_sleep" />
+				<transition event="runloop:wake" cond="same_loop" target="woken" action="segment_sleep" />
 			</state>
 			<final id="woken" />
 		</fsm>
