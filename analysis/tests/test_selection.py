@@ -339,14 +339,10 @@ class LateSession(unittest.TestCase):
             self.assertEqual([it for it in lp["items"] if not it["name"]], [])
         self.assertTrue(any(lp["items"] for lp in doc["loops"]))
 
-    @unittest.expectedFailure
     def test_window_before_the_first_description(self):
         """A window that ends at the first iteration's end, before the first description: the
-        report still names loops and items by the trace's descriptions (docs/tracepoints.md:
-        "reports name items at the end"). rltrace stops reading a loop's events after the window's
-        end once no iteration is open, so it names nothing there (tid -1, procname "", items "";
-        and `--procname rl-example` with that window selects nothing, exit 4). Kept visible as an
-        expected failure until rltrace reads the pools past the window."""
+        report still names loops and items by the trace's descriptions (docs/tracepoints.md,
+        "Constant pools": past the window, rltrace reads on for the descriptions it lacks)."""
         _, end = self.first_description()
         self.compare("example-late-session", Sel("before the first description", None, end))
 

@@ -94,6 +94,8 @@ public final class LoopModel {
         var procname: Int32 = -1
         /// Whether `info.procname` is the process's name (its main thread's), not a fallback.
         var procResolved = false
+        /// Whether `loop_created` or `loop_info` described it (its thread, by id and name).
+        var described = false
         init(key: LoopKey) { info = LoopInfo(key: key) }
         deinit { callouts.deallocate() }
     }
@@ -104,6 +106,14 @@ public final class LoopModel {
     /// The state of `lastKey`, unretained: `states` keeps every state alive for the model's life.
     private var lastState: Unmanaged<State>?
     private var itemNames: [NameKey: Int32] = [:]
+    /// Items a callout in the window named by id only, with no description seen yet (out of line:
+    /// rare, a trace that begins after the items were described).
+    private var undescribedItems: Set<NameKey> = []
+    @inline(never) private func noteUndescribed(pid: Int64, item: UInt64, kind: CalloutKind) {
+        undescribedItems.insert(NameKey(pid: pid, item: item, kind: kind))
+    }
+    /// Past the window, descriptions are read until this time (0: not awaiting them).
+    private var awaitingDescriptionsUntil: Int64 = 0
     /// Process names: the `procname` of each process's main thread (tid == pid). LTTng's procname
     /// is per thread, so a loop on a named worker thread still belongs to its process's name.
     var processNames: [Int64: Int32] = [:]
@@ -227,6 +237,7 @@ public final class LoopModel {
     func setName(_ id: Int32, pid: Int64, item: UInt64, kind: CalloutKind) {
         let k = NameKey(pid: pid, item: item, kind: kind)
         itemNames[k] = id
+        if !undescribedItems.isEmpty { undescribedItems.remove(k) }
         let slot = nameSlot(k)
         if nameCache[slot].key == k { nameCache[slot].id = id }
     }
@@ -289,8 +300,46 @@ public final class LoopModel {
     }
 
     private func endWindow() {
+        // A loop or item the window saw but no description named yet (a snapshot, or a session
+        // that joined late): the constant pools are described again within a period, so the
+        // descriptions are read on (nothing else counts) for up to `describedWithinNs` of trace.
+        if awaitingDescriptionsUntil == 0, !undescribedItems.isEmpty || states.contains(where: { !$0.described && $0.info.tid < 0 && $0.info.first <= window.hi }) {
+            awaitingDescriptionsUntil = saturatingSum(window.hi, Self.describedWithinNs)
+            return
+        }
         pastWindow = true
         pastWindowFlag?.set()
+    }
+
+    /// How far past the window descriptions are awaited: the watchdog describes the pools every
+    /// second (docs/tracepoints.md, "Constant pools"), so two periods and a half.
+    static let describedWithinNs: Int64 = 2_500_000_000
+
+    /// Past the window, with every iteration open at its end followed to its end: only
+    /// descriptions count, until none is missing or `awaitingDescriptionsUntil`.
+    private func awaitDescription(_ e: UnsafePointer<RunLoopEvent>) {
+        let ev = e.pointee
+        if ev.ts > awaitingDescriptionsUntil { pastWindow = true; pastWindowFlag?.set(); return }
+        switch ev.kind {
+        case .loopCreated, .loopInfo:
+            let s = state(LoopKey(pid: ev.pid, loop: ev.loop))
+            s._withUnsafeGuaranteedRef { s in
+                if ev.kind == .loopCreated {
+                    s.info.tid = ev.a
+                    s.info.threadName = ev.name >= 0 ? names[ev.name] : ""
+                    s.described = true
+                } else {
+                    applyPool(ev, to: s)
+                }
+            }
+        case .itemAdded, .itemRemoved, .itemInfo:
+            if ev.name > 0 && ev.calloutKind != .block { setName(ev.name, pid: ev.pid, item: ev.item, kind: ev.calloutKind) }
+        default:
+            return
+        }
+        if undescribedItems.isEmpty && !states.contains(where: { !$0.described && $0.info.tid < 0 && $0.info.first <= window.hi }) {
+            pastWindow = true; pastWindowFlag?.set()
+        }
     }
 
     /// A followed loop's outermost iteration ended.
@@ -368,7 +417,9 @@ public final class LoopModel {
         if e.ts > window.hi {
             // Past the window: only what was open at its end is followed, until it ends.
             if pastWindow { return }
+            if awaitingDescriptionsUntil != 0 && followed == 0 { awaitDescription(ep); return }
             if !reachedWindowEnd { reachWindowEnd(); if pastWindow { return } }
+            if awaitingDescriptionsUntil != 0 && followed == 0 { awaitDescription(ep); return }
         }
         let now = window.contains(e.ts)
         if e.kind == .source0Signalled {
@@ -404,6 +455,7 @@ public final class LoopModel {
         case .loopCreated:
             s.info.tid = e.a
             s.info.threadName = e.name >= 0 ? names[e.name] : ""
+            s.described = true
         case .loopDestroyed:
             break
         case .runEnter:
@@ -437,6 +489,8 @@ public final class LoopModel {
             rec.cpuNs = e.cpu
             if e.calloutKind == .block { rec.blockName = e.name >= 0 ? e.name : takeBlockName(pid: e.pid, item: e.item) } else if e.name >= 0 {
                 setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind)
+            } else if e.calloutKind != .mainQueue && now && nameID(of: e.calloutKind, item: e.item, pid: e.pid) < 0 {
+                noteUndescribed(pid: e.pid, item: e.item, kind: e.calloutKind)
             }
             s.callouts.append((rec, s.open - 1))
             // A timer never fires before its date: a negative difference is a damaged clock (or a

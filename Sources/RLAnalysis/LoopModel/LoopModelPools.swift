@@ -7,6 +7,7 @@ extension LoopModel {
     func applyPool(_ e: RunLoopEvent, to s: State) {
         switch e.kind {
         case .loopInfo:
+            s.described = true
             if e.a >= 0 { s.info.tid = e.a }
             if e.name > 0 { s.info.threadName = names[e.name] }
             // The process's own name (its main thread's), authoritative for every loop of it.
