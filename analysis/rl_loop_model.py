@@ -383,4 +383,6 @@ class Loop:
                                          "slowest": (-1, None)})
         it["durations"].append(cut)
         if cut > it["slowest"][0]:
-            it["slowest"] = (cut, sampled)     # its longest callout and what the watchdog read of it
+            # Its longest callout and what the watchdog read of it; a callout the window cuts has
+            # no on-CPU time (docs/report-json.md, "What a window counts").
+            it["slowest"] = (cut, sampled if cut == d else None)
