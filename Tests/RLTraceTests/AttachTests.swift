@@ -389,14 +389,14 @@ struct AttachTests {
         let daemon = try PrivateSessionDaemon.start()
         defer { daemon.stop() }
         // The hang comes well after the relay daemon is gone (stopping it may take its 5 s of grace).
-        let service = try Service(["--hangs", "1", "--first", "8000", "--hold", "300", "--duration", "16000"], daemon: daemon)
+        let service = try Service(["--hangs", "1", "--first", "10000", "--hold", "300", "--duration", "18000"], daemon: daemon)
         try waitRegistered([service.pid], daemon: daemon)
         let recorder = try BackgroundRecorder(daemon, ["record", "--pid", "\(service.pid)", "--on-hang", "100ms", "-o", relay.sessionURL])
         try waitActiveSessions(1, daemon: daemon)
         relay.stop()
         #expect(!PrivateRelayDaemon.isListening(port: relay.controlPort))
-        #expect(Date().timeIntervalSince(service.started) < 7.5, "the relay daemon took too long to stop: the hang may have come first")
-        while Date().timeIntervalSince(service.started) < 9.5 { usleep(50_000) }
+        #expect(Date().timeIntervalSince(service.started) < 9.5, "the relay daemon took too long to stop: the hang may have come first")
+        while Date().timeIntervalSince(service.started) < 11.5 { usleep(50_000) }
         let (status, err) = recorder.stop(SIGINT)
         #expect(status == 0, "\(err)")
         #expect(err.contains("1 snapshot could not be written to the relay daemon at \(relay.sessionURL)"), "\(err)")

@@ -299,11 +299,13 @@ struct PipelineTests {
         let loop = try #require((doc["loops"] as! [[String: Any]]).first)
         let items = Dictionary(uniqueKeysWithValues: (loop["items"] as! [[String: Any]]).map { ($0["name"] as! String, $0) })
         #expect(items["compute"]?["onCpuNs"] == nil && items["block"]?["onCpuNs"] == nil, "no totals without the context")
-        // The readings cover all but the first tick (5 ms) of a callout: scaled to the whole,
-        // "compute" (120 ms of CPU) reads ≥ 100 ms, "block" (asleep) next to nothing.
+        // The last reading covers at least half of a callout (docs/tracepoints.md, "Constant
+        // pools"), scaled to the whole: "compute" (120 ms of CPU) reads at least half of it even
+        // when a loaded machine gives the spin its CPU unevenly (91.6 ms seen at load 6), "block"
+        // (asleep) next to nothing.
         let compute = try #require(items["compute"]?["slowestOnCpuNs"] as? Int64)
         let block = try #require(items["block"]?["slowestOnCpuNs"] as? Int64)
-        #expect(compute >= 100_000_000 && block < 12_000_000, "compute \(compute) ns, block \(block) ns")
+        #expect(compute >= 60_000_000 && block < 12_000_000, "compute \(compute) ns, block \(block) ns")
         // The quarter rule on the callout's duration (a loaded machine stretches the spin's wall
         // time, not its CPU time: "compute" may then be blocked as often as computing).
         let computeMax = try #require(items["compute"]?["maxNs"] as? Int64)

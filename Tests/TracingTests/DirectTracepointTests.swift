@@ -42,7 +42,7 @@ struct DirectTracepointTests {
         }
     }
 
-    /// Payloads as the provider's probe writes them (runloop_tp.h: fields staged in a
+    /// Payloads as the provider's probe writes them (runloop_tp_writers.h: fields staged in a
     /// 512-byte local buffer and written with one ring-buffer write; a string or number that does
     /// not fit in the room left goes out after what is staged, a string staged again if it fits
     /// then, else through lttng-ust's strcpy) decode exactly as passed, field by field, labels
