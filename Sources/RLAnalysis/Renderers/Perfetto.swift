@@ -405,7 +405,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             t.spins.iteration(it, minIterations: options.spinMinIterations)
             // Everything that waits has ended, but a slice beginning with a run still open (its
             // begin is not written yet).
-            if t.openRuns.isEmpty { flush(t) { _ in true } } else { flush(t) { s in !t.openRuns.contains { $0.begin == s.begin } } }
+            if t.openRuns.isEmpty { flushAll(t) } else { flush(t) { s in !t.openRuns.contains { $0.begin == s.begin } } }
         } else if let run = t.openRuns.last {
             // In a nested run: what began in it after its entry is written (its entry's begin is
             // not, nor what began before it in the enclosing iteration).
@@ -425,7 +425,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         guard let o = t.openRuns.popLast() else { return }
         let name = intern("run \(o.mode == "kCFRunLoopDefaultMode" ? "default" : o.mode)")
         t.pending.append(PendingSlice(begin: o.begin, end: ts, seq: nextSeq(), name: name, shape: .run, a: Int64(o.depth), b: result))
-        if t.openRuns.isEmpty { flush(t) { _ in true } }
+        if t.openRuns.isEmpty { flushAll(t) }
     }
 
     /// A flow: its start written now, on the asking thread's track (its sequence); its end waits
@@ -458,7 +458,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     }
 
     public func finish(end: Int64) {
-        for t in trackOrder { flush(t) { _ in true } }
+        for t in trackOrder { flushAll(t) }
         for k in hangLoops { _ = track(k) }
         writeHangs()
         for t in trackOrder { writeSpins(t) }

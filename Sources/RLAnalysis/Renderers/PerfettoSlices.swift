@@ -95,6 +95,19 @@ extension PerfettoTraceSink {
             if take(s) { group.append(s) } else { track.pending[kept] = s; kept += 1 }
         }
         track.pending.removeLast(track.pending.count - kept)
+        writeGroup(track)
+    }
+
+    /// Writes every slice of `track` (the usual case: a top-level iteration ended outside any
+    /// run): the pending slices become the group by a swap of the two buffers, no copy.
+    func flushAll(_ track: PerfettoLoopTrack) {
+        group.removeAll(keepingCapacity: true)
+        swap(&group, &track.pending)
+        writeGroup(track)
+    }
+
+    /// Writes `group`, the slices of `track` taken by a flush.
+    private func writeGroup(_ track: PerfettoLoopTrack) {
         guard !group.isEmpty else { return }
         // Begin first; at equal begins a slice before an instant, and the longer (then the later
         // completed) slice encloses.
