@@ -218,8 +218,14 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     }
 
     @inline(never) private func internNameSlow(_ i: Int, on s: PerfettoSequence) {
-        if i >= s.written.count { s.written += [Bool](repeating: false, count: i + 1 - s.written.count + 16) }
-        s.written[i] = true
+        // A flag per iid up to a bound, a set beyond: a trace with many names and many sequences
+        // (threads asking loops) makes no table of names × sequences.
+        if i < PerfettoSequence.flagged {
+            if i >= s.written.count { s.written += [Bool](repeating: false, count: min(PerfettoSequence.flagged, i + 1 + 16) - s.written.count) }
+            s.written[i] = true
+        } else if !s.writtenBeyond.insert(UInt64(i)).inserted {
+            return
+        }
         startPacket(s, ts: nil)
         let d = w.open(Field.internedData)
         let m = w.open(2)

@@ -38,8 +38,10 @@ final class PerfettoSequence {
     /// The default track of its events (`TrackEventDefaults.track_uuid`; 0: none).
     let track: UInt64
     var clock: Int64 = 0
-    /// Event names interned on it, by iid.
+    /// Event names interned on it: by iid below ``flagged``, and the others.
     var written: [Bool] = []
+    var writtenBeyond: Set<UInt64> = []
+    static let flagged = 4096
     init(id: UInt32, track: UInt64) { self.id = id; self.track = track }
 }
 
