@@ -21,7 +21,8 @@ struct PendingSlice {
     var a: Int64, b: Int64, c: Int64 = 0
 
     /// What a slice is, for its arguments: a callout (item, detail), an iteration (number, busy
-    /// ns), a sleep (fd), a run (depth, result); or an instant: a flow's end (flow id), a slow
+    /// ns), a sleep (fd), a run (depth, result) — of which only a run's are written
+    /// (``PerfettoTraceSink/writeSliceBegin(_:flowEnd:on:)``); or an instant: a flow's end (flow id), a slow
     /// callout or a late timer (the callout's name iid, its duration or lateness, its item); a
     /// flow's end written with the callout beginning at its time (`flowMerged`).
     enum Shape: UInt8 { case callout, iteration, sleep, run, flowEnd, slowCallout, lateTimer, flowMerged }
