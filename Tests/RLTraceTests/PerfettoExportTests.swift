@@ -70,42 +70,92 @@ struct ExportedSlice: Hashable {
     var tid: Int64, category: String, name: String, begin: Int64, duration: Int64
 }
 
-/// The Perfetto export decoded and replayed as Perfetto's trace processor reads it: each track's
-/// events sorted by time, equal times kept in file order.
+/// The Perfetto export decoded and replayed as Perfetto's trace processor reads it: per packet
+/// sequence its interned names, its `TracePacketDefaults` (clock, track) and its clocks (an
+/// incremental clock's timestamps are deltas from the sequence's packet before on that clock,
+/// from the `ClockSnapshot`'s value), then each track's events sorted by time, equal times kept in
+/// file order.
 struct DecodedPerfetto {
     var slices: [ExportedSlice] = []
     var sliceCountByTrack: [UInt64: Int] = [:]
     /// Loop thread tracks by loop id, and their thread ids.
     var loopTracks: [UInt64: UInt64] = [:], trackTid: [UInt64: Int64] = [:]
     var flowStarts: [UInt64] = [], flowEnds: [UInt64] = []
-    /// Hang instants per track, with their arguments.
-    var hangs: [UInt64: [[String: String]]] = [:]
+    /// Instants per name (`hang`, `slow callout`, `late timer`, `spin`) per track, with their
+    /// arguments by name, and their times.
+    var instants: [String: [UInt64: [(ts: Int64, args: [String: String])]]] = [:]
     /// Counter values by counter track name.
     var counters: [String: [(ts: Int64, value: Double)]] = [:]
     var unbalanced: [String] = []
     /// Each slice's category and its enclosing slice's ("" at the top of its track).
     var nesting: [(category: String, parent: String)] = []
+    /// Packet sequences, packets timestamped on each clock (absolute: the trace's), packets.
+    var sequences = 0, incrementalPackets = 0, absolutePackets = 0, packets = 0
+
+    /// One sequence's state.
+    private struct Sequence {
+        var names: [UInt64: String] = [:], categories: [UInt64: String] = [:], annotations: [UInt64: String] = [:]
+        var clockID: UInt64 = 6, track: UInt64?
+        /// Sequence-scoped clocks: their value, whether incremental, and trace time − clock value.
+        var clocks: [UInt64: (value: Int64, incremental: Bool, offset: Int64)] = [:]
+    }
 
     init(_ trace: ProtoText) throws {
         let packets = trace["packet"]
+        self.packets = packets.count
         #expect(packets.count > 1)
-        // The sequence: one id; its state cleared on the first packet and needed by every other.
-        #expect(Set(packets.map { $0.uint("trusted_packet_sequence_id") ?? 0 }) == [1])
-        #expect(packets.first?.value("sequence_flags") == "1")
-        #expect(packets.dropFirst().allSatisfy { $0.value("sequence_flags") == "2" })
+        // Each sequence: its state cleared on its first packet, needed by every later one.
+        var seen = Set<UInt64>()
+        for p in packets {
+            let id = p.uint("trusted_packet_sequence_id") ?? 0
+            #expect(id != 0, "a packet without a sequence")
+            #expect(p.value("sequence_flags") == (seen.insert(id).inserted ? "1" : "2"), "sequence \(id) flags")
+        }
+        sequences = seen.count
         // No field the subset does not declare (protoc shows those as numbers).
         #expect(!trace.allNames.contains { $0.first?.isNumber == true })
-        var names: [UInt64: String] = [:], categories: [UInt64: String] = [:], counterNames: [UInt64: String] = [:]
-        var events: [UInt64: [(ts: Int64, event: ProtoText)]] = [:]
+        var seqs: [UInt64: Sequence] = [:]
+        var counterNames: [UInt64: String] = [:]
+        var events: [UInt64: [(ts: Int64, event: ProtoText, name: String, category: String, args: [String: String])]] = [:]
         for p in packets {
+            let sid = p.uint("trusted_packet_sequence_id") ?? 0
+            var st = p.value("sequence_flags") == "1" ? Sequence() : seqs[sid] ?? Sequence()
             for d in p["interned_data"] {
                 for n in d["event_names"] {
                     let iid = n.uint("iid")!, name = n.value("name")!
-                    #expect(names[iid] == nil, "event name iid \(iid) interned twice")
-                    #expect(!names.values.contains(name), "event name \(name) interned twice")
-                    names[iid] = name
+                    #expect(st.names[iid] == nil, "event name iid \(iid) interned twice on sequence \(sid)")
+                    #expect(!st.names.values.contains(name), "event name \(name) interned twice on sequence \(sid)")
+                    st.names[iid] = name
                 }
-                for c in d["event_categories"] { categories[c.uint("iid")!] = c.value("name")! }
+                for c in d["event_categories"] { st.categories[c.uint("iid")!] = c.value("name")! }
+                for a in d["debug_annotation_names"] { st.annotations[a.uint("iid")!] = a.value("name")! }
+            }
+            for d in p["trace_packet_defaults"] {
+                st.clockID = d.uint("timestamp_clock_id") ?? 6
+                st.track = d["track_event_defaults"].first?.uint("track_uuid")
+            }
+            for cs in p["clock_snapshot"] {
+                let clocks = cs["clocks"]
+                let boot = clocks.first { $0.uint("clock_id") == 6 }?.int("timestamp")
+                #expect(boot != nil, "a clock snapshot without the trace's clock")
+                for c in clocks where c.uint("clock_id")! >= 64 {
+                    let v = c.int("timestamp")!
+                    st.clocks[c.uint("clock_id")!] = (v, c.value("is_incremental") == "true", (boot ?? 0) - v)
+                }
+            }
+            var ts: Int64?
+            if let raw = p.int("timestamp") {
+                let clock = p.uint("timestamp_clock_id") ?? st.clockID
+                if clock == 6 {
+                    ts = raw; absolutePackets += 1
+                } else if var c = st.clocks[clock] {
+                    c.value = c.incremental ? c.value + raw : raw
+                    st.clocks[clock] = c
+                    ts = c.value + c.offset
+                    incrementalPackets += 1
+                } else {
+                    Issue.record("clock \(clock) used on sequence \(sid) before its snapshot")
+                }
             }
             for t in p["track_descriptor"] {
                 let uuid = t.uint("uuid")!
@@ -116,35 +166,53 @@ struct DecodedPerfetto {
                 if !t["counter"].isEmpty { counterNames[uuid] = t.value("name")! }
             }
             for e in p["track_event"] {
-                // Every name used is interned on this packet or an earlier one.
-                if let iid = e.uint("name_iid") { #expect(names[iid] != nil, "name iid \(iid) used before it is interned") }
-                events[e.uint("track_uuid")!, default: []].append((p.int("timestamp")!, e))
+                // Every name used is interned on this packet's sequence, on it or an earlier packet.
+                var name = ""
+                if let iid = e.uint("name_iid") {
+                    #expect(st.names[iid] != nil, "name iid \(iid) used before it is interned on sequence \(sid)")
+                    name = st.names[iid] ?? ""
+                }
+                let category = e.uint("category_iids").flatMap { st.categories[$0] } ?? ""
+                var args: [String: String] = [:]
+                for a in e["debug_annotations"] {
+                    let key = a.uint("name_iid").flatMap { st.annotations[$0] } ?? "?"
+                    args[key] = a.value("uint_value") ?? a.value("int_value") ?? a.value("string_value")
+                }
+                guard let track = e.uint("track_uuid") ?? st.track, let ts else { Issue.record("an event without a track or a time"); continue }
+                events[track, default: []].append((ts, e, name, category, args))
             }
+            seqs[sid] = st
         }
         for (track, list) in events {
-            var open: [(ts: Int64, event: ProtoText)] = []
-            for (ts, e) in list.enumerated().sorted(by: { ($0.element.ts, $0.offset) < ($1.element.ts, $1.offset) }).map(\.element) {
-                let name = e.uint("name_iid").flatMap { names[$0] } ?? "", category = e.uint("category_iids").flatMap { categories[$0] } ?? ""
+            var open: [(ts: Int64, name: String, category: String)] = []
+            for ev in list.enumerated().sorted(by: { ($0.element.ts, $0.offset) < ($1.element.ts, $1.offset) }).map(\.element) {
+                let (ts, e) = (ev.ts, ev.event)
                 switch e.value("type") {
-                case "TYPE_SLICE_BEGIN": open.append((ts, e))
+                case "TYPE_SLICE_BEGIN":
+                    // A slice carries no category: its name begins with it.
+                    #expect(ev.category.isEmpty, "slice \(ev.name) has a category")
+                    open.append((ts, ev.name, String(ev.name.prefix { $0 != " " })))
+                    // A signal's flow ends on its perform's slice.
+                    flowEnds += e.values("terminating_flow_ids").map { UInt64($0)! }
+                    #expect(e.values("flow_ids").isEmpty)
                 case "TYPE_SLICE_END":
                     guard let b = open.popLast() else { unbalanced.append("end without begin at \(ts) on track \(track)"); continue }
-                    let bName = b.event.uint("name_iid").flatMap { names[$0] } ?? ""
-                    let bCat = b.event.uint("category_iids").flatMap { categories[$0] } ?? ""
-                    slices.append(ExportedSlice(tid: trackTid[track] ?? -1, category: bCat, name: bName, begin: b.ts, duration: ts - b.ts))
-                    nesting.append((bCat, open.last.map { $0.event.uint("category_iids").flatMap { categories[$0] } ?? "" } ?? ""))
+                    // A wakeUp's flow ends on the sleep its wake ended.
+                    let ends = e.values("terminating_flow_ids").map { UInt64($0)! }
+                    #expect(ends.isEmpty || b.category == "sleep", "a flow ends on \(b.name)")
+                    flowEnds += ends
+                    slices.append(ExportedSlice(tid: trackTid[track] ?? -1, category: b.category, name: b.name, begin: b.ts, duration: ts - b.ts))
+                    nesting.append((b.category, open.last?.category ?? ""))
                     sliceCountByTrack[track, default: 0] += 1
                 case "TYPE_INSTANT":
-                    flowStarts += e.values("flow_ids").map { UInt64($0)! }
-                    flowEnds += e.values("terminating_flow_ids").map { UInt64($0)! }
-                    if category == "hang" {
-                        var args: [String: String] = [:]
-                        for a in e["debug_annotations"] {
-                            args[String(a.uint("name_iid")!)] = a.value("uint_value") ?? a.value("int_value") ?? a.value("string_value")
-                        }
-                        hangs[track, default: []].append(args)
+                    let starts = e.values("flow_ids").map { UInt64($0)! }, ends = e.values("terminating_flow_ids").map { UInt64($0)! }
+                    flowStarts += starts
+                    flowEnds += ends
+                    if starts.isEmpty && ends.isEmpty {
+                        instants[ev.name, default: [:]][track, default: []].append((ts, ev.args))
+                    } else {
+                        #expect(["signal", "wakeUp"].contains(ev.name) && ev.category.isEmpty && ev.args.isEmpty, "flow \(ev.name) \(ev.category)")
                     }
-                    _ = name
                 case "TYPE_COUNTER":
                     counters[counterNames[track] ?? "?", default: []].append((ts, Double(e.value("double_counter_value")!)!))
                 default: unbalanced.append("unknown type \(e.value("type") ?? "none")")
@@ -201,6 +269,9 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         #expect(j.status == 0, "\(j.err)")
         let report = try JSONSerialization.jsonObject(with: Data(j.out.utf8)) as! [String: Any]
         let loops = report["loops"] as! [[String: Any]]
+        let options = report["options"] as! [String: Any], trace = report["trace"] as! [String: Any]
+        let slowCalloutNs = (options["slowCalloutNs"] as! NSNumber).int64Value, lateTimerNs = (options["lateTimerNs"] as! NSNumber).int64Value
+        let origin = (trace["beginNs"] as! NSNumber).int64Value
 
         let p = try DecodedPerfetto(try decode(pf))
         let ch = try chromeExport(chrome)
@@ -234,11 +305,37 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
             let onTrack = p.slices.filter { $0.tid == tid }
             #expect(onTrack.filter { $0.category == "iteration" }.count == (l["iterations"] as! Int), "loop \(id) iterations")
             #expect(onTrack.filter { calloutCategories.contains($0.category) }.count == (l["callouts"] as! Int), "loop \(id) callouts")
-            let hangs = l["hangs"] as! [[String: Any]]
-            #expect((p.hangs[track] ?? []).count == hangs.count, "loop \(id) hangs")
-            // Hang arguments: iteration (iid 3) and busy_ns (4), as the report has them.
-            #expect((p.hangs[track] ?? []).map { [$0["3"] ?? "", $0["4"] ?? ""] }
+            let hangs = l["hangs"] as! [[String: Any]], pHangs = p.instants["hang"]?[track] ?? []
+            #expect(pHangs.count == hangs.count, "loop \(id) hangs")
+            // Hang arguments: iteration and busy_ns, as the report has them.
+            #expect(pHangs.map { [$0.args["iteration"] ?? "", $0.args["busy_ns"] ?? ""] }
                     == hangs.map { ["\($0["iteration"] as! NSNumber)", "\($0["busyNs"] as! NSNumber)"] })
+            #expect(pHangs.map(\.ts) == hangs.map { ($0["beginNs"] as! NSNumber).int64Value - origin })
+            // Slow callouts: one instant per callout (not an observer) of at least the report's
+            // threshold, where it begins — as many as the Chrome export's; the report's items with
+            // such a maximum.
+            let slow = p.instants["slow callout"]?[track] ?? []
+            let chromeSlow = ch.slices.filter { $0.tid == tid && calloutCategories.subtracting(["observer"]).contains($0.category) && $0.duration >= slowCalloutNs }
+            #expect(slow.count == chromeSlow.count, "loop \(id) slow callouts")
+            #expect(Set(slow.map { ExportedSlice(tid: tid, category: "", name: $0.args["callout"] ?? "", begin: $0.ts, duration: Int64($0.args["duration_ns"] ?? "") ?? -1) })
+                    == Set(chromeSlow.map { ExportedSlice(tid: tid, category: "", name: $0.name, begin: $0.begin, duration: $0.duration) }))
+            let items = l["items"] as! [[String: Any]]
+            #expect(Set(slow.filter { !($0.args["callout"] ?? "").hasPrefix("block ") }.map { "\($0.args["callout"]!.prefix { $0 != " " }) \($0.args["item"]!)" })
+                    == Set(items.filter { ($0["maxNs"] as! NSNumber).int64Value >= slowCalloutNs && !["observer", "block"].contains($0["kind"] as! String) }
+                        .map { "\($0["kind"] as! String) \($0["item"] as! NSNumber)" }), "loop \(id) slow items")
+            // Late timers: per timer, the latest as the report's lateness has it.
+            if selection.count != 4 {
+                let late = p.instants["late timer"]?[track] ?? []
+                let latest = Dictionary(late.map { ($0.args["item"]!, Int64($0.args["late_ns"]!)!) }, uniquingKeysWith: max)
+                let reportLate = (l["timerLateness"] as! [[String: Any]]).filter { ($0["maxNs"] as! NSNumber).int64Value >= lateTimerNs }
+                #expect(latest == Dictionary(uniqueKeysWithValues: reportLate.map { ("\($0["item"] as! NSNumber)", ($0["maxNs"] as! NSNumber).int64Value) }),
+                        "loop \(id) late timers")
+            }
+            // Spins: the report's, where each began.
+            let spins = l["spins"] as! [[String: Any]], pSpins = p.instants["spin"]?[track] ?? []
+            #expect(pSpins.map { [$0.ts, Int64($0.args["iteration"] ?? "") ?? -1, Int64($0.args["iterations"] ?? "") ?? -1] }
+                    == spins.map { [($0["beginNs"] as! NSNumber).int64Value - origin, ($0["firstIteration"] as! NSNumber).int64Value,
+                                     ($0["iterations"] as! NSNumber).int64Value] }, "loop \(id) spins")
             // Counters: the Chrome export's busy ratio (as %) at the same times; iterations/s as many.
             let busy = p.counters["busy % (loop \(id))"] ?? [], chromeBusy = ch.busy["busy % (loop \(id))"] ?? []
             #expect(busy.count == 200 && busy.count == chromeBusy.count)
@@ -247,8 +344,21 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         }
         if selection.isEmpty {
             // The demo trace's hang: iteration 446 of loop 17, busy 300 ms, held by the timer "hang-timer".
-            #expect(p.hangs[p.loopTracks[17] ?? 0]?.count == 1)
-            #expect(p.hangs[p.loopTracks[17] ?? 0]?.first?["8"]?.hasPrefix("timer hang-timer #25") == true)
+            let hangs = p.instants["hang"]?[p.loopTracks[17] ?? 0] ?? []
+            #expect(hangs.count == 1)
+            #expect(hangs.first?.args["culprit"]?.hasPrefix("timer hang-timer #25") == true)
+            // Its other findings (the report's): slow callouts (compute-results, blocking-block, and
+            // the hang's timer, which the text report names as the hang only), late timers
+            // (heartbeat, late-timer), a spin of 201 iterations.
+            let loop17 = p.loopTracks[17] ?? 0
+            #expect(Set((p.instants["slow callout"]?[loop17] ?? []).map { $0.args["callout"] ?? "" }) == ["source0 compute-results", "block blocking-block", "timer hang-timer"])
+            #expect(Set((p.instants["late timer"]?[loop17] ?? []).map { $0.args["callout"] ?? "" }) == ["timer heartbeat", "timer late-timer"])
+            #expect((p.instants["spin"]?[loop17] ?? []).map { $0.args["iterations"] } == ["201"])
+            // Every loop its own sequence, every thread a flow starts on too (here: the loops' own
+            // or others), besides the global one and the counters'; nearly every packet timestamped
+            // on its sequence's incremental clock.
+            #expect(p.sequences >= loops.count + 3)
+            #expect(p.absolutePackets * 100 < p.incrementalPackets, "\(p.absolutePackets) absolute, \(p.incrementalPackets) incremental")
         }
     }
 }

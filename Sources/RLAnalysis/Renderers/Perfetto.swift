@@ -1,28 +1,40 @@
 /// `rltrace export --format perfetto`: Perfetto's own trace format — a `Trace` of `TracePacket`s
 /// holding `TrackEvent`s (the messages of Perfetto's protos/perfetto/trace/, the subset used
 /// declared in Tests/RLTraceTests/Fixtures/perfetto/perfetto_subset.proto) — written to the file as
-/// the trace is read, by a hand-written encoder (``ProtobufWriter``).
+/// the trace is read, by a hand-written encoder (``ProtobufWriter``, and ``ByteCursor``'s fields for
+/// the packets written per slice).
 ///
 /// - a process track per process, a thread track per loop (named as the Chrome export names it:
 ///   `thread — loop N`);
-/// - iterations, sleeps (`sleep → reason`), runs and callouts (`kind item-name`, the item id and the
-///   callout's detail as arguments) as slices on the loop's track, strictly nested
-///   (``PendingSlice`` tells why they wait for their top-level iteration);
-/// - event names, categories and argument names interned (`InternedData`) on one packet sequence,
-///   each written once, on the first packet that uses it;
-/// - the Chrome export's flows (signal → perform, wakeUp → wake), each an instant on the asking
-///   thread with `flow_ids` and one on the loop's thread with `terminating_flow_ids`;
+/// - iterations, sleeps (`sleep → reason`), runs (their depth and result as arguments) and callouts
+///   (`kind item-name`) as slices on the loop's track, strictly nested (``PendingSlice`` tells why
+///   they wait for their top-level iteration);
+/// - the Chrome export's flows (signal → perform, wakeUp → wake), each an instant with `flow_ids`
+///   on the asking thread (a sequence per thread) and `terminating_flow_ids` on the perform's slice
+///   or on an instant at the wake on the loop's thread;
 /// - counter tracks per loop (busy %, iterations/s; the Chrome export's 200 bins);
-/// - the report's hangs (an iteration busy past the threshold, and the watchdog's) as instants
-///   named `hang` on the loop's track, with the culprit and the stack samples as text arguments.
+/// - the report's findings as instants on the loop's track: `hang` (an iteration busy past the
+///   threshold, and the watchdog's, with the culprit and the stack samples as text arguments),
+///   `slow callout`, `late timer` and `spin` (category `finding`; the report's thresholds).
+///
+/// Size (docs/benchmarks.md, the export_perfetto row): one packet sequence per loop
+/// (``PerfettoSequence``) whose `TracePacketDefaults` name the loop's track (its events carry no
+/// `track_uuid`) and a sequence-scoped incremental clock (each packet's timestamp is the time since
+/// the sequence's packet before; one that would go back in time is written absolute, on the trace
+/// clock); event names, categories and argument names interned per sequence, each written once; a
+/// slice carries no category (its name begins with it: `iteration`, `sleep → …`, `run …`,
+/// `timer …`) nor arguments but a run's (the Chrome export's per-slice arguments would double the
+/// file), a flow's instants neither (named `signal`, `wakeUp`); the findings' instants have both
+/// (categories `hang`, `finding`).
 ///
 /// Times are ns after the trace's first event (the Chrome export's origin).
 public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// The model, for names and loops.
     public var resolver: LoopModel?
     let out: ByteSink
-    private let hangThresholdNs: Int64
-    /// The packet being written.
+    /// The report's thresholds (hangs, slow callouts, late timers, spins).
+    let options: ReportOptions
+    /// The packet being written (packets other than a slice's begin and end).
     let w = ProtobufWriter()
     /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush).
     var group: [PendingSlice] = [], stack: [PendingSlice] = []
@@ -30,10 +42,13 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private var seq: UInt64 = 0
     private var nextUUID: UInt64 = 1
     private var flowID: UInt64 = 0
+    /// The sequence of what is not a loop's: track descriptors, flows' starts, counters.
+    let global: PerfettoSequence
+    private var nextSequenceID: UInt32 = 2
 
-    /// Categories (interned on the first packet).
+    /// Categories (interned on each sequence's first packet).
     enum Category: UInt8, CaseIterable {
-        case iteration = 1, sleep, run, observer, source0, source1, timer, mainQueue, block, flow, hang
+        case iteration = 1, sleep, run, observer, source0, source1, timer, mainQueue, block, hang, finding
         var label: String {
             switch self {
             case .mainQueue: "main_queue"
@@ -41,15 +56,18 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             }
         }
     }
-    /// Debug annotation names (interned on the first packet).
+    /// Debug annotation names (interned on each sequence's first packet).
     enum Annotation: UInt8, CaseIterable {
         case item = 1, detail, iteration, busyNs, fd, depth, result, culprit, stacks, hangID, thresholdNs, stuckNs
+        case callout, durationNs, lateNs, iterations
         var label: String {
             switch self {
             case .busyNs: "busy_ns"
             case .hangID: "hang_id"
             case .thresholdNs: "threshold_ns"
             case .stuckNs: "stuck_ns"
+            case .durationNs: "duration_ns"
+            case .lateNs: "late_ns"
             default: "\(self)"
             }
         }
@@ -59,25 +77,30 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         static let packet: UInt8 = 0x0A                      // Trace.packet = 1, length-delimited
         static let timestamp: UInt32 = 8, trustedSequenceID: UInt32 = 10, trackEvent: UInt32 = 11
         static let internedData: UInt32 = 12, sequenceFlags: UInt32 = 13, trackDescriptor: UInt32 = 60
+        static let clockSnapshot: UInt32 = 6, timestampClockID: UInt32 = 58, packetDefaults: UInt32 = 59
         static let categoryIIDs: UInt32 = 3, debugAnnotations: UInt32 = 4, eventType: UInt32 = 9, nameIID: UInt32 = 10
         static let trackUUID: UInt32 = 11, doubleCounterValue: UInt32 = 44, flowIDs: UInt32 = 47, terminatingFlowIDs: UInt32 = 48
     }
-    /// The packet sequence every packet belongs to.
-    static let sequenceID: UInt64 = 1
+    /// Clocks: the trace's (BOOTTIME, Perfetto's default), and each sequence's incremental one (a
+    /// user-defined id, sequence-scoped: 64…127).
+    enum Clock {
+        static let trace: UInt64 = 6, incremental: UInt64 = 64
+    }
 
-    /// An export written to `out`; `hangThresholdNs` is the report's hang threshold.
-    public init(out: ByteSink, hangThresholdNs: Int64 = ReportOptions().hangThresholdNs) {
+    /// An export written to `out`; `hangThresholdNs` is the report's hang threshold (the other
+    /// thresholds the report's defaults).
+    public convenience init(out: ByteSink, hangThresholdNs: Int64 = ReportOptions().hangThresholdNs) {
+        var o = ReportOptions()
+        o.hangThresholdNs = hangThresholdNs
+        self.init(out: out, options: o)
+    }
+
+    /// An export written to `out`, its findings by the report's thresholds `options`.
+    public init(out: ByteSink, options: ReportOptions) {
         self.out = out
-        self.hangThresholdNs = hangThresholdNs
-        // The first packet: the sequence's state cleared, its categories and argument names.
-        w.reset()
-        w.uint(Field.trustedSequenceID, PerfettoTraceSink.sequenceID)
-        w.uint(Field.sequenceFlags, 1)                        // SEQ_INCREMENTAL_STATE_CLEARED
-        let d = w.open(Field.internedData)
-        for c in Category.allCases { let m = w.open(1); w.uint(1, UInt64(c.rawValue)); w.string(2, c.label); w.close(m) }
-        for a in Annotation.allCases { let m = w.open(3); w.uint(1, UInt64(a.rawValue)); w.string(2, a.label); w.close(m) }
-        w.close(d)
-        endPacket()
+        self.options = options
+        global = PerfettoSequence(id: 1, track: 0)
+        open(global)
     }
 
     public func traceBegins(at ts: Int64, epochOffset: Int64) {
@@ -87,11 +110,54 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     // MARK: packets
 
-    /// Starts a packet on the sequence (needing its interned state), at `ts` if given.
-    @inline(__always) func startPacket(ts: Int64?) {
+    /// Opens sequence `s`: its state cleared, its categories and argument names interned, its
+    /// defaults (the incremental clock, the loop's track), then the clock defined — at 0 on the
+    /// trace's clock, as the export's times.
+    func open(_ s: PerfettoSequence) {
         w.reset()
-        if let ts { w.uint(Field.timestamp, UInt64(max(0, ts &- origin))) }
-        w.uint(Field.trustedSequenceID, PerfettoTraceSink.sequenceID)
+        w.uint(Field.trustedSequenceID, UInt64(s.id))
+        w.uint(Field.sequenceFlags, 1)                        // SEQ_INCREMENTAL_STATE_CLEARED
+        let d = w.open(Field.internedData)
+        for c in Category.allCases { let m = w.open(1); w.uint(1, UInt64(c.rawValue)); w.string(2, c.label); w.close(m) }
+        for a in Annotation.allCases { let m = w.open(3); w.uint(1, UInt64(a.rawValue)); w.string(2, a.label); w.close(m) }
+        w.close(d)
+        let p = w.open(Field.packetDefaults)
+        w.uint(Field.timestampClockID, Clock.incremental)
+        if s.track != 0 { let e = w.open(Field.trackEvent); w.uint(Field.trackUUID, s.track); w.close(e) }
+        w.close(p)
+        endPacket()
+        startPacket(s, ts: nil)
+        let c = w.open(Field.clockSnapshot)
+        for (id, incremental) in [(Clock.trace, false), (Clock.incremental, true)] {
+            let m = w.open(1)
+            w.uint(1, id); w.uint(2, 0)
+            if incremental { w.uint(3, 1) }
+            w.close(m)
+        }
+        w.close(c)
+        endPacket()
+    }
+
+    /// The timestamp of a packet at `ts` on `s`: the time since the sequence's packet before, or,
+    /// when earlier than it, absolute (on the trace's clock). Advances the sequence's clock.
+    @inline(__always) func stamp(_ s: PerfettoSequence, _ ts: Int64) -> (value: UInt64, absolute: Bool) {
+        let t = max(0, ts &- origin)
+        if t >= s.clock {
+            defer { s.clock = t }
+            return (UInt64(t &- s.clock), false)
+        }
+        return (UInt64(t), true)
+    }
+
+    /// Starts a packet on sequence `s` (needing its incremental state), at `ts` if given.
+    func startPacket(_ s: PerfettoSequence, ts: Int64?) {
+        w.reset()
+        if let ts {
+            let (v, absolute) = stamp(s, ts)
+            w.uint(Field.timestamp, v)
+            if absolute { w.uint(Field.timestampClockID, Clock.trace) }
+        }
+        w.uint(Field.trustedSequenceID, UInt64(s.id))
         w.uint(Field.sequenceFlags, 2)                        // SEQ_NEEDS_INCREMENTAL_STATE
     }
 
@@ -100,23 +166,40 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let n = w.count
         out.reserving(n + 11) { c in
             c.byte(Field.packet)
-            var v = UInt64(n)
-            while v >= 0x80 { c.byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-            c.byte(UInt8(truncatingIfNeeded: v))
+            c.varint(UInt64(n))
             c.bytes(w.bytes)
         }
     }
 
+    /// A packet on `s` at `ts` written straight to the output: `body` writes its fields after the
+    /// timestamp, the sequence and its flags, at most 100 bytes (the packet's length takes one byte).
+    @inline(__always) func hotPacket(_ s: PerfettoSequence, ts: Int64, _ body: (inout ByteCursor) -> Void) {
+        let (v, absolute) = stamp(s, ts)
+        let id = UInt64(s.id)
+        out.reserving(PerfettoTraceSink.hotRoom) { c in
+            let p = c.open(Field.packet)
+            c.field(0x40, v)                                        // timestamp (8)
+            if absolute { c.byte(0xD0); c.byte(0x03); c.byte(UInt8(Clock.trace)) }   // timestamp_clock_id (58)
+            c.field(0x50, id)                                       // trusted_packet_sequence_id (10)
+            c.byte(0x68); c.byte(2)                                 // sequence_flags (13): SEQ_NEEDS_INCREMENTAL_STATE
+            body(&c)
+            c.close(p)
+        }
+    }
+    /// Room for a hot packet: its header (at most 22 bytes) and a body of at most 100.
+    static let hotRoom = 128
+
     // MARK: interned names
 
     private var nameIIDs: [String: UInt64] = [:]
-    private var nameStrings: [String] = [""]
-    private var nameWritten: [Bool] = [true]
+    private(set) var nameStrings: [String] = [""]
     /// Callout names by item (the iid in 8 bytes), found without hashing a string.
     private let calloutNames = RenderedNames()
     /// Sleep names by wake reason (0: not interned yet).
     private var sleepNames = [UInt64](repeating: 0, count: 256)
     private lazy var iterationName = intern("iteration")
+    lazy var slowCalloutName = intern("slow callout")
+    lazy var lateTimerName = intern("late timer")
 
     /// The iid of an event name (a new one the first time).
     func intern(_ name: String) -> UInt64 {
@@ -124,20 +207,32 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let id = UInt64(nameStrings.count)
         nameIIDs[name] = id
         nameStrings.append(name)
-        nameWritten.append(false)
         return id
     }
 
-    /// Adds the name `iid` to the packet's interned data if no packet before carried it.
-    @inline(__always) func internName(_ iid: UInt64) {
+    /// Interns name `iid` on sequence `s` (a packet of its own, before the first that uses it).
+    @inline(__always) func internName(_ iid: UInt64, on s: PerfettoSequence) {
         let i = Int(iid)
-        guard !nameWritten[i] else { return }
-        nameWritten[i] = true
+        if i < s.written.count && s.written[i] { return }
+        internNameSlow(i, on: s)
+    }
+
+    @inline(never) private func internNameSlow(_ i: Int, on s: PerfettoSequence) {
+        // A flag per iid up to a bound, a set beyond: a trace with many names and many sequences
+        // (threads asking loops) makes no table of names × sequences.
+        if i < PerfettoSequence.flagged {
+            if i >= s.written.count { s.written += [Bool](repeating: false, count: min(PerfettoSequence.flagged, i + 1 + 16) - s.written.count) }
+            s.written[i] = true
+        } else if !s.writtenBeyond.insert(UInt64(i)).inserted {
+            return
+        }
+        startPacket(s, ts: nil)
         let d = w.open(Field.internedData)
         let m = w.open(2)
-        w.uint(1, iid); w.string(2, nameStrings[i])
+        w.uint(1, UInt64(i)); w.string(2, nameStrings[i])
         w.close(m)
         w.close(d)
+        endPacket()
     }
 
     /// A callout's name as the Chrome export writes it: `kind item-name` (`kind #item` while the
@@ -157,18 +252,20 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     // MARK: tracks
 
     private var tracks: [LoopKey: PerfettoLoopTrack] = [:]
-    private var trackOrder: [PerfettoLoopTrack] = []
+    private(set) var trackOrder: [PerfettoLoopTrack] = []
     private var trackSlots = [PerfettoLoopTrack?](repeating: nil, count: 16)
     private var processUUIDs: [Int64: UInt64] = [:]
     private struct ThreadKey: Hashable { var pid: Int64, tid: Int64 }
     private var threadUUIDs: [ThreadKey: UInt64] = [:]
+    /// Per asking thread, the sequence its flows start on (its default track is the thread's).
+    private var threadSequences: [UInt64: PerfettoSequence] = [:]
     /// The last thread a flow started on (a flow's asking thread is usually the one before's).
-    private var lastThread = (key: ThreadKey(pid: .min, tid: .min), uuid: UInt64(0))
+    private var lastThread = (key: ThreadKey(pid: .min, tid: .min), sequence: PerfettoSequence(id: 0, track: 0))
     /// The last flow kind and its name's iid (two kinds: no hashing per flow).
     private var lastFlowKind = (kind: "", iid: UInt64(0))
 
-    /// The track of loop `key` (described the first time).
-    @inline(__always) private func track(_ key: LoopKey) -> PerfettoLoopTrack {
+    /// The track of loop `key` (described, and its sequence opened, the first time).
+    @inline(__always) func track(_ key: LoopKey) -> PerfettoLoopTrack {
         // Direct-mapped by loop: a flow's loop alternates with the loop being read, no hashing.
         let slot = Int(truncatingIfNeeded: ((key.loop ^ UInt64(bitPattern: key.pid) << 24) &* 0x9E37_79B9_7F4A_7C15) >> 60)
         if let t = trackSlots[slot], t.key == key { return t }
@@ -183,10 +280,13 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let uuid: UInt64
         if info.tid >= 0, let u = threadUUIDs[ThreadKey(pid: key.pid, tid: info.tid)] { uuid = u } else { uuid = newUUID() }
         if info.tid >= 0 { threadUUIDs[ThreadKey(pid: key.pid, tid: info.tid)] = uuid }
-        let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p)
+        let s = PerfettoSequence(id: nextSequenceID, track: uuid)
+        nextSequenceID &+= 1
+        let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p, sequence: s)
         tracks[key] = t
         trackOrder.append(t)
         describe(t, info)
+        open(s)
         return t
     }
 
@@ -202,7 +302,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     }
 
     private func describeProcess(_ pid: Int64, uuid: UInt64, name: String) {
-        startPacket(ts: nil)
+        startPacket(global, ts: nil)
         let d = w.open(Field.trackDescriptor)
         w.uint(1, uuid)
         let p = w.open(3)
@@ -215,7 +315,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// Describes a loop's track: a thread track (`thread — loop N`), or, when the loop's thread is
     /// not known, a track named `loop N` in its process.
     private func describe(_ t: PerfettoLoopTrack, _ l: LoopInfo) {
-        startPacket(ts: nil)
+        startPacket(global, ts: nil)
         let d = w.open(Field.trackDescriptor)
         w.uint(1, t.uuid)
         if l.tid >= 0 {
@@ -231,23 +331,38 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         endPacket()
     }
 
-    /// The track of thread `tid` of `pid` (a loop's, or one made for it), for a flow's start.
-    private func threadUUID(pid: Int64, tid: Int64) -> UInt64 {
+    /// The sequence of the flows starting on thread `tid` of `pid`, whose default track is the
+    /// thread's (a loop's, or one made for it).
+    @inline(__always) private func threadSequence(pid: Int64, tid: Int64) -> PerfettoSequence {
         let k = ThreadKey(pid: pid, tid: tid)
-        if k == lastThread.key { return lastThread.uuid }
-        if let u = threadUUIDs[k] { lastThread = (k, u); return u }
-        let u = newUUID()
-        threadUUIDs[k] = u
-        _ = processUUID(pid)
-        startPacket(ts: nil)
-        let d = w.open(Field.trackDescriptor)
-        w.uint(1, u)
-        let th = w.open(4)
-        w.int(1, pid); w.int(2, tid)
-        w.close(th)
-        w.close(d)
-        endPacket()
-        return u
+        if k == lastThread.key { return lastThread.sequence }
+        return threadSequenceSlow(k)
+    }
+
+    @inline(never) private func threadSequenceSlow(_ k: ThreadKey) -> PerfettoSequence {
+        let u: UInt64
+        if let x = threadUUIDs[k] { u = x } else {
+            u = newUUID()
+            threadUUIDs[k] = u
+            _ = processUUID(k.pid)
+            startPacket(global, ts: nil)
+            let d = w.open(Field.trackDescriptor)
+            w.uint(1, u)
+            let th = w.open(4)
+            w.int(1, k.pid); w.int(2, k.tid)
+            w.close(th)
+            w.close(d)
+            endPacket()
+        }
+        let s: PerfettoSequence
+        if let x = threadSequences[u] { s = x } else {
+            s = PerfettoSequence(id: nextSequenceID, track: u)
+            nextSequenceID &+= 1
+            threadSequences[u] = s
+            open(s)
+        }
+        lastThread = (k, s)
+        return s
     }
 
     // MARK: records
@@ -257,17 +372,21 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     public func callout(_ cl: CalloutRecord, of key: LoopKey) {
         let t = track(key)
-        let category: Category
-        switch cl.kind {
-        case .observer: category = .observer
-        case .source0: category = .source0
-        case .source1: category = .source1
-        case .timer: category = .timer
-        case .mainQueue: category = .mainQueue
-        case .block: category = .block
+        let name = calloutName(cl, pid: key.pid)
+        t.pending.append(PendingSlice(begin: cl.begin, end: cl.end, seq: nextSeq(), name: name, shape: .callout,
+                                      a: Int64(bitPattern: cl.item), b: cl.detail))
+        // Findings about the callout itself, marked where it begins (inside its slice).
+        if cl.kind != .observer && cl.duration >= options.slowCalloutNs {
+            t.pending.append(PendingSlice(begin: cl.begin, end: cl.begin, seq: nextSeq(), name: slowCalloutName, shape: .slowCallout,
+                                          a: Int64(name), b: cl.duration, c: Int64(bitPattern: cl.item)))
         }
-        t.pending.append(PendingSlice(begin: cl.begin, end: cl.end, seq: nextSeq(), name: calloutName(cl, pid: key.pid),
-                                      category: category.rawValue, shape: .callout, a: Int64(bitPattern: cl.item), b: cl.detail))
+        if cl.kind == .timer && !cl.clipped {
+            let late = max(0, saturatingDifference(cl.begin, cl.detail))
+            if late >= options.lateTimerNs {
+                t.pending.append(PendingSlice(begin: cl.begin, end: cl.begin, seq: nextSeq(), name: lateTimerName, shape: .lateTimer,
+                                              a: Int64(name), b: late, c: Int64(bitPattern: cl.item)))
+            }
+        }
     }
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
@@ -277,22 +396,22 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             let name: UInt64
             let r = Int(s.reason.rawValue)
             if sleepNames[r] != 0 { name = sleepNames[r] } else { name = intern("sleep → \(s.reason.label)"); sleepNames[r] = name }
-            t.pending.append(PendingSlice(begin: s.begin, end: s.end, seq: nextSeq(), name: name, category: Category.sleep.rawValue,
-                                          shape: .sleep, a: s.fd, b: 0))
+            t.pending.append(PendingSlice(begin: s.begin, end: s.end, seq: nextSeq(), name: name, shape: .sleep, a: s.fd, b: 0))
         }
         t.pending.append(PendingSlice(begin: it.begin, end: it.end, seq: nextSeq(), name: iterationName,
-                                      category: Category.iteration.rawValue, shape: .iteration, a: Int64(bitPattern: it.number), b: it.busyNs))
+                                      shape: .iteration, a: Int64(bitPattern: it.number), b: it.busyNs))
         if it.depth == 0 {
-            // The report's rule: decided on the whole iteration (a window cutting it still shows it).
-            if it.wholeBusyNs >= hangThresholdNs {
+            // The report's rules: decided on the whole iteration (a window cutting it still shows it).
+            if it.wholeBusyNs >= options.hangThresholdNs {
                 let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
                 t.hangs.append(HangReport(iteration: it.number, beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, busyNs: it.wholeBusyNs,
                                           culprit: c.map { CalloutRef(kind: $0.kind.label, item: $0.item, name: resolver?.name(of: $0, pid: loop.key.pid) ?? "",
                                                                       durationNs: $0.wholeDurationNs) }))
             }
+            t.spins.iteration(it, minIterations: options.spinMinIterations)
             // Everything that waits has ended, but a slice beginning with a run still open (its
             // begin is not written yet).
-            if t.openRuns.isEmpty { flush(t) { _ in true } } else { flush(t) { s in !t.openRuns.contains { $0.begin == s.begin } } }
+            if t.openRuns.isEmpty { flushAll(t) } else { flush(t) { s in !t.openRuns.contains { $0.begin == s.begin } } }
         } else if let run = t.openRuns.last {
             // In a nested run: what began in it after its entry is written (its entry's begin is
             // not, nor what began before it in the enclosing iteration).
@@ -311,29 +430,29 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         if enter { t.openRuns.append((ts, mode, depth)); return }
         guard let o = t.openRuns.popLast() else { return }
         let name = intern("run \(o.mode == "kCFRunLoopDefaultMode" ? "default" : o.mode)")
-        t.pending.append(PendingSlice(begin: o.begin, end: ts, seq: nextSeq(), name: name, category: Category.run.rawValue,
-                                      shape: .run, a: Int64(o.depth), b: result))
-        if t.openRuns.isEmpty { flush(t) { _ in true } }
+        t.pending.append(PendingSlice(begin: o.begin, end: ts, seq: nextSeq(), name: name, shape: .run, a: Int64(o.depth), b: result))
+        if t.openRuns.isEmpty { flushAll(t) }
     }
 
+    /// A flow: its start written now, on the asking thread's track (its sequence); its end waits
+    /// with the loop's slices, so that the loop's sequence stays in time order.
     public func flow(_ f: Flow) {
         guard let model = resolver, model.threadID(of: f.to) != nil else { return }
         flowID += 1
         if f.kind != lastFlowKind.kind { lastFlowKind = (f.kind, intern(f.kind)) }
         let name = lastFlowKind.iid
-        let from = threadUUID(pid: f.to.pid, tid: f.fromTid), to = track(f.to).uuid
-        for end in 0..<2 {
-            startPacket(ts: end == 0 ? f.fromTs : f.toTs)
-            internName(name)
-            let e = w.open(Field.trackEvent)
-            w.uint(Field.eventType, 3)                        // TYPE_INSTANT
-            w.uint(Field.trackUUID, end == 0 ? from : to)
-            w.uint(Field.categoryIIDs, UInt64(Category.flow.rawValue))
-            w.uint(Field.nameIID, name)
-            w.fixed64(end == 0 ? Field.flowIDs : Field.terminatingFlowIDs, flowID)
-            w.close(e)
-            endPacket()
+        let to = track(f.to), from = threadSequence(pid: f.to.pid, tid: f.fromTid)
+        internName(name, on: from)
+        let id = flowID
+        hotPacket(from, ts: f.fromTs) { c in
+            let e = c.open(0x5A)                                    // track_event (11)
+            c.byte(0x48); c.byte(3)                                 // type: TYPE_INSTANT
+            c.field(0x50, name)                                     // name_iid
+            c.byte(0xF9); c.byte(0x02)                              // flow_ids (47), fixed64
+            withUnsafeBytes(of: id.littleEndian) { c.bytes($0) }
+            c.close(e)
         }
+        to.pending.append(PendingSlice(begin: f.toTs, end: f.toTs, seq: nextSeq(), name: name, shape: .flowEnd, a: Int64(bitPattern: id), b: 0))
     }
 
     /// The watchdog's events, joined to the hangs at the end.
@@ -345,9 +464,10 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     }
 
     public func finish(end: Int64) {
-        for t in trackOrder { flush(t) { _ in true } }
+        for t in trackOrder { flushAll(t) }
         for k in hangLoops { _ = track(k) }
         writeHangs()
+        for t in trackOrder { writeSpins(t) }
         // Names as known at the end (a thread or process named after its first event).
         var described = Set<Int64>()
         for t in trackOrder {
@@ -365,11 +485,11 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let name = intern("hang")
         for t in trackOrder {
             for h in watchdog.merge(t.hangs, key: t.key, symbolizer: symbolizer) {
-                startPacket(ts: h.beginNs)
-                internName(name)
+                let s = t.sequence
+                internName(name, on: s)
+                startPacket(s, ts: h.beginNs)
                 let e = w.open(Field.trackEvent)
                 w.uint(Field.eventType, 3)
-                w.uint(Field.trackUUID, t.uuid)
                 w.uint(Field.categoryIIDs, UInt64(Category.hang.rawValue))
                 w.uint(Field.nameIID, name)
                 annotation(.iteration, uint: h.iteration)
@@ -393,27 +513,55 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         }
     }
 
-    /// Busy % and iterations/s per loop, in the Chrome export's 200 bins.
+    /// One instant `spin` per spin of the report (a run of top-level iterations that never slept)
+    /// on its loop's track, where the run began: its first iteration and how many.
+    private func writeSpins(_ t: PerfettoLoopTrack) {
+        t.spins.close(minIterations: options.spinMinIterations)
+        guard !t.spins.found.isEmpty else { return }
+        let name = intern("spin")
+        internName(name, on: t.sequence)
+        for s in t.spins.found {
+            startPacket(t.sequence, ts: s.begin)
+            let e = w.open(Field.trackEvent)
+            w.uint(Field.eventType, 3)
+            w.uint(Field.categoryIIDs, UInt64(Category.finding.rawValue))
+            w.uint(Field.nameIID, name)
+            annotation(.iteration, uint: s.first)
+            annotation(.iterations, int: Int64(s.count))
+            annotation(.durationNs, int: s.end &- s.begin)
+            w.close(e)
+            endPacket()
+        }
+    }
+
+    /// Busy % and iterations/s per loop, in the Chrome export's 200 bins, on a sequence of their
+    /// own (its clock starts again at the trace's origin).
     private func writeCounters(end: Int64) {
         let bins = 200
-        guard end > origin else { return }
+        guard end > origin, !trackOrder.isEmpty else { return }
         let width = Double(end - origin) / Double(bins)
+        let s = PerfettoSequence(id: nextSequenceID, track: 0)
+        nextSequenceID &+= 1
+        open(s)
+        var strips: [(busy: [Double], starts: [Double])] = []
         for t in trackOrder {
             t.busyUUID = newUUID(); t.rateUUID = newUUID()
             for (uuid, name, unit) in [(t.busyUUID, "busy % (loop \(t.key.loop))", "%"), (t.rateUUID, "iterations/s (loop \(t.key.loop))", "iterations/s")] {
-                startPacket(ts: nil)
+                startPacket(s, ts: nil)
                 let d = w.open(Field.trackDescriptor)
                 w.uint(1, uuid); w.uint(5, t.processUUID); w.string(2, name)
                 let c = w.open(8); w.string(6, unit); w.close(c)
                 w.close(d)
                 endPacket()
             }
-            let busy = counters.busy.strip(t.key, begin: origin, end: end, bins: bins)
-            let starts = counters.starts.strip(t.key, begin: origin, end: end, bins: bins)
-            for i in 0..<min(busy.count, starts.count) {
-                let ts = origin &+ Int64((Double(i) * width).rounded(.down))
-                for (uuid, v) in [(t.busyUUID, (busy[i] * 1000).rounded() / 10), (t.rateUUID, (starts[i] * 1e9 * 10).rounded() / 10)] {
-                    startPacket(ts: ts)
+            strips.append((counters.busy.strip(t.key, begin: origin, end: end, bins: bins), counters.starts.strip(t.key, begin: origin, end: end, bins: bins)))
+        }
+        // Bin by bin (the sequence's clock only goes forward).
+        for i in 0..<bins {
+            let ts = origin &+ Int64((Double(i) * width).rounded(.down))
+            for (t, strip) in zip(trackOrder, strips) where i < min(strip.busy.count, strip.starts.count) {
+                for (uuid, v) in [(t.busyUUID, (strip.busy[i] * 1000).rounded() / 10), (t.rateUUID, (strip.starts[i] * 1e9 * 10).rounded() / 10)] {
+                    startPacket(s, ts: ts)
                     let e = w.open(Field.trackEvent)
                     w.uint(Field.eventType, 4)                // TYPE_COUNTER
                     w.uint(Field.trackUUID, uuid)

@@ -5,23 +5,62 @@
 /// times — so an outer slice's begin written after an inner one's at the same instant (a window's
 /// edge clips both to it) would be nested inside it. Completed slices wait here until no slice that
 /// may begin with them is still open — the iteration holding them ends, or, in a nested run, any of
-/// its iterations (what began after the run's entry) — and are then written outer first.
+/// its iterations (what began after the run's entry) — and are then written outer first. The
+/// loop's instants (a flow's end, a slow callout, a late timer) wait with them: the loop's packet
+/// sequence is then written in time order, each timestamp a small delta.
 struct PendingSlice {
-    /// Begin and end (ns, the trace's clock).
+    /// Begin and end (ns, the trace's clock; equal for an instant).
     var begin: Int64, end: Int64
     /// Order of completion: among slices with the same begin and end, the later one encloses.
     var seq: UInt64
     /// The interned event name.
     var name: UInt64
-    /// The interned category (``PerfettoTraceSink/Category``).
-    var category: UInt8
-    /// Which arguments `a` and `b` are (``Shape``).
+    /// Which arguments `a`, `b` and `c` are (``Shape``); a sleep's `c`, once in the nesting stack
+    /// of ``PerfettoTraceSink/flush(_:where:)``, the flow that ends at its end.
     var shape: Shape
-    var a: Int64, b: Int64
+    var a: Int64, b: Int64, c: Int64 = 0
 
     /// What a slice is, for its arguments: a callout (item, detail), an iteration (number, busy
-    /// ns), a sleep (fd), a run (depth, result).
-    enum Shape: UInt8 { case callout, iteration, sleep, run }
+    /// ns), a sleep (fd), a run (depth, result) — of which only a run's are written
+    /// (``PerfettoTraceSink/writeSliceBegin(_:flowEnd:on:)``); or an instant: a flow's end (flow id), a slow
+    /// callout or a late timer (the callout's name iid, its duration or lateness, its item); a
+    /// flow's end written with the callout beginning at its time (`flowMerged`).
+    enum Shape: UInt8 { case callout, iteration, sleep, run, flowEnd, slowCallout, lateTimer, flowMerged }
+
+    /// Whether it is an instant (never encloses anything).
+    var isInstant: Bool { shape.rawValue >= Shape.flowEnd.rawValue }
+}
+
+/// One packet sequence of the Perfetto export (`trusted_packet_sequence_id`): its interned state
+/// (which event names its packets carried) and its incremental clock (the time of its last packet
+/// timestamped on it, ns after the trace's origin).
+final class PerfettoSequence {
+    let id: UInt32
+    /// The default track of its events (`TrackEventDefaults.track_uuid`; 0: none).
+    let track: UInt64
+    var clock: Int64 = 0
+    /// Event names interned on it: by iid below ``flagged``, and the others.
+    var written: [Bool] = []
+    var writtenBeyond: Set<UInt64> = []
+    static let flagged = 4096
+    init(id: UInt32, track: UInt64) { self.id = id; self.track = track }
+}
+
+/// The report's spin rule on one loop (``Aggregator``'s): runs of consecutive top-level iterations
+/// that never slept, at least `minIterations` long.
+struct SpinFinder {
+    var current: (first: UInt64, count: Int, begin: Int64, end: Int64)?
+    var found: [(first: UInt64, count: Int, begin: Int64, end: Int64)] = []
+
+    mutating func iteration(_ it: IterationRecord, minIterations: Int) {
+        if it.slept || it.nestedSleeps > 0 { close(minIterations: minIterations); return }
+        if var s = current { s.count += 1; s.end = it.end; current = s } else { current = (it.number, 1, it.begin, it.end) }
+    }
+
+    mutating func close(minIterations: Int) {
+        if let s = current, s.count >= minIterations { found.append(s) }
+        current = nil
+    }
 }
 
 /// One loop's track and what waits on it.
@@ -29,6 +68,8 @@ final class PerfettoLoopTrack {
     let key: LoopKey
     /// The thread track's uuid (and its process's).
     let uuid: UInt64, processUUID: UInt64
+    /// The loop's packet sequence (its default track is this one).
+    let sequence: PerfettoSequence
     /// Counter tracks (busy %, iterations/s), made at the end.
     var busyUUID: UInt64 = 0, rateUUID: UInt64 = 0
     /// Completed slices not written yet.
@@ -37,9 +78,11 @@ final class PerfettoLoopTrack {
     var openRuns: [(begin: Int64, mode: String, depth: Int)] = []
     /// Iterations busy past the hang threshold (the report's rule).
     var hangs: [HangReport] = []
+    /// Spins (the report's rule).
+    var spins = SpinFinder()
 
-    init(key: LoopKey, uuid: UInt64, processUUID: UInt64) {
-        self.key = key; self.uuid = uuid; self.processUUID = processUUID
+    init(key: LoopKey, uuid: UInt64, processUUID: UInt64, sequence: PerfettoSequence) {
+        self.key = key; self.uuid = uuid; self.processUUID = processUUID; self.sequence = sequence
         pending.reserveCapacity(64)
     }
 }
@@ -55,10 +98,27 @@ extension PerfettoTraceSink {
             if take(s) { group.append(s) } else { track.pending[kept] = s; kept += 1 }
         }
         track.pending.removeLast(track.pending.count - kept)
+        writeGroup(track)
+    }
+
+    /// Writes every slice of `track` (the usual case: a top-level iteration ended outside any
+    /// run): the pending slices become the group by a swap of the two buffers, no copy.
+    func flushAll(_ track: PerfettoLoopTrack) {
+        group.removeAll(keepingCapacity: true)
+        swap(&group, &track.pending)
+        writeGroup(track)
+    }
+
+    /// Writes `group`, the slices of `track` taken by a flush.
+    private func writeGroup(_ track: PerfettoLoopTrack) {
         guard !group.isEmpty else { return }
-        // Begin first; at equal begins the longer (then the later completed) encloses.
+        // Begin first; at equal begins a slice before an instant, and the longer (then the later
+        // completed) slice encloses.
         let before: (PendingSlice, PendingSlice) -> Bool = { x, y in
-            x.begin != y.begin ? x.begin < y.begin : (x.end != y.end ? x.end > y.end : x.seq > y.seq)
+            if x.begin != y.begin { return x.begin < y.begin }
+            let xi = x.isInstant, yi = y.isInstant
+            if xi != yi { return yi }
+            return x.end != y.end ? x.end > y.end : x.seq > y.seq
         }
         if group.count <= 32 {
             // Nearly in order already (completion order): an insertion sort allocates nothing.
@@ -72,74 +132,121 @@ extension PerfettoTraceSink {
             group.sort(by: before)
         }
         stack.removeAll(keepingCapacity: true)
-        for var s in group {
+        let sequence = track.sequence
+        for i in group.indices {
+            var s = group[i]
             var poppedEnd = Int64.min
             while let top = stack.last, !(top.begin <= s.begin && s.end <= top.end) {
-                writeSliceEnd(top.end, track: track.uuid)
+                writeSliceEnd(top.end, flowEnd: top.shape == .sleep ? UInt64(bitPattern: top.c) : 0, on: sequence)
                 poppedEnd = top.end
                 stack.removeLast()
             }
             // A slice that overlaps the one before it without nesting (a damaged trace) starts
             // where that one ended, so the track stays strictly nested.
             if s.begin < poppedEnd { s.begin = poppedEnd; if s.end < s.begin { s.end = s.begin } }
-            writeSliceBegin(s, track: track.uuid)
+            if s.isInstant {
+                // A flow ending where a sleep ends (a wakeUp's wake) ends on the sleep's slice.
+                if s.shape == .flowEnd, let top = stack.last, top.shape == .sleep, top.end == s.begin, top.c == 0 {
+                    stack[stack.count &- 1].c = s.a
+                } else if s.shape != .flowMerged {
+                    writeInstant(s, on: sequence)
+                }
+                continue
+            }
+            // A flow ending where a callout begins (a signal's perform) ends on the callout's slice.
+            var flowEnd: UInt64 = 0
+            if s.shape == .callout {
+                var j = i &+ 1
+                while j < group.count && group[j].begin == s.begin {
+                    if group[j].shape == .flowEnd { flowEnd = UInt64(bitPattern: group[j].a); group[j].shape = .flowMerged; break }
+                    j &+= 1
+                }
+            }
+            writeSliceBegin(s, flowEnd: flowEnd, on: sequence)
             stack.append(s)
         }
-        while let top = stack.popLast() { writeSliceEnd(top.end, track: track.uuid) }
+        while let top = stack.popLast() { writeSliceEnd(top.end, flowEnd: top.shape == .sleep ? UInt64(bitPattern: top.c) : 0, on: sequence) }
     }
 
-    /// A slice's begin: `TYPE_SLICE_BEGIN` with its name, category and arguments.
-    func writeSliceBegin(_ s: PendingSlice, track: UInt64) {
-        startPacket(ts: s.begin)
-        internName(s.name)
-        let e = w.open(Field.trackEvent)
-        w.uint(Field.eventType, 1)
-        w.uint(Field.trackUUID, track)
-        w.uint(Field.categoryIIDs, UInt64(s.category))
-        w.uint(Field.nameIID, s.name)
-        switch s.shape {
-        case .callout:
-            annotation(.item, uint: UInt64(bitPattern: s.a))
-            if s.b != 0 { annotation(.detail, int: s.b) }
-        case .iteration:
-            annotation(.iteration, uint: UInt64(bitPattern: s.a))
-            annotation(.busyNs, int: s.b)
-        case .sleep:
-            if s.a >= 0 { annotation(.fd, int: s.a) }
-        case .run:
-            annotation(.depth, int: s.a)
-            annotation(.result, int: s.b)
+    /// A slice's begin on its loop's sequence (whose default track is the loop's):
+    /// `TYPE_SLICE_BEGIN` with its name — and a flow that ends where it begins (a signalled
+    /// source's perform), `flowEnd` when not 0. Only a run carries arguments (its depth and
+    /// result): the others' would be most of the file (docs/benchmarks.md, the Perfetto export),
+    /// and the report, the timeline and the Chrome export have them.
+    func writeSliceBegin(_ s: PendingSlice, flowEnd: UInt64, on sequence: PerfettoSequence) {
+        internName(s.name, on: sequence)
+        hotPacket(sequence, ts: s.begin) { c in
+            let e = c.open(0x5A)                                    // track_event (11)
+            c.byte(0x48); c.byte(1)                                 // type (9): TYPE_SLICE_BEGIN
+            c.field(0x50, s.name)                                   // name_iid (10)
+            if s.shape == .run {
+                PerfettoTraceSink.annotation(&c, .depth, int: s.a)
+                PerfettoTraceSink.annotation(&c, .result, int: s.b)
+            }
+            if flowEnd != 0 {
+                c.byte(0x81); c.byte(0x03)                          // terminating_flow_ids (48), fixed64
+                withUnsafeBytes(of: flowEnd.littleEndian) { c.bytes($0) }
+            }
+            c.close(e)
         }
-        w.close(e)
-        endPacket()
     }
 
-    /// A slice's end: `TYPE_SLICE_END` on its track. (Half the packets: on a track whose uuid
-    /// takes one byte, written straight to the output — the same bytes as through the writer.)
-    func writeSliceEnd(_ ts: Int64, track: UInt64) {
-        if track < 0x80 && PerfettoTraceSink.sequenceID < 0x80 {
-            let t = UInt64(max(0, ts &- origin))
-            let body = 1 &+ ProtobufWriter.varintSize(t) &+ 2 &+ 2 &+ 2 &+ 4
-            out.reserving(body &+ 2) { c in
-                c.byte(PerfettoTraceSink.Field.packet); c.byte(UInt8(truncatingIfNeeded: body))
-                c.byte(0x40)                                            // timestamp (8), varint
-                var v = t
-                while v >= 0x80 { c.byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-                c.byte(UInt8(truncatingIfNeeded: v))
-                c.byte(0x50); c.byte(UInt8(truncatingIfNeeded: PerfettoTraceSink.sequenceID))   // trusted_packet_sequence_id (10)
-                c.byte(0x68); c.byte(2)                                 // sequence_flags (13): SEQ_NEEDS_INCREMENTAL_STATE
-                c.byte(0x5A); c.byte(4)                                 // track_event (11), 4 bytes
-                c.byte(0x48); c.byte(2)                                 // type (9): TYPE_SLICE_END
-                c.byte(0x58); c.byte(UInt8(truncatingIfNeeded: track))  // track_uuid (11)
+    /// A slice's end: `TYPE_SLICE_END` on the sequence's track — and a flow that ends there (a
+    /// wakeUp's, at the wake that ends a sleep), `flowEnd` when not 0.
+    @inline(__always) func writeSliceEnd(_ ts: Int64, flowEnd: UInt64, on sequence: PerfettoSequence) {
+        hotPacket(sequence, ts: ts) { c in
+            if flowEnd == 0 {
+                c.byte(0x5A); c.byte(2)                             // track_event (11), 2 bytes
+                c.byte(0x48); c.byte(2)                             // type (9): TYPE_SLICE_END
+                return
+            }
+            c.byte(0x5A); c.byte(12)
+            c.byte(0x48); c.byte(2)
+            c.byte(0x81); c.byte(0x03)                              // terminating_flow_ids (48), fixed64
+            withUnsafeBytes(of: flowEnd.littleEndian) { c.bytes($0) }
+        }
+    }
+
+    /// An instant on the loop's track: a flow's end, or a finding about a callout.
+    private func writeInstant(_ s: PendingSlice, on sequence: PerfettoSequence) {
+        internName(s.name, on: sequence)
+        if s.shape == .flowEnd {
+            hotPacket(sequence, ts: s.begin) { c in
+                let e = c.open(0x5A)
+                c.byte(0x48); c.byte(3)                             // TYPE_INSTANT
+                c.field(0x50, s.name)
+                c.byte(0x81); c.byte(0x03)                          // terminating_flow_ids (48), fixed64
+                withUnsafeBytes(of: UInt64(bitPattern: s.a).littleEndian) { c.bytes($0) }
+                c.close(e)
             }
             return
         }
-        startPacket(ts: ts)
+        startPacket(sequence, ts: s.begin)
         let e = w.open(Field.trackEvent)
-        w.uint(Field.eventType, 2)
-        w.uint(Field.trackUUID, track)
+        w.uint(Field.eventType, 3)
+        w.uint(Field.categoryIIDs, UInt64(Category.finding.rawValue))
+        w.uint(Field.nameIID, s.name)
+        annotation(.callout, string: nameStrings[Int(s.a)])
+        annotation(.item, uint: UInt64(bitPattern: s.c))
+        annotation(s.shape == .slowCallout ? .durationNs : .lateNs, int: s.b)
         w.close(e)
         endPacket()
+    }
+
+    /// A debug annotation with an unsigned value, through a cursor.
+    @inline(__always) static func annotation(_ c: inout ByteCursor, _ name: Annotation, uint v: UInt64) {
+        let d = c.open(0x22)                                        // debug_annotations (4)
+        c.byte(0x08); c.byte(name.rawValue)                         // name_iid (1)
+        c.field(0x18, v)                                            // uint_value (3)
+        c.close(d)
+    }
+
+    /// A debug annotation with a signed value, through a cursor.
+    @inline(__always) static func annotation(_ c: inout ByteCursor, _ name: Annotation, int v: Int64) {
+        let d = c.open(0x22)
+        c.byte(0x08); c.byte(name.rawValue)
+        c.field(0x20, UInt64(bitPattern: v))                        // int_value (4)
+        c.close(d)
     }
 
     /// A debug annotation with an unsigned value.

@@ -117,3 +117,30 @@ final class ProtobufWriter {
         count &+= k &- 1
     }
 }
+
+/// Protocol-buffers fields written straight into a ``ByteSink``'s buffer (the hot packets of the
+/// Perfetto export: a slice's begin and end, written once each per slice, with no copy through a
+/// ``ProtobufWriter``). The caller reserved the room (``ByteSink/reserving(_:_:)``).
+extension ByteCursor {
+    /// A raw varint (at most 10 bytes).
+    @inline(__always) mutating func varint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        byte(UInt8(truncatingIfNeeded: v))
+    }
+
+    /// A varint field whose tag fits one byte (field numbers 1…15).
+    @inline(__always) mutating func field(_ tag: UInt8, _ v: UInt64) { byte(tag); varint(v) }
+
+    /// Opens a nested message (or the packet) whose body will be shorter than 128 bytes: its tag
+    /// and one byte for its length; returns where the body starts, for ``close(_:)``.
+    @inline(__always) mutating func open(_ tag: UInt8) -> UnsafeMutablePointer<UInt8> {
+        byte(tag); byte(0)
+        return p
+    }
+
+    /// Writes the length of the body begun at `start` (shorter than 128 bytes) in front of it.
+    @inline(__always) mutating func close(_ start: UnsafeMutablePointer<UInt8>) {
+        (start - 1).pointee = UInt8(truncatingIfNeeded: p - start)
+    }
+}
