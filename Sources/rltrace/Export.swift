@@ -28,7 +28,7 @@ struct Export: ParsableCommand {
     func run() throws {
         try output.write { out in
             let sink: LoopModelSink = format == .perfetto
-                ? PerfettoTraceSink(out: out, hangThresholdNs: try thresholds.options().hangThresholdNs) : ChromeTraceSink(out: out)
+                ? PerfettoTraceSink(out: out, options: try thresholds.options()) : ChromeTraceSink(out: out)
             try stream(analysis, into: sink)      // the sink closes the document at the end of the stream
         }
     }
