@@ -254,7 +254,7 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         return try ProtoText.parse(r.stdout)
     }
 
-    @Test(arguments: [[], ["--loop", "17"], ["--begin", "400ms", "--end", "500ms"]])
+    @Test(arguments: [[], ["--loop", "17"], ["--begin", "400ms", "--end", "500ms"], ["--slow-callout", "45ms", "--late-timer", "30ms"]])
     func perfettoExportAgreesWithChromeAndTheReport(selection: [String]) throws {
         let dir = NSTemporaryDirectory() + "rltrace-perfetto-\(getpid())-\(selection.joined())"
         try? FileManager.default.removeItem(atPath: dir)

@@ -253,6 +253,14 @@ enum ConstantPools {
         var iterations: [String: [String]] = [:]
         var callouts: [String: [(kind: String, entry: TraceEvent)]] = [:]
         let kinds = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+        // An item's description may be recorded after its first callout (registered from another
+        // thread, whose event lands later than the loop's): names are taken from the whole trace,
+        // as a report names items at the end. A named block's comes just before its entry.
+        for e in events where e.shortName == "item_added" || e.shortName == "item_info" {
+            if let item = e["item_id"], let kind = e.labels["kind"], kind != "block", let n = e["name"], names[Key(item: item, kind: kind)] == nil {
+                names[Key(item: item, kind: kind)] = n
+            }
+        }
         return events.map { e in
             var e = e
             guard e.name.hasPrefix("runloop:"), let loop = e["loop_id"] else { return e }
@@ -262,7 +270,7 @@ enum ConstantPools {
             switch short {
             case "item_added", "item_info":
                 guard let item = e["item_id"], let kind = e.labels["kind"], let n = e["name"] else { break }
-                if kind == "block" { blockNames[item] = n } else { names[Key(item: item, kind: kind)] = n }
+                if kind == "block" { blockNames[item] = n }
             case "iteration_begin":
                 if let it = e["iteration"] { iterations[loop, default: []].append(it) }
             case "iteration_end":

@@ -264,7 +264,7 @@ public final class LoopModel {
 
     /// The state of loop `key` (made on first sight), unretained: `states` owns it.
     @inline(__always)
-    private func state(_ key: LoopKey) -> Unmanaged<State> {
+    func state(_ key: LoopKey) -> Unmanaged<State> {
         if key == lastKey, let s = lastState { return s }
         let n = numbering.number(key)
         if n == states.count { states.append(State(key: key)) }
@@ -290,6 +290,20 @@ public final class LoopModel {
 
     /// Sets the window.
     public func setWindow(lo: Int64, hi: Int64) { window = TimeWindow(lo: lo, hi: hi) }
+
+    /// Feeds events in order (timestamps never decreasing: the source guarantees it).
+    public func consume(_ events: UnsafeBufferPointer<RunLoopEvent>) {
+        // The sink is taken once per batch and passed down +0: no retain or release per event.
+        let sink = self.sink
+        // By address, straight from the chunk: passed by value, each event (104 bytes) was copied
+        // to the stack first.
+        guard var p = events.baseAddress else { return }
+        let end = p + events.count
+        while p < end {
+            consume(p, sink)
+            p += 1
+        }
+    }
 
     /// Feeds one event (timestamps never decreasing: the source guarantees it).
     public func consume(_ e: RunLoopEvent) { withUnsafePointer(to: e) { consume($0, sink) } }

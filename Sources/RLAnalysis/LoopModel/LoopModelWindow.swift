@@ -105,18 +105,4 @@ extension LoopModel {
             swap(&it, &s.stack[idx])
         }
     }
-
-    /// Feeds events in order (timestamps never decreasing: the source guarantees it).
-    public func consume(_ events: UnsafeBufferPointer<RunLoopEvent>) {
-        // The sink is taken once per batch and passed down +0: no retain or release per event.
-        let sink = self.sink
-        // By address, straight from the chunk: passed by value, each event (104 bytes) was copied
-        // to the stack first.
-        guard var p = events.baseAddress else { return }
-        let end = p + events.count
-        while p < end {
-            consume(p, sink)
-            p += 1
-        }
-    }
 }
