@@ -181,6 +181,12 @@ struct FlightRecorderTests {
             let report = try JSONSerialization.jsonObject(with: Data(try run("rltrace", ["report", snap, "--format", "json"]).out.utf8)) as! [String: Any]
             let begin = (report["trace"] as! [String: Any])["beginNs"] as! Int64
             #expect((mine["stuckSinceNs"] as! Int64) - begin >= 400_000_000, "snapshot \(k + 1) begins too late to show what led to its hang")
+            // Recorded by default (no CPU clock context): the watchdog's readings of the hung
+            // callout, in the snapshot, give its on-CPU time and state by the report's rule.
+            let reported = (report["loops"] as! [[String: Any]]).flatMap { $0["hangs"] as! [[String: Any]] }
+            let h = try #require(reported.last, "snapshot \(k + 1): no hang in the report")
+            let cpu = try #require(h["onCpuNs"] as? Int64, "snapshot \(k + 1)'s hang has no on-CPU time: \(h)")
+            #expect(cpu > 0 && h["state"] as? String == (cpu * 4 >= h["busyNs"] as! Int64 ? "computing" : "blocked"), "\(h)")
         }
         #expect(Set(ids).count == 2)
         // The directory: two hangs, and what both snapshots hold counted once (babeltrace2's lines,

@@ -257,6 +257,11 @@ struct Live {
             }
         }
         #expect(!showing.isEmpty, "no snapshot shows the hang:\n\(r.out)")
+        // Recorded with no context: the watchdog's readings say the injected hang (a sleep) blocked.
+        let seen = snaps.flatMap(loops).flatMap { row in
+            ((row["hangs"] as? [[String: Any]] ?? []) + [row["hang"] as? [String: Any]].compactMap { $0 }).filter { $0["name"] as? String == "hang-timer" }
+        }
+        #expect(seen.contains { $0["onCpuNs"] as? Int64 != nil } && seen.allSatisfy { $0["state"] == nil || $0["state"] as? String == "blocked" }, "\(seen)")
     }
 
     @Test("a hang without the watchdog: an open callout older than --hang-threshold, judged against the live stream's newest time")
