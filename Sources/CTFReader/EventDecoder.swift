@@ -66,9 +66,9 @@ struct EventDecoder {
     @usableFromInline let cycleSpan: UInt64
     @usableFromInline let clockOffsetNS: Int64
     @usableFromInline let headerIDSlot: Int
-    let segmentBytes: UnsafeMutablePointer<Int>
-    let lazyStrings: UnsafeMutablePointer<Int>
-    let lazySegmentStart: UnsafeMutablePointer<Int>
+    @usableFromInline let segmentBytes: UnsafeMutablePointer<Int>
+    @usableFromInline let lazyStrings: UnsafeMutablePointer<Int>
+    @usableFromInline let lazySegmentStart: UnsafeMutablePointer<Int>
     /// Per event class: range into `payloadRefs` of its payload fields.
     @usableFromInline let payloadFieldStart: UnsafeMutablePointer<Int>
     @usableFromInline let payloadFieldCounts: UnsafeMutablePointer<Int>
@@ -105,6 +105,10 @@ struct EventDecoder {
         contextFieldCount = l.contextFieldCount
     }
 
+    // (The paths are static functions given the stream, reading `s.dec.field` where they use it:
+    // a method of the structure takes it whole as `self`, and the compiler then loaded every field
+    // at every event — or copied the structure to the stack to pass it to a call out of line.)
+
     /// Frees the stream's own memory (the tables are the link's).
     func deallocate() {
         hot.deallocate()
@@ -124,9 +128,9 @@ struct EventDecoder {
     /// or before `end` before anything is read; a string's NUL scan reads 8-byte words only below
     /// `wideLoadLimit` (the mapping's pages) and takes a NUL only before `end` (`StreamFastPathTests`).
     @inlinable @inline(__always)
-    func nextFast() -> Bool {
-        let h = hot
-        let kind = fastHeader
+    static func nextFast(_ s: CTFStream) -> Bool {
+        let h = s.dec.hot
+        let kind = s.dec.fastHeader
         if kind != .generic && h.pointee.fastReady {
             let p = (h.pointee.pos &+ 7) & ~7
             let end = h.pointee.end
@@ -134,14 +138,14 @@ struct EventDecoder {
                 // Large header: u16 id, u32 timestamp (its low 32 bits).
                 if p &+ 48 <= end {
                     let b = p &>> 3
-                    let id = Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: b, as: UInt16.self)))
-                    let v = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: b &+ 2, as: UInt32.self)))
-                    return takeFast(h, id: id, eventStart: p, headerBits: 48, end: end, clockLow: v, clockBits: 32)
+                    let id = Int(UInt16(littleEndian: s.dec.base.loadUnaligned(fromByteOffset: b, as: UInt16.self)))
+                    let v = UInt64(UInt32(littleEndian: s.dec.base.loadUnaligned(fromByteOffset: b &+ 2, as: UInt32.self)))
+                    return takeFast(s, h, id: id, eventStart: p, headerBits: 48, end: end, clockLow: v, clockBits: 32)
                 }
             } else if p &+ 32 <= end {
                 // Compact header: 5-bit id, 27-bit timestamp (its low 27 bits).
-                let w = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: p &>> 3, as: UInt32.self))
-                return takeFast(h, id: Int(w & 31), eventStart: p, headerBits: 32, end: end, clockLow: UInt64(w &>> 5), clockBits: 27)
+                let w = UInt32(littleEndian: s.dec.base.loadUnaligned(fromByteOffset: p &>> 3, as: UInt32.self))
+                return takeFast(s, h, id: Int(w & 31), eventStart: p, headerBits: 32, end: end, clockLow: UInt64(w &>> 5), clockBits: 27)
             }
         }
         return false
@@ -152,15 +156,15 @@ struct EventDecoder {
     /// within the packet content (`end`, its header already checked) and its clock value is valid; false (the
     /// state untouched but `segmentBase`, which the general path rewrites) otherwise.
     @inlinable @inline(__always)
-    func takeFast(_ h: UnsafeMutablePointer<CTFStream.HotState>, id: Int, eventStart p: Int, headerBits: Int, end: Int,
-                  clockLow v: UInt64, clockBits: UInt64) -> Bool {
-        guard id < fastIDCount else { return false }
-        let info = fastEventBits[id]
-        let after = fastEventEnd(info, eventStart: p, bodyStart: p &+ headerBits, end: end)
+    static func takeFast(_ s: CTFStream, _ h: UnsafeMutablePointer<CTFStream.HotState>, id: Int, eventStart p: Int, headerBits: Int,
+                         end: Int, clockLow v: UInt64, clockBits: UInt64) -> Bool {
+        guard id < s.dec.fastIDCount else { return false }
+        let info = s.dec.fastEventBits[id]
+        let after = fastEventEnd(s, info, eventStart: p, bodyStart: p &+ headerBits, end: end)
         guard after >= 0 else { return false }
         let c = EventDecoder.extendClock(h.pointee.clockValue, low: v, bits: clockBits)
-        guard c &- minCycles <= cycleSpan else { return false }
-        acceptFast(h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ headerBits, end: after)
+        guard c &- s.dec.minCycles <= s.dec.cycleSpan else { return false }
+        acceptFast(s, h, id: id, cls: info >= 0 ? info &>> 32 : -2 &- info, clock: c, bodyStart: p &+ headerBits, end: after)
         return true
     }
 
@@ -174,72 +178,30 @@ struct EventDecoder {
     }
 
     /// Where (bits) the event at `eventStart` whose id's `fastEventBits` entry is `info` ends, its body starting at
-    /// `bodyStart`: by its constant size, or past its strings (``fastSkipStrings(_:from:end:)``); -1 when the id
+    /// `bodyStart`: by its constant size, or past its strings (``CTFStream/fastSkipStrings(_:from:end:)``); -1 when the id
     /// is not for the fast path or the event does not end within the packet content (`end`).
     @inlinable @inline(__always)
-    func fastEventEnd(_ info: Int, eventStart p: Int, bodyStart: Int, end: Int) -> Int {
+    static func fastEventEnd(_ s: CTFStream, _ info: Int, eventStart p: Int, bodyStart: Int, end: Int) -> Int {
         if info >= 0 {
             let after = p &+ (info & 0x7fff_ffff)
             return after <= end ? after : -1
         }
-        return info == -1 ? -1 : fastSkipStrings(-2 &- info, from: bodyStart, end: end)
-    }
-
-    /// ``skipBody(_:)`` for a body at `bodyStart` (byte-aligned) of class `ci` (with strings): its end (bits),
-    /// or -1 when a string or the last fixed run does not end within `end` (the general path then reports it).
-    /// Records where each fixed run starts in `segmentBase`, which the general path rewrites for any event.
-    @usableFromInline
-    func fastSkipStrings(_ ci: Int, from bodyStart: Int, end e: Int) -> Int {
-        let limit = e >> 3                  // strings end before this byte, as in skipBody
-        let seg = segmentBytes + lazySegmentStart[ci]
-        let n = lazyStrings[ci]
-        let sb = segmentBase
-        var p = bodyStart >> 3
-        for j in 0..<n {
-            p += seg[j]
-            let nul = findNul(from: p, before: limit)
-            guard nul >= 0 else { return -1 }
-            p = nul + 1
-            sb[j + 1] = p
-        }
-        p += seg[n]
-        guard p << 3 <= e else { return -1 }
-        return p << 3
-    }
-
-    /// The offset of the first NUL byte at or after byte `from` and before byte `limit`, or -1. Eight bytes
-    /// at a time (names are short: a `memchr` call cost more than the scan) while the 8-byte load stays inside
-    /// the mapping (`wideLoadLimit`: the file's pages; bytes past `limit` are read but a NUL there is not
-    /// taken), then `memchr` for the rest.
-    @inline(__always)
-    func findNul(from: Int, before limit: Int) -> Int {
-        var q = from
-        while q < limit && q &+ 8 <= wideLoadLimit {
-            let x = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: q, as: UInt64.self))
-            // A byte's high bit in `t` for each zero byte, exact up to the first one (the lowest).
-            let t = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
-            if t != 0 {
-                let i = q &+ t.trailingZeroBitCount &>> 3
-                return i < limit ? i : -1
-            }
-            q &+= 8
-        }
-        guard q < limit, let len = memchrRaw(base + q, limit - q) else { return -1 }
-        return q + len
+        return info == -1 ? -1 : s.fastSkipStrings(-2 &- info, from: bodyStart, end: end)
     }
 
     /// The state the general path leaves after an event whose body was skipped (read lazily).
     @inlinable @inline(__always)
-    func acceptFast(_ h: UnsafeMutablePointer<CTFStream.HotState>, id: Int, cls: Int, clock c: UInt64, bodyStart: Int, end: Int) {
+    static func acceptFast(_ s: CTFStream, _ h: UnsafeMutablePointer<CTFStream.HotState>, id: Int, cls: Int, clock c: UInt64,
+                           bodyStart: Int, end: Int) {
         h.pointee.clockValue = c
         h.pointee.eventID = UInt64(truncatingIfNeeded: id)
-        slots[headerIDSlot] = UInt64(truncatingIfNeeded: id)
+        s.dec.slots[s.dec.headerIDSlot] = UInt64(truncatingIfNeeded: id)
         h.pointee.currentClass = cls
         h.pointee.lazyBody = bodyStart
-        segmentBase[0] = bodyStart &>> 3
+        s.dec.segmentBase[0] = bodyStart &>> 3
         h.pointee.pos = end
         h.pointee.cycles = c
-        h.pointee.timestamp = clockOffsetNS &+ Int64(bitPattern: c)
+        h.pointee.timestamp = s.dec.clockOffsetNS &+ Int64(bitPattern: c)
     }
 
     // MARK: the general path
@@ -251,9 +213,9 @@ struct EventDecoder {
     /// - Throws: ``CTFStream/OutOfBounds`` when the event passes the end of the packet content, and
     ///   ``CTFReaderError/malformed(path:offset:field:message:)`` for an unknown id and the
     ///   interpreter's errors.
-    func decodeEvent(_ s: CTFStream) throws {
+    static func decodeEvent(_ s: CTFStream) throws {
         let l = s.linked
-        let h = hot
+        let h = s.dec.hot, base = s.dec.base, slots = s.dec.slots, segmentBase = s.dec.segmentBase
         let start = h.pointee.pos
         let header = l.header
         if header != .generic {
@@ -279,7 +241,7 @@ struct EventDecoder {
                 h.pointee.clockValue = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: b + 4, as: UInt64.self))
                 p += header.extendedBits
             }
-            slots[headerIDSlot] = h.pointee.eventID
+            slots[s.dec.headerIDSlot] = h.pointee.eventID
             h.pointee.pos = p
         } else {
             try s.run(l.eventHeaderProgram)
@@ -307,7 +269,7 @@ struct EventDecoder {
             h.pointee.lazyBody = pos
             segmentBase[0] = pos >> 3
             h.pointee.pos = pos + fb
-        } else if lazyStrings[ci] > 0 && pos & 7 == 0, let after = skipBody(ci) {
+        } else if l.lazyStrings[ci] > 0 && pos & 7 == 0, let after = skipBody(s, ci) {
             h.pointee.lazyBody = pos
             h.pointee.pos = after
         } else {
@@ -321,13 +283,14 @@ struct EventDecoder {
     /// `pos` (byte-aligned), and records where each fixed run starts in `segmentBase`. Nil when the body does not fit
     /// in the packet content (then the caller decodes it, which throws the precise error).
     @inline(__always)
-    func skipBody(_ ci: Int) -> Int? {
-        let e = hot.pointee.end
+    static func skipBody(_ s: CTFStream, _ ci: Int) -> Int? {
+        let h = s.dec.hot, base = s.dec.base
+        let e = h.pointee.end
         let limit = e >> 3                  // strings end before this byte (the interpreter's bound)
-        let seg = segmentBytes + lazySegmentStart[ci]
-        let n = lazyStrings[ci]
-        let sb = segmentBase
-        var p = hot.pointee.pos >> 3
+        let seg = s.dec.segmentBytes + s.dec.lazySegmentStart[ci]
+        let n = s.dec.lazyStrings[ci]
+        let sb = s.dec.segmentBase
+        var p = h.pointee.pos >> 3
         sb[0] = p
         for j in 0..<n {
             // Fixed runs are below sizeCap bytes, p below the file size: no overflow.
@@ -339,5 +302,56 @@ struct EventDecoder {
         p += seg[n]
         guard p << 3 <= e else { return nil }
         return p << 3
+    }
+}
+
+extension CTFStream {
+    // The event decoder's scan of a body's strings on the fast path, out of line: a method of the
+    // stream, which Swift passes in a register of its own (as a static function's argument it cost
+    // two instructions more per call: +4.7 M on `rltrace report`'s 2.8 M events).
+
+    /// ``EventDecoder/skipBody(_:_:)`` for a body at `bodyStart` (byte-aligned) of class `ci` (with strings): its end (bits),
+    /// or -1 when a string or the last fixed run does not end within `end` (the general path then reports it).
+    /// Records where each fixed run starts in `segmentBase`, which the general path rewrites for any event.
+    @usableFromInline
+    func fastSkipStrings(_ ci: Int, from bodyStart: Int, end e: Int) -> Int {
+        let limit = e >> 3                  // strings end before this byte, as in skipBody
+        let seg = dec.segmentBytes + dec.lazySegmentStart[ci]
+        let n = dec.lazyStrings[ci]
+        let sb = dec.segmentBase
+        var p = bodyStart >> 3
+        var j = 0
+        while j < n {       // (not `for j in 0..<n`: its check that `n` is not negative cost instructions per call)
+            p += seg[j]
+            let nul = findNul(from: p, before: limit)
+            guard nul >= 0 else { return -1 }
+            p = nul + 1
+            j &+= 1
+            sb[j] = p
+        }
+        p += seg[n]
+        guard p << 3 <= e else { return -1 }
+        return p << 3
+    }
+
+    /// The offset of the first NUL byte at or after byte `from` and before byte `limit`, or -1. Eight bytes
+    /// at a time (names are short: a `memchr` call cost more than the scan) while the 8-byte load stays inside
+    /// the mapping (`wideLoadLimit`: the file's pages; bytes past `limit` are read but a NUL there is not
+    /// taken), then `memchr` for the rest.
+    @inline(__always)
+    func findNul(from: Int, before limit: Int) -> Int {
+        var q = from
+        while q < limit && q &+ 8 <= dec.wideLoadLimit {
+            let x = UInt64(littleEndian: dec.base.loadUnaligned(fromByteOffset: q, as: UInt64.self))
+            // A byte's high bit in `t` for each zero byte, exact up to the first one (the lowest).
+            let t = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+            if t != 0 {
+                let i = q &+ t.trailingZeroBitCount &>> 3
+                return i < limit ? i : -1
+            }
+            q &+= 8
+        }
+        guard q < limit, let len = memchrRaw(dec.base + q, limit - q) else { return -1 }
+        return q + len
     }
 }

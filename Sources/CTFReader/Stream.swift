@@ -211,12 +211,12 @@ public final class CTFStream: @unchecked Sendable {
     /// Advances to the next event. Returns false at the end of the stream.
     /// - Throws: ``CTFReaderError/malformed(path:offset:field:message:)`` naming file, offset and field.
     ///
-    /// Inlinable: the common event is read here by the event decoder's fast path (``EventDecoder/nextFast()``);
+    /// Inlinable: the common event is read here by the event decoder's fast path (``EventDecoder/nextFast(_:)``);
     /// anything else, and every error, goes to ``nextGeneral()`` with the state untouched, which decodes (or
     /// reports) the event from scratch.
     @inlinable @inline(__always)
     public func next() throws -> Bool {
-        if dec.nextFast() { return true }
+        if EventDecoder.nextFast(self) { return true }
         return try nextGeneral()
     }
 
@@ -242,7 +242,7 @@ public final class CTFStream: @unchecked Sendable {
             }
             let start = pos
             do {
-                try dec.decodeEvent(self)
+                try EventDecoder.decodeEvent(self)
             } catch let oob as OutOfBounds {
                 if packetTruncated {
                     warn(start >> 3, "truncated final packet: \(oob.message) at byte \(oob.pos >> 3) (field `\(names[Int(oob.field)])`); the stream ends here")
