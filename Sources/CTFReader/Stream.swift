@@ -95,10 +95,6 @@ public final class CTFStream: @unchecked Sendable {
     var fastHeader: Int { dec.fastHeader.rawValue }
     /// Bytes of data: the file's size, or what a live stream was fed.
     var fileSize: Int { get { medium.fileSize } set { medium.fileSize = newValue } }
-    /// Bytes mapped from the file, 0 for memory of the medium's own, -1 for a live stream's.
-    var mapLength: Int {
-        switch medium.storage { case .mapped(let n): return n; case .owned: return 0; case .live: return -1 }
-    }
     var pageSize: Int { medium.pageSize }
     var releasedUpTo: Int { medium.releasedUpTo }
     var releaseHandoff: ReleaseHandoff? { medium.releaseHandoff }
