@@ -111,13 +111,12 @@ public final class CTFLiveStream: @unchecked Sendable {
             throw CTFReaderError.metadataSemantic(path: trace.name + "/metadata", message: "a data packet arrived before any metadata")
         }
         if stream == nil || stream!.trace !== t || stream!.streamClassID != streamClassID {
-            let s = try CTFStream(path: path, trace: t, metadata: t.metadata, compiled: t.compiled,
-                                  firstStreamID: streamClassID, memory: UnsafeRawPointer(packetBuffer))
+            let s = try CTFStream(path: path, trace: t, firstStreamID: streamClassID, memory: UnsafeRawPointer(packetBuffer))
             if let old = stream {
                 // Loss accounting continues across decoders.
-                s.lastDiscarded = old.lastDiscarded
-                s.lastSeq = old.lastSeq
-                s.lastPacketEndNS = old.lastPacketEndNS
+                s.packets.lastDiscarded = old.packets.lastDiscarded
+                s.packets.lastSeq = old.packets.lastSeq
+                s.packets.lastPacketEndNS = old.packets.lastPacketEndNS
             }
             stream = s
         }

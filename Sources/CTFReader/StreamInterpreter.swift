@@ -15,7 +15,9 @@ extension CTFStream {
 
     /// Runs a compiled program from `pos`.
     func run(_ program: Int) throws {
-        let start = progStart[program], count = progCount[program]
+        let l = linked
+        let opsBuf = l.opsBuf
+        let start = l.progStart[program], count = l.progCount[program]
         var i = start
         let stop = start + count
         var p = pos
@@ -67,7 +69,7 @@ extension CTFStream {
                     if size >= 64 {
                         clockValue = v
                     } else {
-                        clockValue = CTFStream.extendClock(clockValue, low: v, bits: UInt64(size))
+                        clockValue = EventDecoder.extendClock(clockValue, low: v, bits: UInt64(size))
                     }
                 }
                 if op.flags & 8 != 0 { eventID = v }
@@ -139,15 +141,15 @@ extension CTFStream {
             case .variant:
                 s[Int(op.slot)] = UInt64(p)
                 let vi = Int(op.aux)
-                let raw = s[varTagSlot[vi]]
+                let raw = s[l.varTagSlot[vi]]
                 var chosen = -1
-                let rs = varRangeStart[vi], re = rs + varRangeCount[vi]
+                let rs = l.varRangeStart[vi], re = rs + l.varRangeCount[vi]
                 var r = rs
-                if varSigned[vi] {
+                if l.varSigned[vi] {
                     let v = Int64(bitPattern: raw)
-                    while r < re { if v >= rangeLo[r] && v <= rangeHi[r] { chosen = rangeProg[r]; break }; r += 1 }
+                    while r < re { if v >= l.rangeLo[r] && v <= l.rangeHi[r] { chosen = l.rangeProg[r]; break }; r += 1 }
                 } else {
-                    while r < re { if raw >= UInt64(bitPattern: rangeLo[r]) && raw <= UInt64(bitPattern: rangeHi[r]) { chosen = rangeProg[r]; break }; r += 1 }
+                    while r < re { if raw >= UInt64(bitPattern: l.rangeLo[r]) && raw <= UInt64(bitPattern: l.rangeHi[r]) { chosen = l.rangeProg[r]; break }; r += 1 }
                 }
                 guard chosen >= 0 else { pos = p; throw fail(p, op.field, "variant tag value \(Int64(bitPattern: raw)) selects no option") }
                 pos = p
@@ -156,29 +158,5 @@ extension CTFStream {
             }
         }
         pos = p
-    }
-
-    /// Finds the end (bits) of the current event's body of class `ci`, made of fixed runs and strings, starting at
-    /// `pos` (byte-aligned), and records where each fixed run starts in `segmentBase`. Nil when the body does not fit
-    /// in the packet content (then the caller decodes it, which throws the precise error).
-    @inline(__always)
-    func skipBody(_ ci: Int) -> Int? {
-        let e = end
-        let limit = e >> 3                  // strings end before this byte (the interpreter's bound)
-        let seg = segmentBytes + lazySegmentStart[ci]
-        let n = lazyStrings[ci]
-        let sb = segmentBase
-        var p = pos >> 3
-        sb[0] = p
-        for j in 0..<n {
-            // Fixed runs are below sizeCap bytes, p below the file size: no overflow.
-            p += seg[j]
-            guard p < limit, let len = memchrRaw(base + p, limit - p) else { return nil }
-            p += len + 1
-            sb[j + 1] = p
-        }
-        p += seg[n]
-        guard p << 3 <= e else { return nil }
-        return p << 3
     }
 }

@@ -46,11 +46,11 @@ extension CTFStream {
     /// Builds the packet list by reading every packet's header and context (when there is no index file).
     func scanPackets() throws -> [PacketEntry] {
         let savedLosses = losses, savedWarnings = warnings
-        let savedDiscarded = lastDiscarded, savedSeq = lastSeq, savedEnd = lastPacketEndNS
+        let savedPackets = packets
         let savedHot = hot.pointee
         defer {
             losses = savedLosses; warnings = savedWarnings
-            lastDiscarded = savedDiscarded; lastSeq = savedSeq; lastPacketEndNS = savedEnd
+            packets = savedPackets
             hot.pointee = savedHot
         }
         var out: [PacketEntry] = []
@@ -95,10 +95,10 @@ extension CTFStream {
         let e = entries[start]
         nextPacketOffset = e.offset
         // Index values at or above 2^63 are corrupt, as in the packet contexts (see `loadPacket`).
-        lastDiscarded = e.discarded.flatMap { $0 < 1 << 63 ? $0 : nil }
-        lastSeq = e.seq.flatMap { $0 < 1 << 63 ? $0 : nil }
+        packets.lastDiscarded = e.discarded.flatMap { $0 < 1 << 63 ? $0 : nil }
+        packets.lastSeq = e.seq.flatMap { $0 < 1 << 63 ? $0 : nil }
         let prevEnd = start > 0 ? entries[start - 1].tsEnd : 0
-        lastPacketEndNS = start > 0 && prevEnd &- minCycles <= cycleSpan ? nanoseconds(prevEnd) : nil
+        packets.lastPacketEndNS = start > 0 && prevEnd &- minCycles <= cycleSpan ? nanoseconds(prevEnd) : nil
         // The packet's timestamp_begin sets the clock when it is loaded.
         while try next() {
             if timestamp >= target {

@@ -18,6 +18,8 @@ public final class CTFTrace: @unchecked Sendable {
     /// The `hostname` from the `env` block, if any.
     public var hostname: String? { metadata.environment["hostname"] }
     let compiled: [UInt64: CompiledStreamClass]
+    /// The stream classes linked for decoding, each once (LinkedStreamClass.swift).
+    let linked = LinkedClasses()
 
     /// A trace whose metadata arrived over the network (LTTng live, LiveStream.swift): it holds no
     /// stream files; `path` names where it came from in messages.
@@ -66,7 +68,7 @@ public final class CTFTrace: @unchecked Sendable {
             }
             let ids = try CTFTrace.firstPacketIDs(full, metadata: metadata)
             guard let ids else { continue } // empty file
-            let s = try CTFStream(path: full, trace: self, metadata: metadata, compiled: compiled, firstStreamID: ids.streamClass)
+            let s = try CTFStream(path: full, trace: self, firstStreamID: ids.streamClass)
             // babeltrace2's stream id (`src.ctf.fs`, `create_streams_for_trace`): the first packet's
             // `stream_instance_id` when it has one and a `timestamp_begin`, else the next of a counter over the
             // files in path order (``CTFTraceSet/streams``: the merge order of equal timestamps).

@@ -331,7 +331,7 @@ struct MergeOrderTests {
         let ref = try Self.reference(dir)
         for run in 0..<2 {
             let set = try CTFTraceSet(paths: [dir])
-            #expect(set.streams.allSatisfy { $0.mapLength > 0 }, "the files are mapped (more than a page each)")
+            #expect(set.streams.allSatisfy { $0.medium.storage == .mapped(length: $0.fileSize) }, "the files are mapped (more than a page each)")
             let inlined = CTFTraceSet.inlineStream(set.streams)
             let s = set.streams[inlined]
             var times: [Int64] = [], handedOff = false
