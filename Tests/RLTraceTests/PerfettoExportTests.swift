@@ -231,7 +231,12 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
     for e in doc["traceEvents"] as! [[String: Any]] {
         switch e["ph"] as? String {
         case "X" where e["cat"] as? String != "flow":
-            slices.append(ExportedSlice(tid: (e["tid"] as! NSNumber).int64Value, category: e["cat"] as! String, name: e["name"] as! String,
+            // The Perfetto export names a callout with its item's id (`kind name #id`; the Chrome
+            // export has the id as an argument), but a block's and the main queue's.
+            let cat = e["cat"] as! String, item = (e["args"] as? [String: Any])?["item"] as? NSNumber
+            var name = e["name"] as! String
+            if ["observer", "source0", "source1", "timer"].contains(cat), let item, !name.hasSuffix(" #\(item)") { name += " #\(item)" }
+            slices.append(ExportedSlice(tid: (e["tid"] as! NSNumber).int64Value, category: cat, name: name,
                                         begin: ns(e["ts"]), duration: ns(e["dur"])))
         case "s": s += 1
         case "f": f += 1
@@ -351,8 +356,13 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
             // the hang's timer, which the text report names as the hang only), late timers
             // (heartbeat, late-timer), a spin of 201 iterations.
             let loop17 = p.loopTracks[17] ?? 0
-            #expect(Set((p.instants["slow callout"]?[loop17] ?? []).map { $0.args["callout"] ?? "" }) == ["source0 compute-results", "block blocking-block", "timer hang-timer"])
-            #expect(Set((p.instants["late timer"]?[loop17] ?? []).map { $0.args["callout"] ?? "" }) == ["timer heartbeat", "timer late-timer"])
+            // (named as the callout slices are: `kind name #id`, a block without its id)
+            func named(_ i: [(ts: Int64, args: [String: String])]) -> Set<String> {
+                Set(i.map { ($0.args["callout"] ?? "").replacingOccurrences(of: #" #[0-9]+$"#, with: "", options: .regularExpression) })
+            }
+            #expect(named(p.instants["slow callout"]?[loop17] ?? []) == ["source0 compute-results", "block blocking-block", "timer hang-timer"])
+            #expect(named(p.instants["late timer"]?[loop17] ?? []) == ["timer heartbeat", "timer late-timer"])
+            #expect((p.instants["late timer"]?[loop17] ?? []).allSatisfy { $0.args["callout"]?.contains(" #") == true }, "the item's id")
             #expect((p.instants["spin"]?[loop17] ?? []).map { $0.args["iterations"] } == ["201"])
             // Every loop its own sequence, every thread a flow starts on too (here: the loops' own
             // or others), besides the global one and the counters'; nearly every packet timestamped

@@ -7,7 +7,7 @@
 /// - a process track per process, a thread track per loop (named as the Chrome export names it:
 ///   `thread — loop N`);
 /// - iterations, sleeps (`sleep → reason`), runs (their depth and result as arguments) and callouts
-///   (`kind item-name`) as slices on the loop's track, strictly nested (``PendingSlice`` tells why
+///   (`kind item-name #id`) as slices on the loop's track, strictly nested (``PendingSlice`` tells why
 ///   they wait for their top-level iteration);
 /// - the Chrome export's flows (signal → perform, wakeUp → wake), each an instant with `flow_ids`
 ///   on the asking thread (a sequence per thread) and `terminating_flow_ids` on the perform's slice
@@ -235,14 +235,18 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         endPacket()
     }
 
-    /// A callout's name as the Chrome export writes it: `kind item-name` (`kind #item` while the
-    /// item has no name; `main_queue main-queue`).
+    /// A callout's name: the Chrome export's `kind item-name` with the item's id, `kind item-name
+    /// #id` — interned once per item and sequence, so the id costs nothing per slice (as an
+    /// argument it would cost ~5 bytes a slice: docs/benchmarks.md, the export_perfetto row);
+    /// `kind #item` while the item has no name; a block's and the main queue's without an id (a
+    /// block's id is its own, one per perform).
     @inline(__always)
     private func calloutName(_ cl: CalloutRecord, pid: Int64) -> UInt64 {
         if let r = calloutNames.range(of: cl, pid: pid, render: { cl in
             let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
             guard !name.isEmpty || cl.kind == .block else { return nil }
-            return withUnsafeBytes(of: intern("\(cl.kind.label) \(name)")) { Array($0) }
+            let id = cl.kind == .block || cl.kind == .mainQueue ? "" : " #\(cl.item)"
+            return withUnsafeBytes(of: intern("\(cl.kind.label) \(name)\(id)")) { Array($0) }
         }) {
             return calloutNames.withBytes(r) { $0.loadUnaligned(as: UInt64.self) }
         }
