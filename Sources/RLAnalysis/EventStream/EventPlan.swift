@@ -24,7 +24,8 @@ struct EventPlan {
     var innermost = false
     /// Whether the decoder has anything beyond integer reads and the name to do (`procname`,
     /// `kind`, ``innermost``): one test on the usual path.
-    var extras: Bool { procnameField >= 0 || kindField >= 0 || innermost }
+    /// (Stored, set at the end of `init`: computed, it was three loads and tests per event.)
+    private(set) var extras = false
 
     static let none: UInt8 = 255
 
@@ -140,6 +141,7 @@ struct EventPlan {
         case .gap:
             break
         }
+        extras = procnameField >= 0 || kindField >= 0 || innermost
     }
 }
 
