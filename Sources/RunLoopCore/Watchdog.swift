@@ -78,17 +78,23 @@ extension RLRunLoop {
         watchWord.store(asleep ? Watch.idle : Watch.loop, ordering: .relaxed)
     }
 
+    /// Takes the loop's lock from the watchdog's thread without blocking on it: false after ~1 ms
+    /// of tries (the loop may hold it, or be hung holding it).
+    fileprivate func lockBriefly() -> Bool {
+        var tries = 0
+        while !lock.tryLock() {
+            tries += 1
+            if tries > 10 { return false }
+            usleep(100)
+        }
+        return true
+    }
+
     /// The name of the item a hang is in (observers, sources and timers are found in the loop's
     /// modes by id; a block has left the queue when it runs, so it and the main queue have none).
     /// Called on the watchdog's thread. Never blocks on the loop's lock: gives up after ~1 ms.
     fileprivate func watchItemName(_ kind: RLTraceCalloutKind, _ item: UInt64) -> String {
-        guard kind != .block && kind != .mainQueue else { return "" }
-        var tries = 0
-        while !lock.tryLock() {
-            tries += 1
-            if tries > 10 { return "" }
-            usleep(100)
-        }
+        guard kind != .block && kind != .mainQueue, lockBriefly() else { return "" }
         defer { lock.unlock() }
         func matches(_ id: UInt64) -> Bool { id & Watch.itemMask == item }
         for m in modes.values {
@@ -113,12 +119,7 @@ extension RLRunLoop {
     fileprivate func describeForPools() -> Bool {
         RLTrace.loopInfo(loop: id, pid: getpid(), tid: threadID, procname: RLRunLoop.processName(), threadName: watchedThreadName)
         guard RLTrace.isEnabled(.itemInfo) else { return true }
-        var tries = 0
-        while !lock.tryLock() {
-            tries += 1
-            if tries > 10 { return false }
-            usleep(100)
-        }
+        guard lockBriefly() else { return false }
         defer { lock.unlock() }
         for (mode, m) in modes {
             let name = mode.rawValue

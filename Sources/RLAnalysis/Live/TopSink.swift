@@ -249,9 +249,8 @@ public final class TopSink: LoopModelSink {
         defer {
             // What the watchdog read of the stuck callout so far, scaled to the hang's duration.
             for (key, h) in out {
-                guard let r = model.openCalloutReading(of: key), r.elapsedNs > 0 else { continue }
-                let cpu = Int64(min(Double(h.durationNs), Double(max(0, r.cpuNs)) / Double(r.elapsedNs) * Double(h.durationNs)))
-                out[key]?.setCpu(cpu, busy: h.durationNs)
+                guard let r = model.openCalloutReading(of: key) else { continue }
+                out[key]?.setCpu(LoopModel.scaledReading(cpuNs: r.cpuNs, overNs: r.elapsedNs, to: h.durationNs), busy: h.durationNs)
             }
         }
         for b in model.busyAtEnd where out[b.loop.key] == nil {

@@ -350,9 +350,7 @@ public final class LoopModel {
         }
         switch e.kind {
         case .loopCreated:
-            s.info.tid = e.a
-            s.info.threadName = e.name >= 0 ? names[e.name] : ""
-            s.described = true
+            applyPool(e, to: s)
         case .loopDestroyed:
             break
         case .runEnter:

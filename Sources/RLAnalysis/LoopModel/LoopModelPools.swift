@@ -3,9 +3,14 @@
 /// and thread come from `loop_created` / `loop_info` and an item's name from `item_added` /
 /// `item_info`; a long callout's on-CPU time from the watchdog's `callout_cpu` readings.
 extension LoopModel {
-    /// A `loop_info`, `item_info` or `callout_cpu` event of loop `s`.
+    /// A loop's description (`loop_created`, `loop_info`), an `item_info` or a `callout_cpu`
+    /// event of loop `s`.
     func applyPool(_ e: RunLoopEvent, to s: State) {
         switch e.kind {
+        case .loopCreated:
+            s.info.tid = e.a
+            s.info.threadName = e.name >= 0 ? names[e.name] : ""
+            s.described = true
         case .loopInfo:
             s.described = true
             if e.a >= 0 { s.info.tid = e.a }
@@ -59,9 +64,14 @@ extension LoopModel {
     /// never more than its duration.
     @inline(never)
     static func scaleSample(_ rec: inout CalloutRecord) {
-        let elapsed = Double(rec.sampleElapsedNs), cpu = Double(max(0, rec.sampledCpuNs))
-        let whole = Double(max(0, rec.duration))
-        rec.sampledCpuNs = Int64(min(whole, cpu / elapsed * whole))
+        rec.sampledCpuNs = scaledReading(cpuNs: rec.sampledCpuNs, overNs: rec.sampleElapsedNs, to: rec.duration)
         rec.sampleElapsedNs = 0
+    }
+
+    /// A watchdog reading (`cpuNs` of CPU over `overNs`) scaled to `durationNs`, never more than it.
+    public static func scaledReading(cpuNs: Int64, overNs: Int64, to durationNs: Int64) -> Int64 {
+        guard overNs > 0 else { return -1 }
+        let whole = Double(max(0, durationNs))
+        return Int64(min(whole, Double(max(0, cpuNs)) / Double(overNs) * whole))
     }
 }

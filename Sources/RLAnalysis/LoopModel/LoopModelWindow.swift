@@ -15,7 +15,7 @@ extension LoopModel {
         // A loop or item the window saw but no description named yet (a snapshot, or a session
         // that joined late): the constant pools are described again within a period, so the
         // descriptions are read on (nothing else counts) for up to `describedWithinNs` of trace.
-        if awaitingDescriptionsUntil == 0, !undescribedItems.isEmpty || states.contains(where: { !$0.described && $0.info.tid < 0 && $0.info.first <= window.hi }) {
+        if awaitingDescriptionsUntil == 0, lacksDescriptions {
             awaitingDescriptionsUntil = saturatingSum(window.hi, Self.describedWithinNs)
             return
         }
@@ -34,24 +34,19 @@ extension LoopModel {
         if ev.ts > awaitingDescriptionsUntil { pastWindow = true; pastWindowFlag?.set(); return }
         switch ev.kind {
         case .loopCreated, .loopInfo:
-            let s = state(LoopKey(pid: ev.pid, loop: ev.loop))
-            s._withUnsafeGuaranteedRef { s in
-                if ev.kind == .loopCreated {
-                    s.info.tid = ev.a
-                    s.info.threadName = ev.name >= 0 ? names[ev.name] : ""
-                    s.described = true
-                } else {
-                    applyPool(ev, to: s)
-                }
-            }
+            state(LoopKey(pid: ev.pid, loop: ev.loop))._withUnsafeGuaranteedRef { applyPool(ev, to: $0) }
         case .itemAdded, .itemRemoved, .itemInfo:
             if ev.name > 0 && ev.calloutKind != .block { setName(ev.name, pid: ev.pid, item: ev.item, kind: ev.calloutKind) }
         default:
             return
         }
-        if undescribedItems.isEmpty && !states.contains(where: { !$0.described && $0.info.tid < 0 && $0.info.first <= window.hi }) {
-            pastWindow = true; pastWindowFlag?.set()
-        }
+        if !lacksDescriptions { pastWindow = true; pastWindowFlag?.set() }
+    }
+
+    /// Whether an item or a loop the window saw has no description yet (a loop whose thread an
+    /// LTTng context named needs none).
+    var lacksDescriptions: Bool {
+        !undescribedItems.isEmpty || states.contains { !$0.described && $0.info.tid < 0 && $0.info.first <= window.hi }
     }
 
     /// A followed loop's outermost iteration ended.
