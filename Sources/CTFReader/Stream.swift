@@ -118,6 +118,10 @@ public final class CTFStream: @unchecked Sendable {
     public internal(set) var timestamp: Int64 { @inlinable get { hot.pointee.timestamp } @inline(__always) set { hot.pointee.timestamp = newValue } }
     /// The current event's class.
     public var eventClass: CTFEventClass { cls.eventClasses[currentClass] }
+    /// The stream's clock offset (the metadata's `offset_s` and `offset`, in ns): ``timestamp`` is
+    /// ``cycles`` plus this for a 1 GHz clock. Constant for a stream; LTTng measures it per session
+    /// (the host's wall clock minus its monotonic clock).
+    public var clockOffsetNanoseconds: Int64 { dec.clockOffsetNS }
     /// The current packet's `cpu_id`, if the packet context has one.
     public var cpuID: UInt64? { cls.cpuIDSlot >= 0 ? slots[cls.cpuIDSlot] : nil }
 

@@ -50,8 +50,11 @@ public final class PrivateSessionDaemon: @unchecked Sendable {
     /// - Parameters:
     ///   - timeout: how long to wait for the daemon to answer, in seconds.
     ///   - sessiondPath: the `lttng-sessiond` executable (looked up in `PATH` by default).
+    ///   - hostname: as root, the host name the daemon sees (its own UTS namespace, `unshare -u`):
+    ///     the name its traces' `env.hostname` and a relay daemon's `HOST/` directory take — one
+    ///     machine standing for several hosts of a fleet. Nil: the machine's.
     /// - Throws: ``LTTngCommandError`` with the daemon's command line and log when it does not start or answer.
-    public static func start(timeout: Double = 15, sessiondPath: String = "lttng-sessiond") throws -> PrivateSessionDaemon {
+    public static func start(timeout: Double = 15, sessiondPath: String = "lttng-sessiond", hostname: String? = nil) throws -> PrivateSessionDaemon {
         var env = ProcessInfo.processInfo.environment
         guard let sessiond = resolveExecutable(sessiondPath, environment: env) else {
             throw LTTngCommandError(commandLine: sessiondPath, exitStatus: -1, standardError: "", reason: "lttng-sessiond not found")
@@ -75,10 +78,14 @@ public final class PrivateSessionDaemon: @unchecked Sendable {
             try? fm.createDirectory(atPath: "/var/run/lttng", withIntermediateDirectories: true)
             // Each root daemon needs its own agent port; pick one from the pid to avoid clashing with others.
             let agentPort = 20000 + Int(getpid() % 20000) + Int.random(in: 0..<5000)
-            let script = "mount --bind \"$1\" /var/run/lttng && exec \"$2\" --no-kernel --apps-sock=\"$3\" --agent-tcp-port=\"$4\""
-            argv = [unshare, "-m", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh",
-                    rundir.path, sessiond, dotLTTng.appendingPathComponent("lttng-ust-sock-8").path, String(agentPort)]
+            let setName = hostname == nil ? "" : "hostname \"$5\" && "
+            let script = setName + "mount --bind \"$1\" /var/run/lttng && exec \"$2\" --no-kernel --apps-sock=\"$3\" --agent-tcp-port=\"$4\""
+            argv = [unshare, "-m"] + (hostname == nil ? [] : ["-u"]) + ["--propagation", "private", "--", "/bin/sh", "-c", script, "sh",
+                    rundir.path, sessiond, dotLTTng.appendingPathComponent("lttng-ust-sock-8").path, String(agentPort)] + (hostname.map { [$0] } ?? [])
         } else {
+            if hostname != nil {
+                throw LTTngCommandError(commandLine: sessiondPath, exitStatus: -1, standardError: "", reason: "a host name of its own needs root (a UTS namespace)")
+            }
             argv = [sessiond, "--no-kernel"]
         }
         let p: Process

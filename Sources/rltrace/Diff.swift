@@ -17,7 +17,7 @@ struct DiffCommand: ParsableCommand {
 
         --fail-on METRIC OP VALUE[,…] (any holding fails): metrics p50 p90 p99 max (durations), impact (added time per second), busy (busy ratio), hangs, spins; OP > >= < <=. A signed value (+20%, +100us, +5pt, +1) is a change from BASE, which must be significant in that direction (hangs and spins need no test); an unsigned one is NEW's value (hangs>0, p99>50ms, busy>50%).
 
-        The selection options (--pid --tid --procname --loop --kind --item --min-duration) select in both traces as they do for every command; they need traces, not reports.
+        The selection options (--host --pid --tid --procname --loop --kind --item --min-duration) select in both traces as they do for every command; they need traces, not reports.
 
         Every format goes to standard output unless -o names a file (an existing one is replaced only with --force). JSON output: docs/diff-json.md (schema rltrace-diff/1).
 
@@ -94,7 +94,7 @@ struct DiffCommand: ParsableCommand {
         let filter = try selection.filter()
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue {
-            if filter.narrowsLoops || filter.narrowsCallouts {
+            if filter.narrowsLoops || filter.narrowsCallouts || !filter.hosts.isEmpty {
                 warn("rltrace diff: \(path) is a report: the selection options need traces (or write the report with them: rltrace report TRACE --format json --distributions --kind …)")
                 throw ExitCode(64)
             }

@@ -32,8 +32,8 @@ struct Hangs: ParsableCommand {
         let filter = try analysis.filter()
         let r = try runAnalysis { try analyze(paths: analysis.traces, options: opts, filter: filter) }
         if format == .json {
-            struct Row: Encodable { var pid: Int64; var loop: UInt64; var tid: Int64; var threadName: String; var hang: HangReport }
-            let rows = r.loops.flatMap { l in l.hangs.map { Row(pid: l.pid, loop: l.loop, tid: l.tid, threadName: l.threadName, hang: $0) } }
+            struct Row: Encodable { var host: String?; var pid: Int64; var loop: UInt64; var tid: Int64; var threadName: String; var hang: HangReport }
+            let rows = r.loops.flatMap { l in l.hangs.map { Row(host: l.host, pid: l.pid, loop: l.loop, tid: l.tid, threadName: l.threadName, hang: $0) } }
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
             writeStdout(UntrustedText.hardenJSON(Array(try enc.encode(rows))) + "\n")
@@ -48,7 +48,7 @@ struct Hangs: ParsableCommand {
             for h in l.hangs {
                 n += 1
                 let c = h.culprit.map { "\($0.kind) \"\(UntrustedText.terminal($0.name))\" #\($0.item) ran \(formatDuration($0.durationNs))" } ?? "no callout (the time went to the loop itself)"
-                o += "  loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : UntrustedText.terminal(l.procname)) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\"")) iteration \(h.iteration) at +\(formatDuration(h.beginNs - r.trace.beginNs)): busy \(formatDuration(h.busyNs)) of \(formatDuration(h.durationNs)) — \(c)\n"
+                o += "  \(TextReportRenderer().loopName(l, r)) iteration \(h.iteration) at +\(formatDuration(h.beginNs - r.trace.beginNs)): busy \(formatDuration(h.busyNs)) of \(formatDuration(h.durationNs)) — \(c)\n"
                 o += HangStackText.render(h, indent: "    ")
             }
         }

@@ -7,6 +7,8 @@ import RLAnalysis
 
 /// Which loops and callouts: every analysis command and `top`.
 struct SelectionOptions: ParsableArguments {
+    @Option(help: "Only the traces of this host: its name as the traces record it (`env.hostname`, the relay daemon's HOST/ directory), a glob ('web-*'); repeatable. Other hosts' traces are not read.")
+    var host: [String] = []
     @Option(help: "Only this process id (vpid context); repeatable.") var pid: [Int64] = []
     @Option(help: "Only the loop of this thread id; repeatable.") var tid: [Int64] = []
     @Option(help: "Only loops of this process name; repeatable.") var procname: [String] = []
@@ -23,6 +25,7 @@ struct SelectionOptions: ParsableArguments {
     /// The loop and callout filters (no time window).
     func filter() throws -> EventFilter {
         var f = EventFilter()
+        f.hosts = Set(host)
         f.pids = Set(pid); f.tids = Set(tid); f.procnames = Set(procname); f.loops = Set(loop); f.modes = Set(mode)
         f.calloutKinds = try kindSet(kind)
         f.itemGlob = item

@@ -108,6 +108,13 @@ struct Top: ParsableCommand {
                                        intervalNs: intervalNs, count: count)
                 try driver.run(child: nil)
             } else {
+                // The program runs here: `--host` must name this host.
+                var buf = [CChar](repeating: 0, count: 256)
+                let here = gethostname(&buf, 255) == 0 ? String(cString: buf) : ""   // as LTTng names the host
+                if !selection.host.isEmpty && !selection.host.contains(where: { globMatch($0, here) }) {
+                    throw AnalysisError.emptySelection(asked: selection.host.map { "--host \($0.debugDescription)" }.joined(separator: " "),
+                                                       holds: "the program, run on this host, \(here.debugDescription)")
+                }
                 try runCommand(options: options, view: view, intervalNs: intervalNs)
             }
         } catch let e as LiveError {
@@ -128,7 +135,7 @@ struct Top: ParsableCommand {
     func listSessions(_ u: LiveURL) throws {
         let list = try LiveSession.list(host: u.host, port: u.port)
         var out = ""
-        for s in list where u.targetHost == nil || s.hostname == u.targetHost {
+        for s in list where (u.targetHost == nil || s.hostname == u.targetHost) && (selection.host.isEmpty || selection.host.contains { globMatch($0, s.hostname) }) {
             let url = LiveURL(host: u.host, port: u.port, targetHost: s.hostname, session: s.name)
             out += "\(url) (timer = \(s.liveTimer), \(s.streams) stream(s), \(s.clients) client(s) connected)\n"
         }
@@ -141,7 +148,13 @@ struct Top: ParsableCommand {
         var out: [LiveSession] = []
         do {
             for u in urls {
-                let list = try LiveSession.list(host: u.host, port: u.port)
+                // `--host`: only the sessions of those hosts (the relay daemon names each session's host).
+                let all = try LiveSession.list(host: u.host, port: u.port)
+                let list = selection.host.isEmpty ? all : all.filter { s in selection.host.contains { globMatch($0, s.hostname) } }
+                if list.isEmpty && !all.isEmpty {
+                    throw AnalysisError.emptySelection(asked: selection.host.map { "--host \($0.debugDescription)" }.joined(separator: " "),
+                                                       holds: "live sessions of the hosts \(Set(all.map(\.hostname)).sorted().map(\.debugDescription).joined(separator: ", "))")
+                }
                 let chosen: [ViewerSession]
                 if let name = u.session {
                     chosen = list.filter { $0.name == name && (u.targetHost == nil || $0.hostname == u.targetHost) }

@@ -44,11 +44,18 @@ public struct DiffBuilder {
         return grew(i.p50Ns) || grew(i.p99Ns) || grew(i.timePerSecondNs)
     }
 
+    /// The run a loop's rates are per second of: its host's span in a report of several hosts
+    /// (hosts' runs are not one run), else the trace's.
+    func runSpan(of l: LoopReport?, in r: Report) -> Int64 {
+        if let l, let h = r.trace.hosts?.first(where: { $0.name == l.host }) { return h.endNs - h.beginNs }
+        return r.trace.endNs - r.trace.beginNs
+    }
+
     /// Compares `base` with `new`; `baseInput`/`newInput` describe where they came from.
     public func diff(base: Report, new: Report, baseInput: DiffInput, newInput: DiffInput) -> TraceDiff {
         var loops: [LoopDiff] = []
         for (b, n) in matchLoops(base.loops, new.loops) {
-            loops.append(loopDiff(b, n, baseSpan: base.trace.endNs - base.trace.beginNs, newSpan: new.trace.endNs - new.trace.beginNs))
+            loops.append(loopDiff(b, n, baseSpan: runSpan(of: b, in: base), newSpan: runSpan(of: n, in: new)))
         }
         let order = ["both": 0, "added": 1, "removed": 2]
         loops.sort { (order[$0.status]!, $0.procname, $0.threadName, $0.newLoop ?? $0.baseLoop ?? 0) < (order[$1.status]!, $1.procname, $1.threadName, $1.newLoop ?? $1.baseLoop ?? 0) }
@@ -71,12 +78,15 @@ public struct DiffBuilder {
                          loops: loops, regressions: regressions, failOn: nil, notes: notes)
     }
 
-    /// Pairs loops by (procname, threadName); within a group, equal loop ids first, then in loop-id order.
+    /// Pairs loops by (procname, threadName) — and host, when both sides span several hosts (a fleet
+    /// against a fleet; one host's trace against another host's pairs by process and thread);
+    /// within a group, equal loop ids first, then in loop-id order.
     func matchLoops(_ base: [LoopReport], _ new: [LoopReport]) -> [(LoopReport?, LoopReport?)] {
-        struct Key: Hashable { var p: String, t: String }
+        struct Key: Hashable { var h: String?, p: String, t: String }
+        let byHost = Set(base.map(\.host)).count > 1 && Set(new.map(\.host)).count > 1
         var groups: [Key: ([LoopReport], [LoopReport])] = [:]
-        for l in base { groups[Key(p: l.procname, t: l.threadName), default: ([], [])].0.append(l) }
-        for l in new { groups[Key(p: l.procname, t: l.threadName), default: ([], [])].1.append(l) }
+        for l in base { groups[Key(h: byHost ? l.host : nil, p: l.procname, t: l.threadName), default: ([], [])].0.append(l) }
+        for l in new { groups[Key(h: byHost ? l.host : nil, p: l.procname, t: l.threadName), default: ([], [])].1.append(l) }
         var out: [(LoopReport?, LoopReport?)] = []
         for (_, g) in groups {
             var b = g.0.sorted { $0.loop < $1.loop }, n = g.1.sorted { $0.loop < $1.loop }

@@ -62,6 +62,9 @@ final class RunLoopFieldDecoder {
         }
         let p = sp.plan(ci)
         e.pointee.calloutKind = p.pointee.callout
+        // A process of another host is another process (its pid's high bits name the host), and
+        // its times are on its own clock: moved onto the first host's as the event times are.
+        if sp.hostBits != 0 { onAnotherHost(sp, e) }
         if p.pointee.extras { fillExtras(s, sp, p, classIndex: ci, into: e) }
         let nameIndex = p.pointee.name
         guard nameIndex >= 0 else { return }
@@ -92,6 +95,22 @@ final class RunLoopFieldDecoder {
         if p.pointee.innermost { e.pointee.item = RunLoopEvent.innermost; e.pointee.iteration = RunLoopEvent.innermost }
     }
 
+    /// An event of a host after the first (several hosts' traces): its process key takes the host,
+    /// and the times in its payload (a timer's `scheduled_ns` and `fire_ns`, a sleep's
+    /// `deadline_ns`: CLOCK_MONOTONIC of that host) the shift its event times take
+    /// (``EventClock``), so lateness and deadlines compare like with like.
+    @inline(never)
+    private func onAnotherHost(_ sp: StreamPlan, _ e: UnsafeMutablePointer<RunLoopEvent>) {
+        e.pointee.pid |= sp.hostBits
+        switch e.pointee.kind {
+        case .calloutEntry where e.pointee.calloutKind == .timer, .timerArmed:
+            if e.pointee.a > 0 { e.pointee.a &+= sp.hostShiftNs }
+        case .sleepBegin:
+            if e.pointee.b > 0 { e.pointee.b &+= sp.hostShiftNs }
+        default: break
+        }
+    }
+
     /// The `kind` field of `item_added` / `item_removed` into the event's callout kind (out of line:
     /// a local the reader writes through a pointer would put a stack guard on every event's path).
     @inline(never)
@@ -105,6 +124,12 @@ final class RunLoopFieldDecoder {
 /// The times the sources give events, and their counts: CLOCK_MONOTONIC ns (the raw LTTng clock
 /// value), never decreasing — an event earlier than the one before it (a damaged trace) gets the
 /// previous time, and is counted.
+///
+/// Traces of several hosts (a relay daemon's tree, docs/production.md "Reports across hosts"):
+/// each host's monotonic clock is its own, so each host's times are moved onto the first host's by
+/// the difference of their clock offsets (wall clock minus monotonic clock, which LTTng records per
+/// session) — a constant per host, so no duration changes — and "never decreasing" holds per host:
+/// an event of one host is never held back by another host's clock.
 struct EventClock {
     /// Events timed (any provider), and those whose time was clamped.
     var totalEvents = 0, backwardsEvents = 0
@@ -112,6 +137,19 @@ struct EventClock {
     var firstTs: Int64 = .max, lastTs: Int64 = .min
     /// Reader timestamps (ns since the epoch) minus CLOCK_MONOTONIC ns.
     var clockOffset: Int64 = 0
+    /// Per host: the shift onto the first host's clock, and the host's first and last time
+    /// (several hosts).
+    private var shifts: [Int64] = []
+    private(set) var hostFirst: [Int64] = [], hostLast: [Int64] = []
+
+    /// A clock for traces of several hosts: `shifts[h]` moves host `h`'s times onto host 0's,
+    /// whose clock offset is `offset`.
+    mutating func setHosts(shifts: [Int64], offset: Int64) {
+        self.shifts = shifts
+        hostLast = [Int64](repeating: .min, count: shifts.count)
+        hostFirst = [Int64](repeating: .max, count: shifts.count)
+        clockOffset = offset
+    }
 
     /// The time of the event `s` is on, counted.
     @inline(__always)
@@ -121,6 +159,20 @@ struct EventClock {
         if ts < 0 { ts = lastTs > 0 ? lastTs : 0 }   // a clock past 2^63: damaged, not a time
         if totalEvents == 1 { clockOffset = s.timestamp &- ts; firstTs = ts }
         if ts < lastTs { backwardsEvents &+= 1; ts = lastTs } else { lastTs = ts }
+        return ts
+    }
+
+    /// The time of the event `s` of host `host` is on, on host 0's clock, counted (several hosts).
+    @inline(__always)
+    mutating func time(of s: CTFStream, host: Int) -> Int64 {
+        totalEvents &+= 1
+        let last = hostLast[host]
+        var ts = Int64(bitPattern: s.cycles)
+        ts = ts < 0 ? (last > 0 ? last : 0) : ts &+ shifts[host]
+        if ts < last { backwardsEvents &+= 1; ts = last } else { hostLast[host] = ts }
+        if last == .min { hostFirst[host] = ts }
+        if ts < firstTs { firstTs = ts }
+        if ts > lastTs { lastTs = ts }
         return ts
     }
 }
@@ -155,7 +207,7 @@ extension RunLoopFieldDecoder {
     func decodeOther(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, classIndex ci: Int) throws -> Bool {
         let kind = sp.kinds[ci]
         if kind == EventPlan.aux {
-            evidence.addModuleEvent(s, pid: sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0, ts: ts)
+            evidence.addModuleEvent(s, pid: (sp.vpid >= 0 ? (s.streamContextInteger(at: sp.vpid) ?? 0) : 0) | sp.hostBits, ts: ts)
         }
         guard kind < EventPlan.aux else { return false }
         throw AnalysisError.schemaMismatch("\(s.eventClass.name) has no integer field `\(sp.missing[ci] ?? "?")`")

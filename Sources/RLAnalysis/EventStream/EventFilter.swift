@@ -2,6 +2,9 @@
 public struct EventFilter: Sendable {
     /// Only these processes (`vpid`), threads, process names, loops.
     public var pids: Set<Int64> = [], tids: Set<Int64> = [], procnames: Set<String> = [], loops: Set<UInt64> = []
+    /// Only the traces of hosts whose name matches one of these globs (the traces' `env.hostname`;
+    /// empty: every host). Other hosts' streams are not read at all.
+    public var hosts: Set<String> = []
     /// Callout figures only for these kinds (empty: all), items whose name matches this glob, and
     /// callouts at least this long. Iterations, sleeps and wakes are not narrowed by these.
     public var calloutKinds: Set<CalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
@@ -86,6 +89,7 @@ public struct EventFilter: Sendable {
     /// The loop-level filters as the command line gives them (`--pid 1 --procname x`; empty when none).
     public var loopSelectionText: String {
         var parts: [String] = []
+        for h in hosts.sorted() { parts.append("--host \(h.debugDescription)") }
         for p in pids.sorted() { parts.append("--pid \(p)") }
         for t in tids.sorted() { parts.append("--tid \(t)") }
         for n in procnames.sorted() { parts.append("--procname \(n.debugDescription)") }
@@ -96,7 +100,7 @@ public struct EventFilter: Sendable {
 
     /// Whether a loop passes the loop-level filters (pid, tid, procname, loop).
     public func acceptsLoop(_ l: LoopInfo) -> Bool {
-        (pids.isEmpty || pids.contains(l.key.pid)) && (tids.isEmpty || tids.contains(l.tid))
+        (pids.isEmpty || pids.contains(l.key.processID)) && (tids.isEmpty || tids.contains(l.tid))
             && (procnames.isEmpty || procnames.contains(l.procname)) && (loops.isEmpty || loops.contains(l.key.loop))
     }
 }

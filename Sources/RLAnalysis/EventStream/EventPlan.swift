@@ -193,6 +193,11 @@ final class StreamPlan {
     /// The procname of the last thread seen in this stream (a thread's events come in runs).
     var lastVtid: Int64 = .min
     var lastProcname: Int32 = -1
+    /// The stream's host (``RunLoopEventSource/hosts``) in a process key's high bits (``LoopKey``):
+    /// 0 for the first host, so a trace of one host reads as before.
+    var hostBits: Int64 = 0
+    /// What moves the stream's host's times onto the first host's clock (``TraceHost/shiftNs``).
+    var hostShiftNs: Int64 = 0
 
     init(_ s: CTFStream, providers: inout Set<String>) {
         var plans: [EventPlan] = [], missing: [String?] = []

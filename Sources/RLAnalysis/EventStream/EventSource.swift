@@ -95,6 +95,17 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// mapped (`lttng_ust_statedump`, `lttng_ust_lib`), filled as the trace is read.
     public let evidence = HangEvidenceStore()
 
+    /// The hosts whose traces are read (each trace's `env.hostname`; "" for a trace that names
+    /// none), in name order: a loop's host is `hosts[LoopKey.hostIndex]`. Once a reading selected
+    /// hosts (`--host`, ``selectHosts(_:)``), only those: the first of them is host 0, whose clock
+    /// the others' times are moved onto — so one host selected reads exactly as its traces alone.
+    public private(set) var hosts: [TraceHost]
+    /// Every host of the traces, whatever the selection.
+    public let allHosts: [TraceHost]
+    /// Per stream, its host's index in ``allHosts``; and in ``hosts`` (-1: not selected).
+    private let streamHostsAll: [Int]
+    private var streamHosts: [Int]
+
     private let streams: [CTFStream]
     private let plans: [StreamPlan]
     /// Skips what overlapping traces (flight-recorder snapshots) share.
@@ -126,6 +137,83 @@ public final class RunLoopEventSource: @unchecked Sendable {
         self.providers = providers
         overlap = OverlapDedup(streams: streams)
         fields = RunLoopFieldDecoder(names: names, evidence: evidence)
+        // Hosts: by name; each host's clock offset is that of its first stream (its sessions'
+        // offsets differ by the error of LTTng's measurement only; within a host the monotonic
+        // clock is one, and read as it is).
+        let (hosts, streamHosts) = RunLoopEventSource.hosts(of: streams)
+        allHosts = hosts
+        streamHostsAll = streamHosts
+        self.hosts = hosts
+        self.streamHosts = streamHosts
+        use(hosts: hosts.map { _ in true })
+    }
+
+    /// Reads only the hosts `picked` (by index in ``allHosts``): renumbers them, shifts their
+    /// clocks onto the first's, and marks each stream plan with its host.
+    private func use(hosts picked: [Bool]) {
+        let kept = allHosts.indices.filter { picked[$0] }
+        let newIndex = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1, $0) })
+        let base = kept.first.map { allHosts[$0].clockOffset } ?? 0
+        hosts = kept.map { let h = allHosts[$0]; return TraceHost(name: h.name, traces: h.traces, clockOffset: h.clockOffset, shiftNs: h.clockOffset &- base) }
+        streamHosts = streamHostsAll.map { newIndex[$0] ?? -1 }
+        for (i, p) in plans.enumerated() {
+            let h = streamHosts[i]
+            p.hostBits = h > 0 ? Int64(h) << LoopKey.hostShift : 0
+            p.hostShiftNs = h > 0 ? hosts[h].shiftNs : 0
+        }
+        if hosts.count > 1 { clock.setHosts(shifts: hosts.map(\.shiftNs), offset: base) }
+        hostsRead = picked
+    }
+
+    /// Applies `filter`'s `--host` selection (before the first reading; ``forEach(threads:filter:_:)``
+    /// does it too). Throws ``AnalysisError/emptySelection(asked:holds:)`` when it matches no host.
+    public func selectHosts(_ filter: EventFilter) throws {
+        let picked = try selectedHosts(filter)
+        if picked != hostsRead { use(hosts: picked) }
+    }
+
+    /// The trace directories read: those of the hosts selected.
+    public var pathsRead: [String] { hosts.count == allHosts.count ? paths : hosts.flatMap(\.traces).sorted() }
+
+    /// The hosts of `streams` by name, and each stream's host index.
+    private static func hosts(of streams: [CTFStream]) -> ([TraceHost], [Int]) {
+        let hostOf = streams.map { $0.trace?.hostname ?? "" }
+        let names = Array(Set(hostOf)).sorted()
+        let index = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+        let streamHosts = hostOf.map { index[$0]! }
+        var offsets = [Int64](repeating: 0, count: names.count), seen = [Bool](repeating: false, count: names.count)
+        for (i, s) in streams.enumerated() where !seen[streamHosts[i]] { seen[streamHosts[i]] = true; offsets[streamHosts[i]] = s.clockOffsetNanoseconds }
+        let hosts = names.enumerated().map { h, name in
+            TraceHost(name: name, traces: Set(zip(streams, streamHosts).filter { $0.1 == h }.compactMap { $0.0.trace?.path }).sorted(),
+                      clockOffset: offsets[h], shiftNs: offsets[h] &- offsets[0])
+        }
+        return (hosts, streamHosts)
+    }
+
+    /// Per host of ``allHosts``: whether its traces are read (the selection's `--host`).
+    public private(set) var hostsRead: [Bool] = []
+
+    /// Per host, its first and last event time (on the first host's clock; `.max`/`.min` when it
+    /// had none). One host: the trace's.
+    public var hostSpans: [(first: Int64, last: Int64)] {
+        hosts.count > 1 ? zip(clock.hostFirst, clock.hostLast).map { ($0, $1) } : [(firstTs, lastTs)]
+    }
+
+    /// `HOST ` for a loop of traces of several hosts (escaped for a terminal), "" for one host.
+    public func hostPrefix(_ key: LoopKey) -> String {
+        hosts.count > 1 ? UntrustedText.terminal(hosts[key.hostIndex].name) + " " : ""
+    }
+
+    /// The hosts `filter`'s `--host` patterns select (every host without any); throws
+    /// ``AnalysisError/emptySelection(asked:holds:)`` when they match none.
+    public func selectedHosts(_ filter: EventFilter) throws -> [Bool] {
+        guard !filter.hosts.isEmpty else { return allHosts.map { _ in true } }
+        let picked = allHosts.map { h in filter.hosts.contains { globMatch($0, h.name) } }
+        if !picked.contains(true) {
+            throw AnalysisError.emptySelection(asked: filter.hosts.sorted().map { "--host \($0.debugDescription)" }.joined(separator: " "),
+                                               holds: "the hosts \(allHosts.map { $0.name.isEmpty ? "(unnamed)" : $0.name.debugDescription }.joined(separator: ", "))")
+        }
+        return picked
     }
 
     /// Losses the reader found (discarded events, lost packets), with their time ranges.
@@ -148,6 +236,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// buffer valid during the call), so the per-event work of the consumer is its own loop.
     public func forEachBatch(threads: Int = 1, filter: EventFilter = EventFilter(),
                              _ body: (UnsafeBufferPointer<RunLoopEvent>) throws -> Void) throws {
+        try selectHosts(filter)
         if threads >= 2 {
             try forEachPipelined(filter: filter, body)
         } else {
@@ -187,13 +276,17 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// calling `full` with each chunk that fills up (which returns the next one to fill). When it
     /// returns or throws, the chunk being filled (`target.chunk`) counts the entries written.
     private func produce(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk) throws {
-        var it = traceSet.makeMergedIterator()
+        // Only the streams of the hosts selected are read at all (`--host`).
+        let read = streams.indices.filter { streamHosts[$0] >= 0 }
+        var it = read.count == streams.count ? traceSet.makeMergedIterator() : traceSet.makeMergedIterator(over: read.map { streams[$0] })
         // Plans as unmanaged references, used through `_withUnsafeGuaranteedRef`: the source owns
         // them for its whole life (`plans`), so the per-event path needs no retain or release of
         // them (copying an `unowned(unsafe)` reference into a local retained it); the iterator's
         // loop hands the stream over the same way.
-        let refs = ContiguousArray(plans.map { Unmanaged.passUnretained($0) })
-        let shared = ContiguousArray(streams.indices.map { overlap.isShared($0) })
+        let refs = ContiguousArray(read.map { Unmanaged.passUnretained(plans[$0]) })
+        let shared = ContiguousArray(read.map { overlap.isShared($0) })
+        let hostOf = ContiguousArray(read.map { streamHosts[$0] })
+        let severalHosts = hosts.count > 1
         // The chunk being filled, its next free entry and its end: the per-event path writes
         // through `next` and touches the chunk object only when it is full.
         var chunk = target.chunk
@@ -220,11 +313,11 @@ public final class RunLoopEventSource: @unchecked Sendable {
                     // A stream another trace also holds (flight-recorder snapshots): each packet once.
                     var gap = false
                     if shared[index] {
-                        let v = overlap.check(s, index: index)
+                        let v = overlap.check(s, index: read[index])
                         if v == .duplicate { return true }
                         gap = v == .gap
                     }
-                    let ts = clock.time(of: s)
+                    let ts = severalHosts ? clock.time(of: s, host: hostOf[index]) : clock.time(of: s)
                     if pastEnd {
                         try refs[index]._withUnsafeGuaranteedRef { try countOnly(s, $0, ts: ts) }
                         return true
@@ -367,4 +460,16 @@ private final class ManagedAtomicFlag: @unchecked Sendable {
     private var value = false
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
     func set() { lock.lock(); value = true; lock.unlock() }
+}
+
+/// One host whose traces a source reads.
+public struct TraceHost: Sendable {
+    /// The host's name (the traces' `env.hostname`; "" when they name none).
+    public let name: String
+    /// Its trace directories.
+    public let traces: [String]
+    /// Its clock offset (wall clock minus monotonic clock, ns; its first stream's).
+    public let clockOffset: Int64
+    /// What is added to its times to put them on the first host's clock (0 for the first host).
+    public let shiftNs: Int64
 }

@@ -278,7 +278,7 @@ public final class TopSink: LoopModelSink {
             let worst = s.worst.map { c in
                 TopItem(kind: c.kind.label, item: c.item, name: model?.name(of: c, pid: s.key.pid) ?? "", durationNs: c.duration)
             }
-            rows.append(TopLoopRow(host: host, session: session, pid: s.key.pid, procname: info.procname, tid: info.tid,
+            rows.append(TopLoopRow(host: host, session: session, pid: s.key.processID, procname: info.procname, tid: info.tid,
                                    threadName: info.threadName, loop: s.key.loop,
                                    iterations: s.iterations, iterationsPerSecond: Double(s.iterations) / span,
                                    busyRatio: min(1, max(0, Double(s.busyNs) / 1e9 / span)),

@@ -133,6 +133,21 @@ public final class LoopModel {
     private unowned(unsafe) let sink: LoopModelSink
     /// The strings that name ids refer to (the source's).
     public let names: NameTable
+    /// The hosts of the traces read, by index (``LoopKey/hostIndex``); one name, or none, for a
+    /// trace of one host.
+    public var hostNames: [String] = []
+
+    /// The host of process key `pid` when the traces hold several (nil for one).
+    public func hostName(of pid: Int64) -> String? {
+        hostNames.count > 1 ? hostNames[min(LoopKey.hostIndex(pid), hostNames.count - 1)] : nil
+    }
+
+    /// A loop's process as an export names it: the process name (`pid N` without one), after its
+    /// host's name when the traces hold several (`web-2: api-server`).
+    public func processTitle(_ l: LoopInfo) -> String {
+        let name = l.procname.isEmpty ? "pid \(l.key.processID)" : l.procname
+        return hostName(of: l.key.pid).map { "\($0): \(name)" } ?? name
+    }
     /// The hang watchdog's events whole (the source's), which hang events refer to.
     public var evidence: HangEvidenceStore?
 
@@ -252,7 +267,7 @@ public final class LoopModel {
     private func resolveProcname(_ s: State, _ e: RunLoopEvent) {
         if let p = processNames[e.pid] {
             s.procname = p; s.info.procname = names[p]; s.procResolved = true
-        } else if e.vtid == e.pid {
+        } else if e.vtid == LoopKey.processID(e.pid) {
             processNames[e.pid] = e.procname
             for o in states where o.info.key.pid == e.pid {
                 o.procname = e.procname; o.info.procname = names[e.procname]; o.procResolved = true

@@ -1,19 +1,46 @@
 // The records the loop model (LoopModel.swift) hands to the pipeline's sinks.
 
-/// Identifies a loop across processes: `(pid, loop)` — the `vpid` context, or the high 32 bits of
-/// `loop_id` (RunLoopCore's ids name their process: docs/tracepoints.md, "Constant pools"), and
-/// the loop's id in its process.
+/// Identifies a loop across processes and hosts: `(pid, loop)` — the process key and the loop's
+/// id in its process. The process key is the process id (the `vpid` context, or the high 32 bits
+/// of `loop_id`: RunLoopCore's ids name their process, docs/tracepoints.md "Constant pools") in
+/// its low 32 bits and, for traces of several hosts, the host's index in the source's
+/// ``RunLoopEventSource/hosts`` above them (0 for the first host: a trace of one host has keys
+/// equal to its pids) — so everything keyed by process (items, names, mapped binaries) keeps each
+/// host's processes apart at no cost per event.
 public struct LoopKey: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// The process (`vpid` context, else the loop id's high 32 bits; 0 when neither says).
+    /// The process key: the process id (0 when the trace does not say), its host's index above bit
+    /// ``hostShift``.
     public var pid: Int64
     /// The loop's id.
     public var loop: UInt64
     /// Creates a key.
     public init(pid: Int64, loop: UInt64) { self.pid = pid; self.loop = loop }
-    /// Orders by pid, then loop.
+    /// Orders by host, pid, then loop.
     public static func < (a: LoopKey, b: LoopKey) -> Bool { a.pid != b.pid ? a.pid < b.pid : a.loop < b.loop }
-    /// `pid/loop`.
-    public var description: String { "\(pid)/\(loop)" }
+    /// `pid/loop` (`host#pid/loop` for a host after the first).
+    public var description: String { hostIndex == 0 ? "\(pid)/\(loop)" : "host\(hostIndex)#\(processID)/\(loop)" }
+    /// Where a process key holds its host's index.
+    public static let hostShift: Int64 = 32
+    /// The process id (without the host).
+    public var processID: Int64 { LoopKey.processID(pid) }
+    /// The host's index in the source's ``RunLoopEventSource/hosts``.
+    public var hostIndex: Int { LoopKey.hostIndex(pid) }
+    /// The process id of process key `key`.
+    @inline(__always) public static func processID(_ key: Int64) -> Int64 { key & 0xFFFF_FFFF }
+    /// The host index of process key `key`.
+    @inline(__always) public static func hostIndex(_ key: Int64) -> Int { Int(truncatingIfNeeded: key >> hostShift) }
+    /// Process key `key` as one integer for the exports, whose pids are 32-bit (Chrome's JSON,
+    /// Perfetto's `ProcessDescriptor`): the pid itself for the first host, `host << 22 | pid` for the
+    /// others (Linux pids are below 2^22, its `PID_MAX_LIMIT`), so two hosts' processes stay apart.
+    @inline(__always) public static func exportPID(_ key: Int64) -> Int64 {
+        let h = hostIndex(key)
+        return h == 0 ? processID(key) : Int64(h) << 22 | processID(key)
+    }
+    /// Thread `tid` of process key `key` as the exports give it (as ``exportPID(_:)``).
+    @inline(__always) public static func exportTID(_ tid: Int64, of key: Int64) -> Int64 {
+        let h = hostIndex(key)
+        return h == 0 || tid < 0 ? tid : Int64(h) << 22 | tid
+    }
 }
 
 /// One matched callout.

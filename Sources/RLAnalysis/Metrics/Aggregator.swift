@@ -307,16 +307,25 @@ public final class Aggregator: LoopModelSink, NameResolving {
             warnings.append("\(source.backwardsEvents) events have a timestamp earlier than the event before them (a damaged trace): they were taken as simultaneous with it")
         }
         for o in model?.busyAtEnd ?? [] where infos.contains(where: { $0.key == o.loop.key }) {
-            let who = "loop \(o.loop.key.loop) (\(o.loop.procname.isEmpty ? "pid \(o.loop.key.pid)" : o.loop.procname) tid \(o.loop.tid)\(o.loop.threadName.isEmpty ? "" : " \"\(o.loop.threadName)\""))"
+            let who = "loop \(o.loop.key.loop) (\(source.hostPrefix(o.loop.key))\(o.loop.procname.isEmpty ? "pid \(o.loop.key.processID)" : o.loop.procname) tid \(o.loop.tid)\(o.loop.threadName.isEmpty ? "" : " \"\(o.loop.threadName)\""))"
             let inside = o.callout.map { c in
                 " inside \(c.kind.label) \"\(model?.name(of: c, pid: o.loop.key.pid) ?? "")\" since +\(formatDuration(saturatingDifference(c.begin, source.firstTs)))"
             } ?? ""
             warnings.append("the trace ends with \(who) still running: iteration \(o.iteration) (begun at +\(formatDuration(saturatingDifference(o.begin, source.firstTs))))\(inside) never ended — the process was killed or the trace was cut; the figures leave that iteration out")
         }
-        let summary = TraceSummary(paths: source.paths, beginNs: source.firstTs == .max ? 0 : source.firstTs,
+        var summary = TraceSummary(paths: source.pathsRead, beginNs: source.firstTs == .max ? 0 : source.firstTs,
                                    endNs: source.lastTs == .min ? 0 : source.lastTs, events: source.totalEvents,
                                    runloopEvents: source.runLoopEvents, discardedEvents: discarded, lostPackets: lost, losses: losses,
                                    clockOffsetNs: source.clockOffset)
+        if source.hosts.count > 1 {
+            // The hosts read (`--host` may leave some out), each on the first one's clock.
+            let spans = source.hostSpans
+            summary.hosts = source.hosts.enumerated().map { i, h in
+                HostSummary(name: h.name, paths: h.traces, clockOffsetNs: h.clockOffset, shiftNs: h.shiftNs,
+                            loops: infos.filter { $0.key.hostIndex == i }.count,
+                            beginNs: spans[i].first == .max ? 0 : spans[i].first, endNs: spans[i].last == .min ? 0 : spans[i].last)
+            }
+        }
         var reports: [LoopReport] = []
         for info in infos {
             let l = loop(info.key)
@@ -345,7 +354,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
             }
             let wakeUpP = l.wakeUp.percentiles([50, 99])
             reports.append(LoopReport(
-                pid: info.key.pid, loop: info.key.loop, tid: info.tid, threadName: info.threadName, procname: info.procname,
+                pid: info.key.processID, loop: info.key.loop, tid: info.tid, threadName: info.threadName, procname: info.procname,
                 firstNs: info.first, lastNs: info.last, spanNs: span,
                 iterations: l.iterations, topLevelIterations: l.topLevel,
                 iterationsPerSecond: span > 0 ? Double(l.iterations) / (Double(span) / 1e9) : 0,
@@ -373,7 +382,8 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 slowest: l.slowest.map { s in
                     SlowIteration(iteration: s.it.number, beginNs: s.it.begin, busyNs: s.busy,
                                   callouts: s.it.callouts.sorted { $0.duration > $1.duration }.prefix(8).map { ref($0, info.key) })
-                }))
+                },
+                host: source.hosts[info.key.hostIndex].name.isEmpty ? nil : source.hosts[info.key.hostIndex].name))
         }
         for (i, info) in infos.enumerated() where i < reports.count {
             let l = loop(info.key)

@@ -27,6 +27,24 @@ public struct TraceSummary: Codable, Sendable {
     /// Nanoseconds since the Unix epoch minus CLOCK_MONOTONIC nanoseconds (the trace clock's offset):
     /// add it to any time in this document to get wall-clock time.
     public var clockOffsetNs: Int64
+    /// The hosts whose traces were read, when there are several (absent for one): each host's
+    /// times are on the first host's clock (docs/report-json.md, "Several hosts").
+    public var hosts: [HostSummary]? = nil
+}
+
+/// One host of a report over several hosts' traces.
+public struct HostSummary: Codable, Sendable {
+    /// The host's name (`env.hostname` of its traces).
+    public var name: String
+    /// Its trace directories.
+    public var paths: [String]
+    /// Its clock offset (wall clock minus monotonic clock, ns), and what was added to its times to
+    /// put them on the first host's clock (`clockOffsetNs` of this host minus the first host's).
+    public var clockOffsetNs: Int64, shiftNs: Int64
+    /// Its loops in the report.
+    public var loops: Int
+    /// Its first and last event (on the first host's clock, as every time in the report).
+    public var beginNs: Int64, endNs: Int64
 }
 
 /// A loss the reader reported.
@@ -200,6 +218,8 @@ public struct LoopReport: Codable, Sendable {
     public var spuriousWakes: Int
     /// Hangs, slow iterations, spins, the slowest iterations.
     public var hangs: [HangReport], slowIterations: Int, spins: [SpinReport], slowest: [SlowIteration]
+    /// The loop's host (its traces' `env.hostname`; absent when they name none).
+    public var host: String? = nil
 }
 
 /// The log2 bucket of a duration: `k = max(0, bitLength(d) − 1)`.

@@ -60,6 +60,8 @@ public func runPipeline(source: RunLoopEventSource, filter: EventFilter, into si
     let stage = SelectionStage.needed(for: filter) ? SelectionStage(filter: filter, next: sink) : nil
     let model = LoopModel(sink: stage ?? sink, names: source.names)
     model.evidence = source.evidence
+    try source.selectHosts(filter)
+    model.hostNames = source.hosts.map(\.name)
     model.pastWindowFlag = source.windowDone
     stage?.resolver = model
     (sink as? NameResolving)?.resolver = model
@@ -97,8 +99,8 @@ public func runPipeline(source: RunLoopEventSource, filter: EventFilter, into si
         let all = model.knownLoops
         let inWindow = model.loops
         let asked = filter.loopSelectionText + (w.lo != .min || w.hi != .max ? " in the time window \(window)" : "")
-        let away = source.turnedAway.sorted().prefix(20).map { "loop \($0.loop) of pid \($0.pid)" }
-        let holds = all.isEmpty ? (away.isEmpty ? "no loop" : away.joined(separator: ", ")) : describe(loops: all, active: inWindow)
+        let away = source.turnedAway.sorted().prefix(20).map { "loop \($0.loop) of \(model.hostName(of: $0.pid).map { "host \($0) " } ?? "")pid \($0.processID)" }
+        let holds = all.isEmpty ? (away.isEmpty ? "no loop" : away.joined(separator: ", ")) : describe(loops: all, active: inWindow, model: model)
         throw AnalysisError.emptySelection(asked: asked.isEmpty ? "every loop" : asked, holds: holds)
     }
     if let stage, !filter.modes.isEmpty, stage.iterationsSelected == 0 {
@@ -119,10 +121,10 @@ public func runPipeline(source: RunLoopEventSource, filter: EventFilter, into si
 
 /// The loops of a trace, for an error message: id, process, pid, thread; those with nothing in
 /// the window marked so.
-private func describe(loops: [LoopInfo], active: [LoopInfo]) -> String {
+private func describe(loops: [LoopInfo], active: [LoopInfo], model: LoopModel) -> String {
     let activeKeys = Set(active.map(\.key))
     let list = loops.prefix(20).map { l in
-        "loop \(l.key.loop) (\(l.procname.isEmpty ? "" : "\(l.procname) ")pid \(l.key.pid) tid \(l.tid)\(activeKeys.contains(l.key) ? "" : ", nothing in the window"))"
+        "loop \(l.key.loop) (\(model.hostName(of: l.key.pid).map { "host \($0) " } ?? "")\(l.procname.isEmpty ? "" : "\(l.procname) ")pid \(l.key.processID) tid \(l.tid)\(activeKeys.contains(l.key) ? "" : ", nothing in the window"))"
     }
     return list.joined(separator: ", ") + (loops.count > 20 ? ", and \(loops.count - 20) more" : "")
 }

@@ -238,7 +238,7 @@ final class EventGate {
     @inline(__always)
     func accepts(_ e: RunLoopEvent, epochOffset: Int64) -> Bool {
         if !started { start(origin: e.ts, epochOffset: epochOffset) }
-        if checkPids && !pids.contains(e.pid) { turnAway(e); return false }
+        if checkPids && !pids.contains(LoopKey.processID(e.pid)) { turnAway(e); return false }
         // (A signal of a source in no loop, loop 0, may still be performed by a selected loop.)
         if checkLoops && !loops.contains(e.loop) && !(e.kind == .source0Signalled && e.loop == 0) { turnAway(e); return false }
         return true

@@ -73,7 +73,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
         name()
         let origin = self.origin
         out.reserving(ChromeTraceSink.sliceRoom) { c in
-            c.write(",\"ph\":\"X\",\"pid\":"); c.int(pid); c.write(",\"tid\":"); c.int(tid)
+            c.write(",\"ph\":\"X\",\"pid\":"); c.int(LoopKey.exportPID(pid)); c.write(",\"tid\":"); c.int(tid)
             c.write(",\"ts\":"); ChromeTraceSink.micros(&c, ts &- origin); c.byte(0x7D)
         }
     }
@@ -146,7 +146,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
             // An item not named yet: written each time, so its name shows once known.
             writeUncachedName(cl, pid: key.pid)
             out.reserving(ChromeTraceSink.sliceRoom) { c in
-                c.write(",\"ph\":\"X\",\"pid\":"); c.int(key.pid); c.write(",\"tid\":"); c.int(t); c.write(",\"ts\":")
+                c.write(",\"ph\":\"X\",\"pid\":"); c.int(LoopKey.exportPID(key.pid)); c.write(",\"tid\":"); c.int(t); c.write(",\"ts\":")
             }
         }
         out.reserving(32) { c in ChromeTraceSink.micros(&c, cl.begin &- origin); c.byte(0x7D) }
@@ -166,7 +166,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
             var text = "\(cl.kind.label) \(name)"
             var bytes: [UInt8] = []
             text.withUTF8 { appendJSONString($0, to: &bytes) }
-            bytes += Array(",\"ph\":\"X\",\"pid\":\(pid),\"tid\":\(tid),\"ts\":".utf8)
+            bytes += Array(",\"ph\":\"X\",\"pid\":\(LoopKey.exportPID(pid)),\"tid\":\(tid),\"ts\":".utf8)
             return bytes
         }
     }
@@ -208,7 +208,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
     private func instant(_ name: String, pid: Int64, tid: Int64, ts: Int64, args: () -> Void) {
         begin()
         out.write("{\"args\":{"); args(); out.write("},\"cat\":\"hang\",\"name\":"); out.jsonString(name)
-        out.write(",\"ph\":\"i\",\"pid\":"); out.int(pid); out.write(",\"s\":\"t\",\"tid\":"); out.int(tid)
+        out.write(",\"ph\":\"i\",\"pid\":"); out.int(LoopKey.exportPID(pid)); out.write(",\"s\":\"t\",\"tid\":"); out.int(tid)
         out.write(",\"ts\":"); micros(ts &- origin); out.byte(0x7D)
     }
 
@@ -237,7 +237,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
                 if end == 1 { c.write("{\"bp\":\"e\",") } else { c.byte(0x7B) }
                 c.write("\"cat\":\"flow\",\"id\":"); c.int(Int64(flowID)); c.write(",\"name\":"); name.withUnsafeBytes { c.bytes($0) }
                 c.write(",\"ph\":\""); if end == 1 { c.byte(0x66) } else { c.byte(0x73) }
-                c.write("\",\"pid\":"); c.int(f.to.pid); c.write(",\"tid\":"); c.int(th)
+                c.write("\",\"pid\":"); c.int(LoopKey.exportPID(f.to.pid)); c.write(",\"tid\":"); c.int(th)
                 c.write(",\"ts\":"); ChromeTraceSink.micros(&c, ts &- origin); c.byte(0x7D)
             }
         }
@@ -253,11 +253,11 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
             let t = l.tid >= 0 ? l.tid : Int64(bitPattern: l.key.loop)
             begin()
             out.write("{\"args\":{\"name\":"); out.jsonString("\(l.threadName.isEmpty ? "thread \(t)" : l.threadName) — loop \(l.key.loop)")
-            out.write("},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":"); out.int(l.key.pid); out.write(",\"tid\":"); out.int(t); out.byte(0x7D)
+            out.write("},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":"); out.int(LoopKey.exportPID(l.key.pid)); out.write(",\"tid\":"); out.int(t); out.byte(0x7D)
             if seenProcesses.insert(l.key.pid).inserted {
                 begin()
-                out.write("{\"args\":{\"name\":"); out.jsonString(l.procname.isEmpty ? "pid \(l.key.pid)" : l.procname)
-                out.write("},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":"); out.int(l.key.pid); out.byte(0x7D)
+                out.write("{\"args\":{\"name\":"); out.jsonString(resolver?.processTitle(l) ?? l.procname)
+                out.write("},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":"); out.int(LoopKey.exportPID(l.key.pid)); out.byte(0x7D)
             }
         }
         let bins = 200
@@ -268,7 +268,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
                     begin()
                     out.write("{\"args\":{\"busy\":"); out.write(String((v * 1000).rounded() / 1000))
                     out.write("},\"name\":"); out.jsonString("busy ratio (loop \(l.key.loop))")
-                    out.write(",\"ph\":\"C\",\"pid\":"); out.int(l.key.pid); out.write(",\"ts\":"); micros(Int64((Double(i) * width).rounded(.down)))
+                    out.write(",\"ph\":\"C\",\"pid\":"); out.int(LoopKey.exportPID(l.key.pid)); out.write(",\"ts\":"); micros(Int64((Double(i) * width).rounded(.down)))
                     out.byte(0x7D)
                 }
             }

@@ -11,16 +11,18 @@ public enum JSONReportRenderer {
     }
 }
 
-/// `--format csv`: one row per (loop, item) with the loop's figures repeated, RFC 4180 quoting.
+/// `--format csv`: one row per (loop, item) with the loop's figures repeated, RFC 4180 quoting;
+/// the last column is the loop's host (empty when the traces name none).
 public enum CSVReportRenderer {
     /// The CSV text.
     public static func render(_ r: Report) -> String {
-        var o = "pid,loop,tid,procname,thread_name,iterations,busy_ns,sleep_ns,busy_ratio,kind,item,name,count,total_ns,max_ns,p50_ns,p99_ns\n"
+        var o = "pid,loop,tid,procname,thread_name,iterations,busy_ns,sleep_ns,busy_ratio,kind,item,name,count,total_ns,max_ns,p50_ns,p99_ns,host\n"
         for l in r.loops {
             let head = "\(l.pid),\(l.loop),\(l.tid),\(q(l.procname)),\(q(l.threadName)),\(l.iterations),\(l.busyNs),\(l.sleepNs),\(l.busyRatio)"
-            if l.items.isEmpty { o += head + ",,,,,,,,\n" }
+            let host = q(l.host ?? "")
+            if l.items.isEmpty { o += head + ",,,,,,,,,\(host)\n" }
             for i in l.items {
-                o += head + ",\(i.kind),\(i.item),\(q(i.name)),\(i.count),\(i.totalNs),\(i.maxNs),\(i.p50Ns),\(i.p99Ns)\n"
+                o += head + ",\(i.kind),\(i.item),\(q(i.name)),\(i.count),\(i.totalNs),\(i.maxNs),\(i.p50Ns),\(i.p99Ns),\(host)\n"
             }
         }
         return o

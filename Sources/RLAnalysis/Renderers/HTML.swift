@@ -21,7 +21,7 @@ public enum HTMLReportRenderer {
         o += findings.isEmpty ? "<p>None: no hang, slow callout, late timer or spin.</p>\n"
             : "<ul>" + findings.map { "<li class=\"finding\">\(UntrustedText.htmlEntities(String($0.dropFirst(4))))</li>" }.joined() + "</ul>\n"
         for l in r.loops {
-            o += "<h2>Loop \(l.loop) — \(esc(l.procname)) pid \(l.pid), thread \(l.tid) \(esc(l.threadName))</h2>\n"
+            o += "<h2>Loop \(l.loop) — \(r.trace.hosts != nil ? "host \(esc(l.host ?? "")) " : "")\(esc(l.procname)) pid \(l.pid), thread \(l.tid) \(esc(l.threadName))</h2>\n"
             o += "<p>\(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s), busy \(formatDuration(l.busyNs)) / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))), \(l.callouts) callouts, \(l.spuriousWakes) spurious wakes.</p>\n"
             if let strips {
                 o += busyStrip(strips, l, r)
@@ -129,7 +129,7 @@ public enum HTMLReportRenderer {
     static func busyStrip(_ strips: BusyStripCollector, _ l: LoopReport, _ r: Report) -> String {
         let bins = 400, left = 44, plotW = 920, height = 80, top = 8
         let span = max(1, r.trace.endNs - r.trace.beginNs)
-        let s = strips.strip(LoopKey(pid: l.pid, loop: l.loop), begin: r.trace.beginNs, end: r.trace.endNs, bins: bins)
+        let s = strips.strip(LoopKey(pid: l.pid | (Int64(r.trace.hosts?.firstIndex { $0.name == l.host } ?? 0) << LoopKey.hostShift), loop: l.loop), begin: r.trace.beginNs, end: r.trace.endNs, bins: bins)
         var o = "<h3>Busy over time: share of each \(formatDuration(span / Int64(bins))) the loop was busy (not asleep)</h3>\n"
         o += "<svg width=\"\(left + plotW + 20)\" height=\"\(height + top + 40)\" role=\"img\" aria-label=\"busy over time\">"
         for pct in [0, 25, 50, 75, 100] {

@@ -133,7 +133,8 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         switch k.b {
         case -2:
             let info = resolver?.info(of: LoopKey(pid: k.pid, loop: k.a))
-            return "loop \(k.a)\(info.map { $0.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal($0.threadName))\"" } ?? "")"
+            let host = resolver?.hostName(of: k.pid).map { " on \(UntrustedText.terminal($0))" } ?? ""
+            return "loop \(k.a)\(host)\(info.map { $0.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal($0.threadName))\"" } ?? "")"
         case -4: return (WakeReason(rawValue: UInt8(k.a)) ?? .none).label
         case -6: return (CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label
         case -5:

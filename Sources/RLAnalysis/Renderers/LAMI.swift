@@ -126,7 +126,7 @@ public enum LAMIReportRenderer {
         for l in r.loops {
             let th = process(pid: l.pid, tid: l.tid, name: l.threadName)
             let loop = num(l.loop)
-            loops.append([process(pid: l.pid, name: l.procname), th, loop, num(l.iterations), dur(l.busyNs), dur(l.sleepNs),
+            loops.append([process(pid: l.pid, name: r.trace.hosts != nil ? "\(l.host ?? ""): \(l.procname)" : l.procname), th, loop, num(l.iterations), dur(l.busyNs), dur(l.sleepNs),
                           ratio(l.busyRatio), num(l.callouts), num(l.hangs.count), num(l.spins.count), num(l.spuriousWakes)])
             for i in l.items {
                 items.append([th, loop, str(i.kind), num(i.item), str(i.name), num(i.count), dur(i.totalNs), dur(i.p50Ns), dur(i.p99Ns), dur(i.maxNs)])

@@ -310,7 +310,9 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let d = w.open(Field.trackDescriptor)
         w.uint(1, uuid)
         let p = w.open(3)
-        w.int(1, pid); w.string(6, name.isEmpty ? "pid \(pid)" : name)
+        // Pids as the exports give them (two hosts' processes apart), the host before the name.
+        let title = name.isEmpty ? "pid \(LoopKey.processID(pid))" : name
+        w.int(1, LoopKey.exportPID(pid)); w.string(6, resolver?.hostName(of: pid).map { "\($0): \(title)" } ?? title)
         w.close(p)
         w.close(d)
         endPacket()
@@ -324,7 +326,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         w.uint(1, t.uuid)
         if l.tid >= 0 {
             let th = w.open(4)
-            w.int(1, t.key.pid); w.int(2, l.tid)
+            w.int(1, LoopKey.exportPID(t.key.pid)); w.int(2, LoopKey.exportTID(l.tid, of: t.key.pid))
             w.string(5, "\(l.threadName.isEmpty ? "thread \(l.tid)" : l.threadName) — loop \(t.key.loop)")
             w.close(th)
         } else {
@@ -353,7 +355,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             let d = w.open(Field.trackDescriptor)
             w.uint(1, u)
             let th = w.open(4)
-            w.int(1, k.pid); w.int(2, k.tid)
+            w.int(1, LoopKey.exportPID(k.pid)); w.int(2, LoopKey.exportTID(k.tid, of: k.pid))
             w.close(th)
             w.close(d)
             endPacket()

@@ -11,7 +11,16 @@ public struct TextReportRenderer {
         var o = ""
         let span = r.trace.endNs - r.trace.beginNs
         o += "rltrace report — \(r.trace.paths.count) trace\(r.trace.paths.count == 1 ? "" : "s"), \(r.trace.events) events (\(r.trace.runloopEvents) runloop), \(formatDuration(span))\n"
-        for p in r.trace.paths { o += "  \(UntrustedText.terminal(p))\n" }
+        if let hosts = r.trace.hosts {
+            // Several hosts: each host's traces, and how its clock was put on the first host's.
+            for h in hosts {
+                let shift = h.shiftNs == 0 ? "its clock" : "clock \(h.shiftNs < 0 ? "−" : "+")\(formatDuration(h.shiftNs.magnitude > UInt64(Int64.max) ? .max : Int64(h.shiftNs.magnitude))) onto \(UntrustedText.terminal(hosts[0].name))'s"
+                o += "  host \(UntrustedText.terminal(h.name)): \(h.loops) loop\(h.loops == 1 ? "" : "s"), \(h.paths.count) trace\(h.paths.count == 1 ? "" : "s"), \(formatDuration(h.endNs - h.beginNs)) from \(rel(h.beginNs, r)) (\(shift))\n"
+                for p in h.paths { o += "    \(UntrustedText.terminal(p))\n" }
+            }
+        } else {
+            for p in r.trace.paths { o += "  \(UntrustedText.terminal(p))\n" }
+        }
         if r.trace.discardedEvents > 0 || r.trace.lostPackets > 0 {
             o += "  ⚠ DATA LOST: \(r.trace.discardedEvents) discarded events, \(r.trace.lostPackets) lost packets\n"
             for l in r.trace.losses {
@@ -24,7 +33,7 @@ public struct TextReportRenderer {
         // Findings
         var findings: [String] = []
         for l in r.loops {
-            let who = loopName(l)
+            let who = loopName(l, r)
             for h in l.hangs {
                 let c = h.culprit.map { "\($0.kind) \"\(UntrustedText.terminal($0.name))\" (\(formatDuration($0.durationNs)))" } ?? "no callout"
                 let cpu = h.onCpuNs.map { " (on CPU \(formatDuration($0)): \(h.state ?? ""))" } ?? ""
@@ -49,13 +58,13 @@ public struct TextReportRenderer {
         if !watched.isEmpty {
             o += "\nhang stacks (the program's watchdog):\n"
             for (l, h) in watched {
-                o += "  \(loopName(l)) iteration \(h.iteration) at \(rel(h.beginNs, r)):\n" + HangStackText.render(h, indent: "    ")
+                o += "  \(loopName(l, r)) iteration \(h.iteration) at \(rel(h.beginNs, r)):\n" + HangStackText.render(h, indent: "    ")
             }
             o += HangStackText.unresolvedNote(r)
         }
 
         for l in r.loops {
-            o += "\nloop \(l.loop) — pid \(l.pid) \(l.procname.isEmpty ? "" : "\(UntrustedText.terminal(l.procname)) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\"")\n"
+            o += "\nloop \(l.loop) — \(hostPart(l, r))pid \(l.pid) \(l.procname.isEmpty ? "" : "\(UntrustedText.terminal(l.procname)) ")thread \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\"")\n"
             o += "  span \(formatDuration(l.spanNs)) · \(l.iterations) iterations (\(Int(l.iterationsPerSecond.rounded()))/s) · busy \(formatDuration(l.busyNs))\(l.onCpuNs.map { " (on CPU while busy \(formatDuration($0)))" } ?? "") / asleep \(formatDuration(l.sleepNs)) (busy \(pct(l.busyRatio))) · \(String(format1(l.calloutsPerIteration))) callouts/iteration\n"
             if l.unmatchedCallouts > 0 { o += "  ⚠ \(l.unmatchedCallouts) callout entries/exits could not be paired\n" }
             if !l.calloutKinds.isEmpty {
@@ -113,8 +122,14 @@ public struct TextReportRenderer {
         return o
     }
 
-    func loopName(_ l: LoopReport) -> String {
-        "loop \(l.loop) (\(l.procname.isEmpty ? "pid \(l.pid)" : UntrustedText.terminal(l.procname)) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\""))"
+    /// `host H ` when the report spans several hosts, else "".
+    func hostPart(_ l: LoopReport, _ r: Report) -> String {
+        r.trace.hosts != nil ? "host \(UntrustedText.terminal(l.host ?? "")) " : ""
+    }
+
+    /// `loop N (HOST PROCESS tid T "THREAD")` — the host only when the report spans several.
+    public func loopName(_ l: LoopReport, _ r: Report) -> String {
+        "loop \(l.loop) (\(r.trace.hosts != nil ? "\(UntrustedText.terminal(l.host ?? "")) " : "")\(l.procname.isEmpty ? "pid \(l.pid)" : UntrustedText.terminal(l.procname)) tid \(l.tid)\(l.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal(l.threadName))\""))"
     }
     func rel(_ ns: Int64, _ r: Report) -> String { "+" + formatDuration(ns - r.trace.beginNs) }
 }

@@ -307,7 +307,9 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     @inline(never)
     private func renderHeader(_ loop: LoopInfo, loopNumber n: Int) {
         let out = staging
-        out.write("loop "); out.uint(loop.key.loop); out.write(" (pid "); out.int(loop.key.pid)
+        out.write("loop "); out.uint(loop.key.loop); out.write(" (")
+        if let h = resolver?.hostName(of: loop.key.pid) { out.write("host "); out.write(UntrustedText.terminal(h)); out.byte(0x20) }
+        out.write("pid "); out.int(loop.key.processID)
         if !loop.procname.isEmpty { out.byte(0x20); out.write(UntrustedText.terminal(loop.procname)) }
         out.write(" tid "); out.int(loop.tid)
         if !loop.threadName.isEmpty { out.write(" \""); out.write(UntrustedText.terminal(loop.threadName)); out.byte(0x22) }
