@@ -138,6 +138,14 @@ struct FleetTests {
         let d = try json(try run("rltrace", ["diff", "--format", "json", tree, tree]).out)
         let statuses = (d["loops"] as? [[String: Any]] ?? []).map { $0["status"] as? String ?? "" }
         #expect(statuses == ["both", "both", "both", "both"], "\(statuses)")
+        // diff --host: the host's loops on both sides.
+        let one = try json(try run("rltrace", ["diff", "--format", "json", "--host", "beta", tree, tree]).out)
+        #expect((one["loops"] as? [[String: Any]] ?? []).map { $0["status"] as? String ?? "" } == ["both", "both"])
+        // top runs a program on this host: a --host naming another refuses before running it.
+        let marker = "\(tree)/ran"
+        let top = try run("rltrace", ["top", "--batch", "--count", "1", "--host", "no-such-host", "--", "/bin/touch", marker])
+        #expect(top.status == 4 && top.err.contains("--host \"no-such-host\""), "\(top.err)")
+        #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
     @Test("two hosts (session daemons with host names of their own) streaming to one relay daemon: report on its tree names both, and equals each host's report")
