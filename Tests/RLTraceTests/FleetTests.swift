@@ -134,6 +134,15 @@ struct FleetTests {
         let processes = (chrome["traceEvents"] as? [[String: Any]] ?? []).filter { $0["name"] as? String == "process_name" }
             .map { "\($0["pid"] ?? "")=\(($0["args"] as? [String: Any])?["name"] ?? "")" }
         #expect(processes.sorted() == ["4199421=beta: rl-example", "5117=alpha: rl-example"], "\(processes)")
+        // Perfetto: the same, in its process descriptors (decoded by protoc).
+        #expect(try run("rltrace", ["export", "--format", "perfetto", "-o", "\(dir)/p.pftrace", tree]).status == 0)
+        let decoded = try runProgram("/usr/bin/protoc", ["--proto_path=\(PerfettoExportTests.protoDir)", "--decode=perfetto.protos.Trace", "perfetto_subset.proto"],
+                                     stdin: FileHandle(forReadingAtPath: "\(dir)/p.pftrace"))
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        let described = decoded.stdout.components(separatedBy: "process {").dropFirst().map { block in
+            block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.prefix { $0 != "}" }.filter { $0.hasPrefix("pid:") || $0.hasPrefix("process_name:") }.joined(separator: " ")
+        }
+        #expect(Set(described) == ["pid: 5117 process_name: \"alpha: rl-example\"", "pid: 4199421 process_name: \"beta: rl-example\""], "\(Set(described))")
         // diff of a fleet with itself: every loop paired with its own host's, nothing added or removed.
         let d = try json(try run("rltrace", ["diff", "--format", "json", tree, tree]).out)
         let statuses = (d["loops"] as? [[String: Any]] ?? []).map { $0["status"] as? String ?? "" }
