@@ -261,6 +261,7 @@ struct DiffTests {
         if !found.isEmpty {
             let root = NSTemporaryDirectory() + "rltrace-diff-retry-\(getpid())"
             try? FileManager.default.removeItem(atPath: root)
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)   // `record -o` wants the parent
             defer { try? FileManager.default.removeItem(atPath: root) }
             print("DiffTests: the first pair showed \(found); recording a fresh pair")
             _ = try recordExamples(root, [("a", []), ("b", [])])

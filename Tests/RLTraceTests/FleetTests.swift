@@ -157,7 +157,7 @@ struct FleetTests {
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
-    @Test("two hosts (session daemons with host names of their own) streaming to one relay daemon: report on its tree names both, and equals each host's report")
+    @Test("two hosts (session daemons with host names of their own) streaming to one relay daemon, one a flight recorder: report on its tree names both, and equals each host's report")
     func twoHostsToOneRelay() throws {
         guard geteuid() == 0 else { return }    // a host name of its own needs a UTS namespace
         let relayOut = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-fleet-relayd-\(getpid())")
@@ -168,7 +168,10 @@ struct FleetTests {
         var daemons: [PrivateSessionDaemon] = []
         defer { for d in daemons { d.stop() } }
         for n in names { daemons.append(try PrivateSessionDaemon.start(hostname: n)) }
-        let recorders = try daemons.map { try BackgroundRecorder($0, ["record", "--all", "-o", relay.sessionURL]) }
+        // Host a records everything; host b is a flight recorder sending a snapshot per hang.
+        let recorders = try daemons.enumerated().map { i, d in
+            try BackgroundRecorder(d, ["record", "--all"] + (i == 1 ? ["--on-hang", "250ms"] : []) + ["-o", relay.sessionURL])
+        }
         for d in daemons { try waitActiveSessions(1, daemon: d) }
         // One service per host, one hang each (host b's twice as long).
         let services = try daemons.enumerated().map { i, d in
@@ -177,6 +180,7 @@ struct FleetTests {
         for s in services { #expect(try s.finish().hangsAt.count == 1) }
         for r in recorders { let (status, err) = r.stop(SIGINT); #expect(status == 0, "\(err)") }
         #expect(contents(relayOut.path) == names, "\(contents(relayOut.path))")
+        #expect(snapshotDirectories(below: relayOut.appendingPathComponent(names[1])).count == 1)
         let fleet = try reportJSON(relayOut.path)
         let loops = try #require(fleet["loops"] as? [[String: Any]])
         #expect(Set(loops.compactMap { $0["host"] as? String }) == Set(names))
