@@ -1,10 +1,12 @@
+import RunLoopSchema
+
 /// Narrows what the analysis looks at (the CLI's common filters).
 public struct EventFilter: Sendable {
     /// Only these processes (`vpid`), threads, process names, loops.
     public var pids: Set<Int64> = [], tids: Set<Int64> = [], procnames: Set<String> = [], loops: Set<UInt64> = []
     /// Callout figures only for these kinds (empty: all), items whose name matches this glob, and
     /// callouts at least this long. Iterations, sleeps and wakes are not narrowed by these.
-    public var calloutKinds: Set<CalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
+    public var calloutKinds: Set<RLCalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
     /// Only what happens in runs of these modes (empty: every mode; `default` also names
     /// `kCFRunLoopDefaultMode`): iterations of those runs, and the callouts, sleeps, wakes and
     /// latencies inside them.
@@ -179,7 +181,7 @@ public func formatDuration(_ ns: Int64) -> String {
     return f(a / 1e9, "s")
 }
 
-extension Set where Element == CalloutKind {
+extension Set where Element == RLCalloutKind {
     /// The kinds as bits (bit `rawValue`), every bit when the set is empty (an empty selection of
     /// kinds selects every kind).
     public var selectionMask: UInt64 { isEmpty ? ~0 : reduce(0) { $0 | 1 << UInt64($1.rawValue) } }

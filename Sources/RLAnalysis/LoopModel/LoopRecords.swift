@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 // The records the loop model (LoopModel.swift) hands to the pipeline's sinks.
 
 /// Identifies a loop across processes: `(pid, loop)` — the `vpid` context, or the high 32 bits of
@@ -19,7 +21,7 @@ public struct LoopKey: Hashable, Comparable, Sendable, CustomStringConvertible {
 /// One matched callout.
 public struct CalloutRecord: Sendable {
     /// Its kind.
-    public var kind: CalloutKind
+    public var kind: RLCalloutKind
     /// The item id (0 for the main queue).
     public var item: UInt64
     /// Entry and exit timestamps.
