@@ -62,7 +62,8 @@ let package = Package(
         // emitters and docs/tracepoints.md's events table from it (scripts/gen-provider.sh);
         // TracingTests' GeneratedProviderTests fail when the checked-in files differ.
         .target(name: "RunLoopSchema"),
-        .executableTarget(name: "rl-tpgen", dependencies: ["RunLoopSchema"], path: "Tools/rl-tpgen"),
+        // (It reads RunLoopCore's RLRunResult and RLActivity for the `run_result` and `activity` tables.)
+        .executableTarget(name: "rl-tpgen", dependencies: ["RunLoopSchema", "RunLoopCore"], path: "Tools/rl-tpgen"),
         .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints", "CRunLoopHang", "RunLoopSchema"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
         .executableTarget(name: "tracing-scenarios", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "RunLoopScenarios"], path: "Tests/Programs/tracing-scenarios",

@@ -450,15 +450,8 @@ public enum RunLoopSchema {
     public static let wakeReason = RLSchemaEnumeration(
         name: "wake_reason",
         enumerators: RLSchemaWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) })
-    /// The `run_result` enumeration (CFRunLoopRunResult raw values).
-    public static let runResult = RLSchemaEnumeration(name: "run_result", enumerators: [
-        .init("finished", 1), .init("stopped", 2), .init("timed_out", 3), .init("handled_source", 4),
-    ])
-    /// The `activity` enumeration (CFRunLoopActivity bits, one per observer callout).
-    public static let activity = RLSchemaEnumeration(name: "activity", enumerators: [
-        .init("entry", 1), .init("before_timers", 2), .init("before_sources", 4),
-        .init("before_waiting", 32), .init("after_waiting", 64), .init("exit", 128),
-    ])
+    // `run_result` and `activity` (``runResult``, ``activity``) are RunLoopCore's RLRunResult and
+    // RLActivity, generated from them: RunLoopSchema+RunLoopCore.swift.
     /// Every enumeration, in the header's order.
     public static let enumerations: [RLSchemaEnumeration] = [calloutKind, wakeReason, runResult, activity]
 

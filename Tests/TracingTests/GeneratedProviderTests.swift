@@ -36,7 +36,7 @@ struct GeneratedProviderTests {
         let files = list.stdout.split(separator: "\n").map(String.init)
         #expect(files == ["Sources/CRunLoopTracepoints/runloop_tp.h", "Sources/CRunLoopTracepoints/include/CRunLoopTracepoints.h",
                           "Sources/CRunLoopTracepoints/runloop_emit.c", "Sources/RunLoopTracing/RLTrace+Generated.swift",
-                          "docs/tracepoints.md"])
+                          "Sources/RunLoopSchema/RunLoopSchema+RunLoopCore.swift", "docs/tracepoints.md"])
         let out = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: out) }
         let run = try runProgram(gen, ["--root", Self.root.path, "--output", out.path])
