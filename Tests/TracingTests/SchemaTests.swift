@@ -272,6 +272,15 @@ struct SchemaTests {
             #expect(id.event.name == n && RLSchemaEventID(name: n) == id)
             #expect(swiftEmit.contains("case .\(id): return rl_tp_\(n)_enabled()"), "RLTrace.isEnabled(.\(id)) checks \(n)")
             #expect(swiftFace.contains("if rl_tp_\(n)_enabled() {"), "RLTrace has a tracepoint function for \(n)")
+            // RLTrace's function takes the path RunLoopSchema states (the generator writes the helpers).
+            switch id.event.swiftEmitter {
+            case .inlineCall:
+                #expect(swiftFace.contains("rl_tp_\(n)("), "RLTrace calls rl_tp_\(n) from its inlined check")
+                #expect(!swiftEmit.contains("static func _\(id.swiftName)("), "no out-of-line helper for \(n)")
+            case .outOfLine, .handWritten:
+                #expect(swiftFace.contains("_\(id.swiftName)("), "RLTrace calls _\(id.swiftName)")
+                #expect(swiftEmit.components(separatedBy: "static func _\(id.swiftName)(").count == 2, "one helper _\(id.swiftName)")
+            }
             // The id-only events call their C emitter from the inlined check; the others through an
             // out-of-line helper that converts names (RLTraceEmit.swift).
             #expect(swiftEmit.contains("rl_tp_\(n)(") || swiftFace.contains("rl_tp_\(n)("), "RunLoopTracing calls rl_tp_\(n)")
