@@ -27,7 +27,7 @@ let package = Package(
         .target(
             name: "RunLoopCore",
             dependencies: [
-                "CRunLoopShims", "RunLoopTracing",
+                "CRunLoopShims", "RunLoopTracing", "RunLoopSchema",
                 // (Timer heaps and the perform-block queue are RunLoopCore's own, grown with realloc:
                 // measured in rl-bench, see docs/benchmarks.md. Deque serves RLMessagePort.)
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -51,15 +51,25 @@ let package = Package(
             cSettings: [.headerSearchPath(".")] + (tracingDisabled ? [.define("RLTRACE_DISABLED")] : []),
             linkerSettings: tracingDisabled ? [] : [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")]
         ),
-        // The provider's event schema (events, fields, enumerations) stated once, as data;
-        // TracingTests' SchemaTests check runloop_tp.h, RLTrace and docs/tracepoints.md against it.
+        // The hang watchdog's stack sampler (a signal handler emitting runloop:hang_stack); its Swift
+        // face is RunLoopTracing's RLHangSampler.
+        .target(
+            name: "CRunLoopHang", dependencies: ["CRunLoopTracepoints"],
+            cSettings: tracingDisabled ? [.define("RLTRACE_DISABLED")] : []
+        ),
+        // The provider's event schema (events, fields, enumerations, how each is emitted) stated once,
+        // as data. rl-tpgen generates the provider's C header, C emitters, enabled checks, Swift
+        // emitters and docs/tracepoints.md's events table from it (scripts/gen-provider.sh);
+        // TracingTests' GeneratedProviderTests fail when the checked-in files differ.
         .target(name: "RunLoopSchema"),
-        .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints", "RunLoopSchema"], swiftSettings: tracingDefines),
+        // (It reads RunLoopCore's RLRunResult and RLActivity for the `run_result` and `activity` tables.)
+        .executableTarget(name: "rl-tpgen", dependencies: ["RunLoopSchema", "RunLoopCore"], path: "Tools/rl-tpgen"),
+        .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints", "CRunLoopHang", "RunLoopSchema"], swiftSettings: tracingDefines),
         // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
         .executableTarget(name: "tracing-scenarios", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "RunLoopScenarios"], path: "Tests/Programs/tracing-scenarios",
                          // Swift 5 mode: the replayed differential scenarios are copied verbatim from RunLoopCoreTests (also v5).
                          swiftSettings: [.swiftLanguageMode(.v5)]),
-        .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport"]),
+        .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport", "rl-tpgen"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
         // LTTng's own floor for tracing-bench (a bench-only provider `rlbench_floor`: one
         // integer field, and runloop:block_entry's payload emitted from C), compiled out with RLTRACE_DISABLED=1.
@@ -73,7 +83,7 @@ let package = Package(
 
         // --- rl-bench: RunLoopCore vs CFRunLoop vs a bare epoll floor (scripts/bench.sh) ---
         .target(name: "RLBenchMallocCounter", path: "Benchmarks/rl-bench-malloc-counter"),
-        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter", "TestSupport",
+        .executableTarget(name: "rl-bench", dependencies: ["RunLoopCore", "RunLoopTracing", "CRunLoopShims", "LTTngControl", "RLBenchMallocCounter", "TestSupport",
                                                          .product(name: "ArgumentParser", package: "swift-argument-parser")],
                           path: "Benchmarks/rl-bench", swiftSettings: tracingDefines + [.swiftLanguageMode(.v5)]),
 
@@ -108,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "rltrace",
             dependencies: [
-                "CTFReader", "LTTngControl", "RLAnalysis", "LTTngLive",
+                "CTFReader", "LTTngControl", "RLAnalysis", "LTTngLive", "RunLoopSchema",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -17,7 +17,7 @@ import LTTngControl
 import RunLoopCore
 import Synchronization
 #if !RLTRACE_DISABLED
-import CRunLoopTracepoints
+import RunLoopTracing
 #endif
 
 struct HangIdleNumbers: Codable {
@@ -96,7 +96,7 @@ func hangRows(_ sz: Sizes, _ opt: Options) {
     }
 
     // One capture, in this process: a loop thread busy in a callout, then asleep in usleep.
-    let capturedSignal = rl_hang_capture_install()
+    let capturedSignal = RLHangSampler.installCapture()
     guard capturedSignal > 0 else {
         rows.append(Row(id: "hang_capture", workload: "h. one stack capture", unit: "µs", ours: nil, cf: nil, floor: nil,
                         ratio: nil, ratio_of: "", target: nil, pass: nil, note: "no free real-time signal"))
@@ -146,7 +146,7 @@ func captureRounds(_ rounds: Int, sleeping: Bool) -> ([Double], Double) {
     var frames = 0
     for _ in 0..<rounds {
         let t0 = nowNs()
-        let n = rl_hang_capture(sh.tid, 0, 0, 0, t0, 100_000_000)
+        let n = RLHangSampler.capture(thread: sh.tid, loop: 0, hangID: 0, sample: 0, startNs: t0, timeoutNs: 100_000_000)
         let t1 = nowNs()
         if n >= 0 { times.append(Double(t1 - t0) / 1000); frames += Int(n) }
     }

@@ -5,10 +5,8 @@ import Musl
 #endif
 import CRunLoopShims
 import Synchronization
+import RunLoopSchema
 import RunLoopTracing
-#if !RLTRACE_DISABLED
-import CRunLoopTracepoints
-#endif
 
 // The hang watchdog (docs/hangs.md): one thread per process watches every loop through one word each
 // loop already keeps up to date on its own thread, and reports a loop stuck in one callout (or in
@@ -28,7 +26,7 @@ import CRunLoopTracepoints
 /// The watch word of a loop (``RLRunLoop/watchWord``): what the loop's thread is doing.
 ///
 /// Bits 61–63: the state — 0 idle (not running, or asleep in its wait), 1–6 in a callout of
-/// ``RLTraceCalloutKind`` raw value + 1, 7 in the loop's own code between callouts. Bits 48–60: the
+/// ``RLCalloutKind`` raw value + 1, 7 in the loop's own code between callouts. Bits 48–60: the
 /// low 13 bits of the loop's callout counter at the callout's start (two consecutive callouts of one
 /// item differ). Bits 0–47: the item's id (0 for the main queue). The word 0 means "never ran"
 /// (not yet known to the watchdog); an idle registered loop holds ``idle``.
@@ -37,14 +35,14 @@ enum Watch {
     static let loop: UInt64 = 7 << 61
     static let itemMask: UInt64 = 0xFFFF_FFFF_FFFF
 
-    @inline(__always) static func callout(_ kind: RLTraceCalloutKind, seq: UInt32, item: UInt64) -> UInt64 {
+    @inline(__always) static func callout(_ kind: RLCalloutKind, seq: UInt32, item: UInt64) -> UInt64 {
         (UInt64(kind.rawValue &+ 1) << 61) | (UInt64(seq & 0x1FFF) << 48) | (item & itemMask)
     }
     @inline(__always) static func state(_ word: UInt64) -> UInt64 { word >> 61 }
     /// The callout kind of a word in a callout; nil in the loop's own code.
-    static func kind(_ word: UInt64) -> RLTraceCalloutKind? {
+    static func kind(_ word: UInt64) -> RLCalloutKind? {
         let s = state(word)
-        return s >= 1 && s <= 6 ? RLTraceCalloutKind(rawValue: UInt8(s - 1)) : nil
+        return s >= 1 && s <= 6 ? RLCalloutKind(rawValue: UInt8(s - 1)) : nil
     }
 }
 
@@ -53,7 +51,7 @@ enum Watch {
 extension RLRunLoop {
     /// Before a callout: publishes the callout (kind, sequence, item) and returns the enclosing word
     /// for ``watchRestore(_:)`` (one relaxed load, one relaxed store).
-    @inline(__always) func watchCalloutBegin(_ kind: RLTraceCalloutKind, _ item: UInt64) -> UInt64 {
+    @inline(__always) func watchCalloutBegin(_ kind: RLCalloutKind, _ item: UInt64) -> UInt64 {
         let outer = watchWord.load(ordering: .relaxed)
         watchWord.store(Watch.callout(kind, seq: calloutCount, item: item), ordering: .relaxed)
         return outer
@@ -93,7 +91,7 @@ extension RLRunLoop {
     /// The name of the item a hang is in (observers, sources and timers are found in the loop's
     /// modes by id; a block has left the queue when it runs, so it and the main queue have none).
     /// Called on the watchdog's thread. Never blocks on the loop's lock: gives up after ~1 ms.
-    fileprivate func watchItemName(_ kind: RLTraceCalloutKind, _ item: UInt64) -> String {
+    fileprivate func watchItemName(_ kind: RLCalloutKind, _ item: UInt64) -> String {
         guard kind != .block && kind != .mainQueue, lockBriefly() else { return "" }
         defer { lock.unlock() }
         func matches(_ id: UInt64) -> Bool { id & Watch.itemMask == item }
@@ -179,7 +177,7 @@ public enum RLHangWatchdog {
         #if RLTRACE_DISABLED
         return 0
         #else
-        return rl_hang_signals_sent()
+        return RLHangSampler.signalsSent
         #endif
     }
 
@@ -266,7 +264,7 @@ public enum RLHangWatchdog {
     @inline(never)
     static func register(_ loop: RLRunLoop) -> UInt64 {
         #if !RLTRACE_DISABLED
-        rl_hang_thread_prepare()   // on the loop's thread: the capture signal must not be blocked here
+        RLHangSampler.prepareThread()   // on the loop's thread: the capture signal must not be blocked here
         loops.withLock { $0.append(WatchedLoop(loop)) }
         if enabled.load(ordering: .relaxed), !started.exchange(true, ordering: .acquiringAndReleasing) { startThread() }
         #endif
@@ -355,7 +353,7 @@ public enum RLHangWatchdog {
 
         func install() {
             installed = true
-            RLHangWatchdog.signal.store(rl_hang_capture_install(), ordering: .relaxed)
+            RLHangWatchdog.signal.store(RLHangSampler.installCapture(), ordering: .relaxed)
         }
 
         func sleep(ns: UInt64) {
@@ -447,7 +445,8 @@ public enum RLHangWatchdog {
             h.nextSample = rl_monotonic_ns() &+ threshold
             guard RLTrace.isEnabled(.hangStack) else { return }
             h.attempts += 1
-            let n = rl_hang_capture(loop.threadID, loop.id, h.id, h.samples, firstSeen, RLHangWatchdog.captureTimeoutNs)
+            let n = RLHangSampler.capture(thread: loop.threadID, loop: loop.id, hangID: h.id, sample: h.samples,
+                                              startNs: firstSeen, timeoutNs: RLHangWatchdog.captureTimeoutNs)
             if n >= 0 { h.samples += 1 }
         }
 

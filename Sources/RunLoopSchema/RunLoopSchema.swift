@@ -1,20 +1,22 @@
 // The `runloop` LTTng-UST provider's event schema, stated once (docs/tracepoints.md).
 //
 // Every event's name, log level, event class and payload fields (in order, with their CTF kind),
-// and every enumeration (labels and values). The C provider (Sources/CRunLoopTracepoints/runloop_tp.h)
-// must declare exactly this: Tests/TracingTests/SchemaTests.swift parses the header and compares
-// it with these tables, checks that RunLoopTracing has an emitter for every event and that
-// docs/tracepoints.md documents every event. RunLoopTracing and RLAnalysis take their names and
-// values from here. Dependency-free (the standard library only).
+// every enumeration (labels and values), and how each event is emitted (RunLoopSchemaEmitters.swift).
+// The provider's C header, C emitters, enabled checks, Swift out-of-line emitters and the events
+// table of docs/tracepoints.md are generated from this by Tools/rl-tpgen (scripts/gen-provider.sh);
+// Tests/TracingTests/GeneratedProviderTests.swift fails when the checked-in files differ from its
+// output, and SchemaTests.swift still parses the header back as an independent check.
+// RunLoopTracing and RLAnalysis take their names and values from here. Dependency-free (the
+// standard library only).
 
 // MARK: - value enumerations
 
 /// The kind of a run-loop callout: the `callout_kind` enumeration of the `runloop` provider.
 ///
-/// RunLoopTracing calls it `RLTraceCalloutKind`, RLAnalysis `CalloutKind` (type aliases). The
-/// provider's enumeration also has `loop` (``RunLoopSchema/calloutKindLoop``), recorded only by
-/// `hang_begin`, which is not a callout and so not a case here.
-public enum RLSchemaCalloutKind: UInt8, Sendable, CaseIterable, Codable, Comparable {
+/// The one callout-kind type of the package: RunLoopCore, RunLoopTracing and RLAnalysis all use
+/// it under this name. The provider's enumeration also has `loop` (``RunLoopSchema/calloutKindLoop``),
+/// recorded only by `hang_begin`, which is not a callout and so not a case here.
+public enum RLCalloutKind: UInt8, Sendable, CaseIterable, Codable, Comparable {
     /// A run-loop observer (activity callout).
     case observer = 0
     /// A version-0 source (signalled, performed by the loop).
@@ -65,7 +67,7 @@ public enum RLSchemaCalloutKind: UInt8, Sendable, CaseIterable, Codable, Compara
     }
 
     /// Orders kinds by raw value.
-    @inlinable public static func < (a: RLSchemaCalloutKind, b: RLSchemaCalloutKind) -> Bool { a.rawValue < b.rawValue }
+    @inlinable public static func < (a: RLCalloutKind, b: RLCalloutKind) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Why a sleeping run loop woke up: the `wake_reason` enumeration of the `runloop` provider.
@@ -261,16 +263,27 @@ public struct RLSchemaFieldName: RawRepresentable, Hashable, Sendable, CustomStr
     public static let cpuNs = Self(rawValue: "cpu_ns")
 }
 
-/// One payload field: its name and CTF kind.
+/// One payload field: its name and CTF kind, and where its emitters take its value from.
+/// Two fields are equal when their names and kinds are (what a trace records); `source` is not compared.
 public struct RLSchemaField: Hashable, Sendable {
     /// The field's name.
     public var name: RLSchemaFieldName
     /// The field's kind.
     public var type: RLSchemaFieldType
+    /// Where the emitters take the value from (a parameter, a `bool` parameter, the calling thread).
+    public var source: RLSchemaFieldSource
     /// Creates a field.
-    public init(_ name: RLSchemaFieldName, _ type: RLSchemaFieldType) {
+    public init(_ name: RLSchemaFieldName, _ type: RLSchemaFieldType, source: RLSchemaFieldSource = .parameter) {
         self.name = name
         self.type = type
+        self.source = source
+    }
+    /// Equal names and kinds.
+    public static func == (a: RLSchemaField, b: RLSchemaField) -> Bool { a.name == b.name && a.type == b.type }
+    /// Hashes the name and kind.
+    public func hash(into h: inout Hasher) {
+        h.combine(name)
+        h.combine(type)
     }
 }
 
@@ -284,13 +297,20 @@ public struct RLSchemaEvent: Hashable, Sendable {
     public var logLevel: RLSchemaLogLevel
     /// Its payload fields, in order.
     public var fields: [RLSchemaField]
+    /// How RunLoopTracing's inlined check reaches the C emitter.
+    public var swiftEmitter: RLSchemaSwiftEmitter
 
-    /// Creates an event.
-    public init(name: String, eventClass: String? = nil, logLevel: RLSchemaLogLevel, fields: [RLSchemaField]) {
+    /// Creates an event. Without `swiftEmitter`: ``RLSchemaSwiftEmitter/outOfLine`` when a field is
+    /// a string or a sequence (names are converted out of line), else ``RLSchemaSwiftEmitter/inlineCall``.
+    public init(name: String, eventClass: String? = nil, logLevel: RLSchemaLogLevel, fields: [RLSchemaField],
+                swiftEmitter: RLSchemaSwiftEmitter? = nil) {
         self.name = name
         self.eventClass = eventClass
         self.logLevel = logLevel
         self.fields = fields
+        self.swiftEmitter = swiftEmitter ?? (fields.contains { f in
+            switch f.type { case .string, .sequence: true; default: false }
+        } ? .outOfLine : .inlineCall)
     }
 
     /// The full LTTng name, e.g. `runloop:timer_entry`.
@@ -404,8 +424,8 @@ public enum RLSchemaEventID: UInt8, Sendable, CaseIterable {
     }
 
     /// For a callout's entry or exit event: the callout kind and whether it is the entry.
-    public var callout: (kind: RLSchemaCalloutKind, isEntry: Bool)? {
-        for k in RLSchemaCalloutKind.allCases {
+    public var callout: (kind: RLCalloutKind, isEntry: Bool)? {
+        for k in RLCalloutKind.allCases {
             if k.entryEvent == self { return (k, true) }
             if k.exitEvent == self { return (k, false) }
         }
@@ -424,21 +444,14 @@ public enum RunLoopSchema {
     /// The `callout_kind` enumeration.
     public static let calloutKind = RLSchemaEnumeration(
         name: "callout_kind",
-        enumerators: RLSchemaCalloutKind.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) }
+        enumerators: RLCalloutKind.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) }
             + [RLSchemaEnumerator("loop", Int64(calloutKindLoop))])
     /// The `wake_reason` enumeration.
     public static let wakeReason = RLSchemaEnumeration(
         name: "wake_reason",
         enumerators: RLSchemaWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) })
-    /// The `run_result` enumeration (CFRunLoopRunResult raw values).
-    public static let runResult = RLSchemaEnumeration(name: "run_result", enumerators: [
-        .init("finished", 1), .init("stopped", 2), .init("timed_out", 3), .init("handled_source", 4),
-    ])
-    /// The `activity` enumeration (CFRunLoopActivity bits, one per observer callout).
-    public static let activity = RLSchemaEnumeration(name: "activity", enumerators: [
-        .init("entry", 1), .init("before_timers", 2), .init("before_sources", 4),
-        .init("before_waiting", 32), .init("after_waiting", 64), .init("exit", 128),
-    ])
+    // `run_result` and `activity` (``runResult``, ``activity``) are RunLoopCore's RLRunResult and
+    // RLActivity, generated from them: RunLoopSchema+RunLoopCore.swift.
     /// Every enumeration, in the header's order.
     public static let enumerations: [RLSchemaEnumeration] = [calloutKind, wakeReason, runResult, activity]
 
@@ -455,23 +468,26 @@ public enum RunLoopSchema {
         let itemCallout = [loop, item]
         let exit = [loop]
         let registration = [loop, iter, F(.kind, .enumeration("callout_kind", container: .u8)), item, name, F(.mode, .string)]
-        func ev(_ n: String, _ c: String? = nil, _ l: RLSchemaLogLevel, _ f: [F]) -> RLSchemaEvent {
-            RLSchemaEvent(name: n, eventClass: c, logLevel: l, fields: f)
+        let callerTid = F(.callerTid, .integer(.s32), source: .callingThread)
+        func flag(_ n: RLSchemaFieldName) -> F { F(n, .integer(.u8), source: .boolean) }
+        // `emit`: see RLSchemaSwiftEmitter (nil: out of line when the event has a string or a sequence).
+        func ev(_ n: String, _ c: String? = nil, _ l: RLSchemaLogLevel, _ f: [F], emit: RLSchemaSwiftEmitter? = nil) -> RLSchemaEvent {
+            RLSchemaEvent(name: n, eventClass: c, logLevel: l, fields: f, swiftEmitter: emit)
         }
         return [
             ev("loop_created", nil, .info, [loop, iter, F(.tid, .integer(.s32)), F(.threadName, .string)]),
-            ev("loop_destroyed", nil, .info, [loop, iter, F(.tid, .integer(.s32))]),
+            ev("loop_destroyed", nil, .info, [loop, iter, F(.tid, .integer(.s32))], emit: .outOfLine),
             ev("run_enter", nil, .info, [loop, iter, F(.mode, .string), F(.timeoutNs, .integer(.s64)),
-                                         F(.returnAfterSourceHandled, .integer(.u8)), F(.depth, .integer(.u32))]),
+                                         flag(.returnAfterSourceHandled), F(.depth, .integer(.u32))]),
             ev("run_exit", nil, .info, [loop, iter, F(.mode, .string), F(.result, .enumeration("run_result", container: .u8)),
                                         F(.depth, .integer(.u32))]),
-            ev("iteration_begin", nil, .debug, [loop, iter]),
-            ev("iteration_end", nil, .debug, [loop, F(.handledSource, .integer(.u8)), F(.callouts, .integer(.u32))]),
+            ev("iteration_begin", nil, .debug, [loop, iter], emit: .outOfLine),
+            ev("iteration_end", nil, .debug, [loop, flag(.handledSource), F(.callouts, .integer(.u32))]),
             ev("observer_entry", nil, .debug, observer),
             ev("observer_exit", "loop_callout", .debug, exit),
             ev("source0_entry", "item_callout", .debug, itemCallout),
             ev("source0_exit", "loop_callout", .debug, exit),
-            ev("block_entry", "item_callout", .debug, itemCallout),
+            ev("block_entry", "item_callout", .debug, itemCallout, emit: .handWritten),
             ev("block_exit", "loop_callout", .debug, exit),
             ev("source1_entry", nil, .debug, [loop, item, F(.fd, .integer(.s32)), F(.events, .integer(RLSchemaInteger.u32.inHex))]),
             ev("source1_exit", "loop_callout", .debug, exit),
@@ -482,8 +498,8 @@ public enum RunLoopSchema {
             ev("sleep_begin", nil, .debug, [loop, F(.timeoutNs, .integer(.s64)), F(.deadlineNs, .integer(.u64))]),
             ev("wake", nil, .debug, [loop, F(.reason, .enumeration("wake_reason", container: .u8)),
                                      F(.fd, .integer(.s32)), F(.sleptNs, .integer(.u64))]),
-            ev("wakeup_requested", nil, .debug, [loop, F(.accepted, .integer(.u8)), F(.callerTid, .integer(.s32))]),
-            ev("source0_signalled", nil, .debug, [loop, item, F(.signalSeq, .integer(.u64)), F(.callerTid, .integer(.s32))]),
+            ev("wakeup_requested", nil, .debug, [loop, flag(.accepted), callerTid]),
+            ev("source0_signalled", nil, .debug, [loop, item, F(.signalSeq, .integer(.u64)), callerTid]),
             ev("timer_armed", nil, .debugProcess, [loop, item, F(.fireNs, .integer(.u64)),
                                                    F(.intervalNs, .integer(.u64)), F(.missedFires, .integer(.u32))]),
             ev("item_added", "item_registration", .debugProcess, registration),
@@ -494,9 +510,9 @@ public enum RunLoopSchema {
                                              F(.elapsedNs, .integer(.u64)), F(.loopTid, .integer(.s32))]),
             ev("hang_stack", nil, .warning, [loop, F(.hangID, .integer(.u64)), F(.sample, .integer(.u32)),
                                              F(.elapsedNs, .integer(.u64)),
-                                             F(.frames, .sequence(element: RLSchemaInteger.u64.inHex, length: .u32))]),
+                                             F(.frames, .sequence(element: RLSchemaInteger.u64.inHex, length: .u32))], emit: .handWritten),
             ev("hang_end", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)), F(.durationNs, .integer(.u64)),
-                                           F(.samples, .integer(.u32))]),
+                                           F(.samples, .integer(.u32))], emit: .outOfLine),
             ev("loop_info", nil, .info, [loop, F(.pid, .integer(.s32)), F(.tid, .integer(.s32)),
                                          F(.procname, .string), F(.threadName, .string)]),
             ev("item_info", nil, .info, [loop, F(.kind, .enumeration("callout_kind", container: .u8)), item,

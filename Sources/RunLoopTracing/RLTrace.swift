@@ -6,8 +6,9 @@
 // Each body is `#if !RLTRACE_DISABLED  if rl_tp_NAME_enabled() { _NAME(...) }  #endif`: the check is
 // a `static inline` C function (one relaxed load of the tracepoint's state word + a branch) that
 // inlines into the caller; inside the branch the `@autoclosure` names are evaluated and handed as
-// `String`s to the out-of-line `_NAME` helper (RLTraceEmit.swift), which converts them
-// (`withCName`) and calls the C emitter. Built with
+// `String`s to the out-of-line `_NAME` helper (generated: RLTrace+Generated.swift; hand-written:
+// RLTraceEmit.swift), which converts them (`withCName`) and calls the C emitter. Which events call
+// their C emitter inline and which through a helper is RunLoopSchema's `swiftEmitter`. Built with
 // RLTRACE_DISABLED=1 in the environment, every body is empty. Events: docs/tracepoints.md.
 //
 // For callers: the `@autoclosure` arguments are evaluated only when a session records the event,
@@ -20,10 +21,6 @@
 import CRunLoopTracepoints
 #endif
 import RunLoopSchema
-
-/// The kind of a run-loop callout, as recorded in the `runloop` provider's events (declared, with
-/// its labels and values, in RunLoopSchema).
-public typealias RLTraceCalloutKind = RLSchemaCalloutKind
 
 /// Why a sleeping run loop woke up (declared, with its labels and values, in RunLoopSchema).
 public typealias RLTraceWakeReason = RLSchemaWakeReason
@@ -198,19 +195,19 @@ public enum RLTrace {
         #endif
     }
     /// An item was added to a mode of `loop` (`iteration`: the loop's iteration counter then).
-    @inlinable @inline(__always) public static func itemAdded(loop: UInt64, iteration: UInt64, kind: RLTraceCalloutKind,
+    @inlinable @inline(__always) public static func itemAdded(loop: UInt64, iteration: UInt64, kind: RLCalloutKind,
                                             item: UInt64, name: @autoclosure () -> String,
                                             mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_item_added_enabled() { _itemAdded(loop, iteration, kind, item, name(), mode()) }
+        if rl_tp_item_added_enabled() { _itemAdded(loop, iteration, kind.rawValue, item, name(), mode()) }
         #endif
     }
     /// An item was removed from a mode of `loop` (`iteration`: the loop's iteration counter then).
-    @inlinable @inline(__always) public static func itemRemoved(loop: UInt64, iteration: UInt64, kind: RLTraceCalloutKind,
+    @inlinable @inline(__always) public static func itemRemoved(loop: UInt64, iteration: UInt64, kind: RLCalloutKind,
                                               item: UInt64, name: @autoclosure () -> String,
                                               mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
-        if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind, item, name(), mode()) }
+        if rl_tp_item_removed_enabled() { _itemRemoved(loop, iteration, kind.rawValue, item, name(), mode()) }
         #endif
     }
 
@@ -224,14 +221,14 @@ public enum RLTrace {
         #endif
     }
     /// Describes item `item` of `kind` in one `mode` of `loop`: its name and order (0 for kinds without one).
-    @inlinable @inline(__always) public static func itemInfo(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64, order: Int64, name: @autoclosure () -> String, mode: @autoclosure () -> String) {
+    @inlinable @inline(__always) public static func itemInfo(loop: UInt64, kind: RLCalloutKind, item: UInt64, order: Int64, name: @autoclosure () -> String, mode: @autoclosure () -> String) {
         #if !RLTRACE_DISABLED
         if rl_tp_item_info_enabled() { _itemInfo(loop, kind.rawValue, item, order, name(), mode()) }
         #endif
     }
     /// A long callout of `kind` on `item`: over the `elapsedNs` since the watchdog first saw it, the loop's
     /// thread ran `cpuNs` (read from the thread's CPU clock by the watchdog, not by the loop).
-    @inlinable @inline(__always) public static func calloutCPU(loop: UInt64, kind: RLTraceCalloutKind, item: UInt64, elapsedNs: UInt64, cpuNs: UInt64) {
+    @inlinable @inline(__always) public static func calloutCPU(loop: UInt64, kind: RLCalloutKind, item: UInt64, elapsedNs: UInt64, cpuNs: UInt64) {
         #if !RLTRACE_DISABLED
         if rl_tp_callout_cpu_enabled() { rl_tp_callout_cpu(loop, kind.rawValue, item, elapsedNs, cpuNs) }
         #endif
@@ -249,7 +246,7 @@ public enum RLTrace {
     /// `loop`, 6). Emitted by the watchdog's thread; `loopTid` is the hung thread. `hangID` is
     /// process-unique, increasing from 1.
     @inlinable @inline(__always) public static func hangBegin(loop: UInt64, iteration: UInt64, hangID: UInt64,
-                                                              kind: RLTraceCalloutKind?, item: UInt64,
+                                                              kind: RLCalloutKind?, item: UInt64,
                                                               name: @autoclosure () -> String, thresholdNs: UInt64,
                                                               elapsedNs: UInt64, loopTid: Int32) {
         #if !RLTRACE_DISABLED
@@ -293,65 +290,5 @@ extension RLSchemaEventID {
     public var lttngName: String { event.fullName }
 }
 
-extension RLTrace {
-    /// Whether a session records the entry or the exit event of callout `kind` (one load of each
-    /// state word, or-ed, and one branch): what a callout trampoline checks before calling out.
-    @inlinable @inline(__always) public static func isCalloutTraced(_ kind: RLTraceCalloutKind) -> Bool {
-        #if RLTRACE_DISABLED
-        return false
-        #else
-        switch kind {
-        case .observer: return rl_tp_observer_callout_enabled()
-        case .source0: return rl_tp_source0_callout_enabled()
-        case .source1: return rl_tp_source1_callout_enabled()
-        case .timer: return rl_tp_timer_callout_enabled()
-        case .mainQueue: return rl_tp_main_queue_callout_enabled()
-        case .block: return rl_tp_block_callout_enabled()
-        }
-        #endif
-    }
-
-    /// Whether a session is recording `event` right now (the same inlined check every tracepoint
-    /// makes: one load and a branch; a constant `false` when built with RLTRACE_DISABLED=1). Use it
-    /// to skip work done only to build a tracepoint's arguments, e.g.
-    /// `if RLTrace.isEnabled(.wake) { reason = classifyWake(...) }`.
-    @inlinable @inline(__always) public static func isEnabled(_ event: RLTraceEvent) -> Bool {
-        #if RLTRACE_DISABLED
-        return false
-        #else
-        switch event {
-        case .loopCreated: return rl_tp_loop_created_enabled()
-        case .loopDestroyed: return rl_tp_loop_destroyed_enabled()
-        case .runEnter: return rl_tp_run_enter_enabled()
-        case .runExit: return rl_tp_run_exit_enabled()
-        case .iterationBegin: return rl_tp_iteration_begin_enabled()
-        case .iterationEnd: return rl_tp_iteration_end_enabled()
-        case .observerEntry: return rl_tp_observer_entry_enabled()
-        case .observerExit: return rl_tp_observer_exit_enabled()
-        case .source0Entry: return rl_tp_source0_entry_enabled()
-        case .source0Exit: return rl_tp_source0_exit_enabled()
-        case .source1Entry: return rl_tp_source1_entry_enabled()
-        case .source1Exit: return rl_tp_source1_exit_enabled()
-        case .timerEntry: return rl_tp_timer_entry_enabled()
-        case .timerExit: return rl_tp_timer_exit_enabled()
-        case .mainQueueEntry: return rl_tp_main_queue_entry_enabled()
-        case .mainQueueExit: return rl_tp_main_queue_exit_enabled()
-        case .blockEntry: return rl_tp_block_entry_enabled()
-        case .blockExit: return rl_tp_block_exit_enabled()
-        case .sleepBegin: return rl_tp_sleep_begin_enabled()
-        case .wake: return rl_tp_wake_enabled()
-        case .wakeUpRequested: return rl_tp_wakeup_requested_enabled()
-        case .source0Signalled: return rl_tp_source0_signalled_enabled()
-        case .timerArmed: return rl_tp_timer_armed_enabled()
-        case .itemAdded: return rl_tp_item_added_enabled()
-        case .itemRemoved: return rl_tp_item_removed_enabled()
-        case .hangBegin: return rl_tp_hang_begin_enabled()
-        case .hangStack: return rl_tp_hang_stack_enabled()
-        case .hangEnd: return rl_tp_hang_end_enabled()
-        case .loopInfo: return rl_tp_loop_info_enabled()
-        case .itemInfo: return rl_tp_item_info_enabled()
-        case .calloutCpu: return rl_tp_callout_cpu_enabled()
-        }
-        #endif
-    }
-}
+// `RLTrace.isEnabled(_:)` and `RLTrace.isCalloutTraced(_:)`, one case per event and callout kind,
+// are generated from RunLoopSchema: RLTrace+Generated.swift.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RLAnalysis
+import RunLoopSchema
 
 // What the analysis commands share: reading once into a sink, opening the output, option values.
 
@@ -13,9 +14,9 @@ func stream(_ a: AnalysisOptions, into sink: LoopModelSink) throws {
     try runAnalysis { try streamAnalysis(paths: a.traces, filter: filter, into: sink) }
 }
 
-func kindSet(_ kinds: [String]) throws -> Set<CalloutKind> {
+func kindSet(_ kinds: [String]) throws -> Set<RLCalloutKind> {
     Set(try kinds.flatMap { $0.split(separator: ",") }.map { k in
-        guard let c = CalloutKind(label: String(k)) else {
+        guard let c = RLCalloutKind(label: String(k)) else {
             throw ValidationError("--kind: unknown callout kind \(String(k).debugDescription) (observer, source0, source1, timer, main_queue, block)")
         }
         return c

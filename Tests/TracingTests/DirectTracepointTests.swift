@@ -21,7 +21,7 @@ struct DirectTracepointTests {
         }
         #expect(expected.count > 40)
         #expect(rec.run.stdout.contains("ENABLED \(RunLoopSchema.events.count)\n"), "RLTrace.isEnabled under runloop:*")
-        #expect(rec.run.stdout.contains("CALLOUTS_TRACED \(RLSchemaCalloutKind.allCases.count)\n"), "RLTrace.isCalloutTraced under runloop:*")
+        #expect(rec.run.stdout.contains("CALLOUTS_TRACED \(RLCalloutKind.allCases.count)\n"), "RLTrace.isCalloutTraced under runloop:*")
         #expect(rec.events.count == expected.count, "trace has \(rec.events.count) events, program fired \(expected.count)")
         // Every event of the provider appears.
         let names = Set(rec.events.map(\.shortName))

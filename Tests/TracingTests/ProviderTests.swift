@@ -37,7 +37,7 @@ struct ProviderTests {
         let names = RunloopProvider.eventNames
         #expect(names == RunLoopSchema.events.map(\.name), "the header declares RunLoopSchema's events, in order")
         #expect(Set(names).count == names.count)
-        for kind in RLSchemaCalloutKind.allCases {
+        for kind in RLCalloutKind.allCases {
             #expect(names.contains(kind.entryEvent.name) && names.contains(kind.exitEvent.name), "\(kind.label) entry/exit")
         }
         let hang = names.firstIndex(of: "hang_begin") ?? names.count
@@ -60,7 +60,7 @@ struct ProviderTests {
     /// The Swift enumerations match the provider's enumeration mappings value for value.
     @Test func swiftEnumerationsMatchTheProvider() {
         let header = RunloopProvider.header
-        for k in RLTraceCalloutKind.allCases {
+        for k in RLCalloutKind.allCases {
             #expect(header.contains("lttng_ust_field_enum_value(\"\(k.label)\", \(k.rawValue))"))
         }
         for r in RLTraceWakeReason.allCases {
@@ -73,7 +73,7 @@ struct ProviderTests {
         #expect(RLTraceEvent.allCases.map(\.name) == RunloopProvider.eventNames)
         #expect(RLTraceEvent.wake.lttngName == "runloop:wake")
         #expect(RLTraceEvent.allCases.allSatisfy { !RLTrace.isEnabled($0) })
-        #expect(RLTraceCalloutKind.allCases.allSatisfy { !RLTrace.isCalloutTraced($0) })
+        #expect(RLCalloutKind.allCases.allSatisfy { !RLTrace.isCalloutTraced($0) })
     }
 
     /// With no session, every tracepoint is a no-op: names are never built.

@@ -173,19 +173,27 @@ struct SchemaTests {
             #expect(h?.enumerators == e.enumerators, "enumeration \(e.name): header \(h?.enumerators ?? [])")
         }
         // The Swift enumerations are the schema's enumerations' non-special values.
-        #expect(RLSchemaCalloutKind.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) }
+        #expect(RLCalloutKind.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) }
                 + [RLSchemaEnumerator("loop", Int64(RunLoopSchema.calloutKindLoop))] == RunLoopSchema.calloutKind.enumerators)
         #expect(RLSchemaWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) } == RunLoopSchema.wakeReason.enumerators)
         #expect(RLTrace.hangKindLoop == RunLoopSchema.calloutKindLoop)
     }
 
+    /// `timedOut` → `timed_out`: a RunLoopCore case name as the trace spells labels.
+    static func snakeCase(_ s: String) -> String {
+        s.reduce(into: "") { out, c in out += c.isUppercase ? "_" + c.lowercased() : String(c) }
+    }
+
     /// The values RunLoopCore records for `run_result` and `activity` are its CF-compatible API
-    /// types' raw values: they must be the enumerations' values, in the same order.
+    /// types' raw values: each label of the enumerations is the type's case name (snake-cased),
+    /// with that case's raw value, in the same order. (RunLoopSchema cannot import RunLoopCore,
+    /// which depends on it through RunLoopTracing, so the tables are checked here.)
     @Test func runLoopCoreValuesAreTheEnumerations() {
         let results: [RLRunResult] = [.finished, .stopped, .timedOut, .handledSource]
-        #expect(results.map { Int64($0.rawValue) } == RunLoopSchema.runResult.enumerators.map(\.value))
+        #expect(RLRunResult(rawValue: 0) == nil && RLRunResult(rawValue: 5) == nil, "RLRunResult has exactly these cases")
+        #expect(results.map { RLSchemaEnumerator(Self.snakeCase($0.description), Int64($0.rawValue)) } == RunLoopSchema.runResult.enumerators)
         let activities: [RLActivity] = [.entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit]
-        #expect(activities.map { Int64($0.rawValue) } == RunLoopSchema.activity.enumerators.map(\.value))
+        #expect(activities.map { RLSchemaEnumerator(Self.snakeCase($0.description), Int64($0.rawValue)) } == RunLoopSchema.activity.enumerators)
     }
 
     @Test func eventsMatchTheHeaderExactly() {
@@ -239,7 +247,7 @@ struct SchemaTests {
             ("lttng_ust_field_integer(uint64_t, slept_ns, slept_ns)", "lttng_ust_field_integer(uint64_t, slept, slept_ns)"),
             ("lttng_ust_field_enum_value(\"timer\", 3)", "lttng_ust_field_enum_value(\"timer\", 7)"),
             ("runloop, wake, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG)", "runloop, wake, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)"),
-            ("runloop, timer_exit, RL_TP_LOOP_ARGS)", "runloop, timer_exit2, RL_TP_LOOP_ARGS)"),
+            ("runloop, timer_exit,\n", "runloop, timer_exit2,\n"),
             ("#endif /* RUNLOOP_TP_H */", "LTTNG_UST_TRACEPOINT_EVENT(runloop, extra, LTTNG_UST_TP_ARGS(uint64_t, loop_id), "
                 + "LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(uint64_t, loop_id, loop_id)))\n#endif"),
         ]
@@ -256,21 +264,30 @@ struct SchemaTests {
     @Test func everyEventHasAnEmitter() {
         #expect(RLTraceEvent.allCases.map(\.lttngName) == RunLoopSchema.events.map(\.fullName))
         let swiftFace = Self.source("Sources/RunLoopTracing/RLTrace.swift")
-        let swiftEmit = Self.source("Sources/RunLoopTracing/RLTraceEmit.swift")
+        let swiftEmit = Self.source("Sources/RunLoopTracing/RLTraceEmit.swift") + Self.source("Sources/RunLoopTracing/RLTrace+Generated.swift")
         let umbrella = Self.source("Sources/CRunLoopTracepoints/include/CRunLoopTracepoints.h")
         let cEmit = Self.source("Sources/CRunLoopTracepoints/runloop_emit.c")
         for id in RLTraceEvent.allCases {
             let n = id.name
             #expect(id.event.name == n && RLSchemaEventID(name: n) == id)
-            #expect(swiftFace.contains("case .\(id): return rl_tp_\(n)_enabled()"), "RLTrace.isEnabled(.\(id)) checks \(n)")
+            #expect(swiftEmit.contains("case .\(id): return rl_tp_\(n)_enabled()"), "RLTrace.isEnabled(.\(id)) checks \(n)")
             #expect(swiftFace.contains("if rl_tp_\(n)_enabled() {"), "RLTrace has a tracepoint function for \(n)")
+            // RLTrace's function takes the path RunLoopSchema states (the generator writes the helpers).
+            switch id.event.swiftEmitter {
+            case .inlineCall:
+                #expect(swiftFace.contains("rl_tp_\(n)("), "RLTrace calls rl_tp_\(n) from its inlined check")
+                #expect(!swiftEmit.contains("static func _\(id.swiftName)("), "no out-of-line helper for \(n)")
+            case .outOfLine, .handWritten:
+                #expect(swiftFace.contains("_\(id.swiftName)("), "RLTrace calls _\(id.swiftName)")
+                #expect(swiftEmit.components(separatedBy: "static func _\(id.swiftName)(").count == 2, "one helper _\(id.swiftName)")
+            }
             // The id-only events call their C emitter from the inlined check; the others through an
             // out-of-line helper that converts names (RLTraceEmit.swift).
             #expect(swiftEmit.contains("rl_tp_\(n)(") || swiftFace.contains("rl_tp_\(n)("), "RunLoopTracing calls rl_tp_\(n)")
             #expect(umbrella.contains("RL_TP_DECLARE_ENABLED(\(n))") && umbrella.contains("void rl_tp_\(n)("), "umbrella header declares \(n)")
             #expect(cEmit.contains("RL_EMIT(\(n),"), "runloop_emit.c emits \(n)")
         }
-        for k in RLTraceCalloutKind.allCases {
+        for k in RLCalloutKind.allCases {
             #expect(k.entryEvent.name == k.label + "_entry" && k.exitEvent.name == k.label + "_exit")
             #expect(k.entryEvent.callout?.kind == k && k.entryEvent.callout?.isEntry == true)
         }

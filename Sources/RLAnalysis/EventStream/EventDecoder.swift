@@ -1,4 +1,5 @@
 import CTFReader
+import RunLoopSchema
 
 /// How one CTF event of the `runloop` schema becomes a ``RunLoopEvent``'s fields — the one place
 /// both sources (the file source, ``RunLoopEventSource``, and the live one, ``LiveEventDecoder``)
@@ -117,7 +118,7 @@ final class RunLoopFieldDecoder {
     private func readItemKind(_ s: CTFStream, _ sp: StreamPlan, classIndex ci: Int, into e: UnsafeMutablePointer<RunLoopEvent>) {
         var k: Int64 = 0
         withUnsafeMutablePointer(to: &k) { s.readIntegers(sp.kindReads + ci, count: 1, into: UnsafeMutableRawPointer($0)) }
-        if let ck = CalloutKind(rawValue: UInt8(truncatingIfNeeded: k)) { e.pointee.calloutKind = ck }
+        if let ck = RLCalloutKind(rawValue: UInt8(truncatingIfNeeded: k)) { e.pointee.calloutKind = ck }
     }
 }
 

@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 /// Narrows what the analysis looks at (the CLI's common filters).
 public struct EventFilter: Sendable {
     /// Only these processes (`vpid`), threads, process names, loops.
@@ -7,7 +9,7 @@ public struct EventFilter: Sendable {
     public var hosts: Set<String> = []
     /// Callout figures only for these kinds (empty: all), items whose name matches this glob, and
     /// callouts at least this long. Iterations, sleeps and wakes are not narrowed by these.
-    public var calloutKinds: Set<CalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
+    public var calloutKinds: Set<RLCalloutKind> = [], itemGlob: String?, minCalloutNs: Int64 = 0
     /// Only what happens in runs of these modes (empty: every mode; `default` also names
     /// `kCFRunLoopDefaultMode`): iterations of those runs, and the callouts, sleeps, wakes and
     /// latencies inside them.
@@ -183,7 +185,7 @@ public func formatDuration(_ ns: Int64) -> String {
     return f(a / 1e9, "s")
 }
 
-extension Set where Element == CalloutKind {
+extension Set where Element == RLCalloutKind {
     /// The kinds as bits (bit `rawValue`), every bit when the set is empty (an empty selection of
     /// kinds selects every kind).
     public var selectionMask: UInt64 { isEmpty ? ~0 : reduce(0) { $0 | 1 << UInt64($1.rawValue) } }

@@ -8,7 +8,7 @@ struct EventPlan {
     /// `RunLoopEvent.Kind` raw value, or ``none`` for an event of another provider or unknown name.
     var kind: UInt8 = EventPlan.none
     /// The callout kind (callout events) or the item kind (registrations).
-    var callout: CalloutKind = .observer
+    var callout: RLCalloutKind = .observer
     /// Payload positions (-1: absent, read as 0).
     var loop = -1, iteration = -1, item = -1, a = -1, b = -1, c = -1
     /// The string field read into `RunLoopEvent.name`, and when it is read.

@@ -96,7 +96,7 @@ public final class HangEvidenceStore: @unchecked Sendable {
         let r: HangEventRecord
         switch e.kind {
         case .hangBegin:
-            let kind = f.label(RLSchemaFieldName.kind.rawValue) ?? (f.int(RLSchemaFieldName.kind.rawValue).map { CalloutKind(rawValue: UInt8(truncatingIfNeeded: $0))?.label ?? "kind \($0)" } ?? "")
+            let kind = f.label(RLSchemaFieldName.kind.rawValue) ?? (f.int(RLSchemaFieldName.kind.rawValue).map { RLCalloutKind(rawValue: UInt8(truncatingIfNeeded: $0))?.label ?? "kind \($0)" } ?? "")
             r = .begin(HangBeginRecord(ts: e.ts, pid: e.pid, vtid: e.vtid, loop: e.loop, iteration: e.iteration,
                                        hangID: UInt64(bitPattern: f.int(RLSchemaFieldName.hangID.rawValue) ?? 0), kind: kind,
                                        item: UInt64(bitPattern: f.int(RLSchemaFieldName.itemID.rawValue) ?? 0), name: f.string(RLSchemaFieldName.itemName.rawValue) ?? f.string(RLSchemaFieldName.name.rawValue) ?? "",

@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 /// Whether callouts' item names match an `--item` glob, decided once per name instead of once per
 /// callout: the answer is kept per ``NameTable`` id (a name id always means the same string); an
 /// item's name id comes from the model (``LoopModel/nameID(of:item:pid:)``).
@@ -28,7 +30,7 @@ final class ItemGlobMatcher {
     /// Whether an item of `kind` whose name id is `id` (-1: never named) matches: the main queue
     /// by its name `main-queue`.
     @inline(__always)
-    func matches(kind: CalloutKind, nameID id: Int32, in names: NameTable?) -> Bool {
+    func matches(kind: RLCalloutKind, nameID id: Int32, in names: NameTable?) -> Bool {
         if kind == .mainQueue { return decide(&mainQueue, "main-queue") }
         guard let names else { return decide(&unnamed, "") }
         return matches(nameID: id, in: names)

@@ -1,10 +1,6 @@
 import RunLoopSchema
 
-/// The kind of a run-loop callout (the `callout_kind` enumeration of `docs/tracepoints.md`; values
-/// and labels are RunLoopSchema's).
-public typealias CalloutKind = RLSchemaCalloutKind
-
-extension RLSchemaCalloutKind {
+extension RLCalloutKind {
     /// Parses a label (`timer`, `main_queue`, also `mainQueue` and `main-queue`).
     public init?(label: String) {
         if let k = Self.allCases.first(where: { $0.label == label }) { self = k; return }
@@ -50,7 +46,7 @@ public struct RunLoopEvent: Sendable {
     /// `iteration`.
     public var iteration: UInt64 = 0
     /// The callout kind (callouts, registrations).
-    public var calloutKind: CalloutKind = .observer
+    public var calloutKind: RLCalloutKind = .observer
     /// `item_id`.
     public var item: UInt64 = 0
     /// Kind-specific integer: activity (observer), fd (source1, wake), scheduled_ns (timer),

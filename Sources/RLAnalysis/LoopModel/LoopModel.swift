@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 /// Receives what the loop model reconstructs (every method has a default that ignores it: a sink
 /// implements what it uses).
 public protocol LoopModelSink: AnyObject {
@@ -109,7 +111,7 @@ public final class LoopModel {
     /// Items a callout in the window named by id only, with no description seen yet (out of line:
     /// rare, a trace that begins after the items were described).
     var undescribedItems: Set<NameKey> = []
-    @inline(never) private func noteUndescribed(pid: Int64, item: UInt64, kind: CalloutKind) {
+    @inline(never) private func noteUndescribed(pid: Int64, item: UInt64, kind: RLCalloutKind) {
         undescribedItems.insert(NameKey(pid: pid, item: item, kind: kind))
     }
     /// Past the window, descriptions are read until this time (0: not awaiting them).
@@ -123,7 +125,7 @@ public final class LoopModel {
     /// The name id of `(unnamed)` (-1 until needed).
     var unnamedBlock: Int32 = -1
     private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64, seq: Int64)]] = [:]
-    struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind }
+    struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: RLCalloutKind }
     /// A signal is performed once, by whichever loop gets to it first: pending signals are kept per
     /// source, and a perform by any loop ends them all.
     private struct SignalKey: Hashable { var pid: Int64; var item: UInt64 }
@@ -224,14 +226,14 @@ public final class LoopModel {
     }
 
     /// The name of an item (empty if never seen; blocks are named by their records).
-    public func name(of kind: CalloutKind, item: UInt64, pid: Int64) -> String {
+    public func name(of kind: RLCalloutKind, item: UInt64, pid: Int64) -> String {
         kind == .mainQueue ? "main-queue" : names[nameID(of: kind, item: item, pid: pid)]
     }
 
     /// The name id of an item (-1 if never seen): through a direct-mapped cache of named items in front
     /// of `itemNames` (sinks ask once per callout; a trace has few items, each seen many times).
     @inline(__always)
-    public func nameID(of kind: CalloutKind, item: UInt64, pid: Int64) -> Int32 {
+    public func nameID(of kind: RLCalloutKind, item: UInt64, pid: Int64) -> Int32 {
         let k = NameKey(pid: pid, item: item, kind: kind)
         let slot = nameSlot(k)
         if nameCache[slot].key == k { return nameCache[slot].id }
@@ -249,7 +251,7 @@ public final class LoopModel {
     /// Names an item (the cache written through, so it never holds an older name). Out of line: an
     /// item is named once, and inlined at its three call sites it grew the per-event closure.
     @inline(never)
-    func setName(_ id: Int32, pid: Int64, item: UInt64, kind: CalloutKind) {
+    func setName(_ id: Int32, pid: Int64, item: UInt64, kind: RLCalloutKind) {
         let k = NameKey(pid: pid, item: item, kind: kind)
         itemNames[k] = id
         if !undescribedItems.isEmpty { undescribedItems.remove(k) }

@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 // The records the loop model (LoopModel.swift) hands to the pipeline's sinks.
 
 /// Identifies a loop across processes and hosts: `(pid, loop)` — the process key and the loop's
@@ -46,7 +48,7 @@ public struct LoopKey: Hashable, Comparable, Sendable, CustomStringConvertible {
 /// One matched callout.
 public struct CalloutRecord: Sendable {
     /// Its kind.
-    public var kind: CalloutKind
+    public var kind: RLCalloutKind
     /// The item id (0 for the main queue).
     public var item: UInt64
     /// Entry and exit timestamps.

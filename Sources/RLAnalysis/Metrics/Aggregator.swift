@@ -1,5 +1,6 @@
 import Foundation
 import CTFReader
+import RunLoopSchema
 
 /// Computes the report's figures from what the loop model delivers (`docs/report-json.md`).
 public final class Aggregator: LoopModelSink, NameResolving {
@@ -13,7 +14,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         /// is: recording each callout once, into its item's histogram, halves the histogram traffic
         /// of the per-callout path (each add is a likely cache miss).
         func kindFigures() -> [DurationAccumulator] {
-            var kinds = [DurationAccumulator](repeating: DurationAccumulator(), count: CalloutKind.allCases.count)
+            var kinds = [DurationAccumulator](repeating: DurationAccumulator(), count: RLCalloutKind.allCases.count)
             for (k, a) in zip(itemKeys, itemAcc) { kinds[Int(k.kind.rawValue)].merge(a) }
             return kinds
         }
@@ -60,8 +61,8 @@ public final class Aggregator: LoopModelSink, NameResolving {
     /// An item of the per-item figures: (kind, item id), except blocks, which are one item per name
     /// (item 0): every perform-block has its own id, and one entry each would grow with the trace.
     struct ItemKey: Hashable {
-        var kind: CalloutKind; var item: UInt64; var blockName: Int32
-        init(kind: CalloutKind, item: UInt64, blockName: Int32) { self.kind = kind; self.item = item; self.blockName = blockName }
+        var kind: RLCalloutKind; var item: UInt64; var blockName: Int32
+        init(kind: RLCalloutKind, item: UInt64, blockName: Int32) { self.kind = kind; self.item = item; self.blockName = blockName }
         init(_ c: CalloutRecord) {
             kind = c.kind
             if c.kind == .block { item = 0; blockName = max(0, c.blockName) } else { item = c.item; blockName = -1 }
@@ -332,7 +333,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
             closeSpin(l)
             if l.wokeIdle { l.wokeIdle = false; if !windowEndsEarly { l.spurious += 1 } }      // nothing came after it
             let span = info.last >= info.first ? info.last - info.first : 0
-            let name = { (k: CalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
+            let name = { (k: RLCalloutKind, item: UInt64) in self.model?.name(of: k, item: item, pid: info.key.pid) ?? "" }
             let kinds = l.kindFigures()
             let items = l.items.compactMap { k, i -> ItemReport? in
                 let a = l.itemAcc[i]
@@ -345,7 +346,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
                                   slowestState: l.itemSlowest[i].cpuNs >= 0 ? cpuState(l.itemSlowest[i].cpuNs, busy: l.itemSlowest[i].durationNs) : nil,
                                   distribution: distributions ? distributionPairs(a) : nil)
             }.sorted { ($0.totalNs, $1.kind, $1.item, $1.name) > ($1.totalNs, $0.kind, $0.item, $0.name) }
-            func latencies(_ d: [UInt64: DurationAccumulator], kind: CalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
+            func latencies(_ d: [UInt64: DurationAccumulator], kind: RLCalloutKind, tids: [UInt64: Set<Int64>]?) -> [ItemLatency] {
                 d.map { item, a in
                     let p = a.percentiles([50, 99])
                     return ItemLatency(item: item, name: name(kind, item), count: a.count, totalNs: a.total, maxNs: a.max,
@@ -362,7 +363,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 busyRatio: l.busy + l.sleepNs > 0 ? Double(l.busy) / Double(l.busy + l.sleepNs) : 0,
                 callouts: l.callouts, calloutsPerIteration: l.iterations > 0 ? Double(l.callouts) / Double(l.iterations) : 0,
                 unmatchedCallouts: l.unmatched,
-                calloutKinds: Dictionary(uniqueKeysWithValues: CalloutKind.allCases.filter { kinds[Int($0.rawValue)].count > 0 }
+                calloutKinds: Dictionary(uniqueKeysWithValues: RLCalloutKind.allCases.filter { kinds[Int($0.rawValue)].count > 0 }
                     .map { ($0.label, kinds[Int($0.rawValue)].summary()) }),
                 items: items,
                 wakeReasons: Dictionary(uniqueKeysWithValues: WakeReason.allCases.filter { l.wakeReasons[Int($0.rawValue)] > 0 }

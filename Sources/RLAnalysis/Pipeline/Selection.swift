@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 /// The selection stage of the pipeline (source → selection → loop model → sinks): what an
 /// ``EventFilter`` selects, decided here and nowhere else, for every command alike.
 ///
@@ -108,7 +110,7 @@ public final class SelectionStage: LoopModelSink, NameResolving {
 
     /// Whether an item of `kind` (a timer's lateness, a source0's signal latency) is selected.
     @inline(__always)
-    private func selects(kind: CalloutKind, item: UInt64, pid: Int64) -> Bool {
+    private func selects(kind: RLCalloutKind, item: UInt64, pid: Int64) -> Bool {
         guard narrowsCallouts else { return true }
         guard kindMask & (1 << UInt64(kind.rawValue)) != 0 else { return false }
         guard let m = itemMatcher else { return true }

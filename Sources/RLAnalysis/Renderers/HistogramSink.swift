@@ -1,4 +1,5 @@
 import CTFReader
+import RunLoopSchema
 /// `rltrace histogram`: per group, the distribution of one quantity, accumulated as the trace is
 /// read (an HdrHistogram and exact log2 bucket counts per group: memory bounded by the number of
 /// groups, not the trace), rendered as terminal bars with bounds, counts and percentiles.
@@ -90,7 +91,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
     private func loopKey(_ key: LoopKey) -> Key { Key(pid: key.pid, a: key.loop, b: -2) }
 
     /// The key of an item grouped by name (items with one name share a group, as their labels do).
-    private func itemKey(_ kind: CalloutKind, _ item: UInt64, pid: Int64, blockName: Int32 = -1) -> Key {
+    private func itemKey(_ kind: RLCalloutKind, _ item: UInt64, pid: Int64, blockName: Int32 = -1) -> Key {
         let id = kind == .block ? max(0, blockName) : (kind == .mainQueue ? -3 : (resolver?.nameID(of: kind, item: item, pid: pid) ?? -1))
         return Key(pid: 0, a: UInt64(kind.rawValue), b: id)
     }
@@ -136,7 +137,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
             let host = resolver?.hostName(of: k.pid).map { " on \(UntrustedText.terminal($0))" } ?? ""
             return "loop \(k.a)\(host)\(info.map { $0.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal($0.threadName))\"" } ?? "")"
         case -4: return (WakeReason(rawValue: UInt8(k.a)) ?? .none).label
-        case -6: return (CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label
+        case -6: return (RLCalloutKind(rawValue: UInt8(k.a)) ?? .observer).label
         case -5:
             switch of {
             case .sleep: return "sleep"
@@ -147,7 +148,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
             case .signalLatency: return "signal → perform"
             }
         default:
-            return "\((CalloutKind(rawValue: UInt8(k.a)) ?? .observer).label) \"\(UntrustedText.terminal(label(itemName: k)))\""
+            return "\((RLCalloutKind(rawValue: UInt8(k.a)) ?? .observer).label) \"\(UntrustedText.terminal(label(itemName: k)))\""
         }
     }
 

@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 /// Callout names rendered once per item for a renderer that writes them millions of times (the
 /// timeline's rows, the Chrome export's slices): the rendered bytes one after another, found by
 /// item through a direct-mapped cache (a trace has few items, each seen many times: the usual
@@ -5,7 +7,7 @@
 final class RenderedNames {
     /// An item: blocks by name (every perform-block is its own item), the others by id; `context`
     /// is the renderer's (the Chrome export's thread id, whose record tail follows the name).
-    struct Key: Hashable { var pid: Int64; var item: UInt64; var kind: CalloutKind; var block: Int32; var context: Int64 = 0 }
+    struct Key: Hashable { var pid: Int64; var item: UInt64; var kind: RLCalloutKind; var block: Int32; var context: Int64 = 0 }
     private var ranges: [Key: (start: Int, count: Int)] = [:]
     /// The rendered names, one after another: `count` bytes of `capacity` at `storage`, held
     /// outside any Swift array so that reading a range retains nothing (an array property of a

@@ -1,5 +1,6 @@
 import CTFReader
 import HeapModule
+import RunLoopSchema
 
 /// `rltrace timeline`: one line per iteration, written as the trace is read.
 ///
@@ -155,7 +156,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     /// check (`swift_once`) at every use.
     private let kindLabelBytes = TimelineSink.kindLabels, wakeLabelBytes = TimelineSink.wakeLabels
     /// Labels by raw value, written once and then only read.
-    nonisolated(unsafe) private static let kindLabels: [UnsafeRawBufferPointer] = CalloutKind.allCases.sorted { $0.rawValue < $1.rawValue }.map { staticBytes($0.label) }
+    nonisolated(unsafe) private static let kindLabels: [UnsafeRawBufferPointer] = RLCalloutKind.allCases.sorted { $0.rawValue < $1.rawValue }.map { staticBytes($0.label) }
     nonisolated(unsafe) private static let wakeLabels: [UnsafeRawBufferPointer] = {
         let all = WakeReason.allCases
         let n = Int(all.map(\.rawValue).max() ?? 0) + 1

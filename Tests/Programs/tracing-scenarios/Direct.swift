@@ -17,7 +17,7 @@ struct ExpectedEvent: Codable {
 enum DirectScenario {
     // The labels the trace must show: RunLoopSchema's enumerations (SchemaTests checks them against the header).
     static let activityLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.activity.enumerators.map { (UInt8($0.value), $0.label) })
-    static let kindLabels = Dictionary(uniqueKeysWithValues: RLTraceCalloutKind.allCases.map { ($0, $0.label) })
+    static let kindLabels = Dictionary(uniqueKeysWithValues: RLCalloutKind.allCases.map { ($0, $0.label) })
     static let reasonLabels = Dictionary(uniqueKeysWithValues: RLTraceWakeReason.allCases.map { ($0, $0.label) })
     static let resultLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.runResult.enumerators.map { (UInt8($0.value), $0.label) })
     static let loopKindLabel = RunLoopSchema.calloutKind.label(of: Int64(RunLoopSchema.calloutKindLoop))!
@@ -108,7 +108,7 @@ enum DirectScenario {
             RLTrace.blockEntry(loop: loop, item: item, name: n)
             RLTrace.blockExit(loop: loop)
             if !n.isEmpty {
-                emit("item_info", ["loop_id": "\(loop)", "kind": "\(RLTraceCalloutKind.block.rawValue)", "item_id": "\(item)",
+                emit("item_info", ["loop_id": "\(loop)", "kind": "\(RLCalloutKind.block.rawValue)", "item_id": "\(item)",
                                    "order": "0", "name": n, "mode": ""], labels: ["kind": kindLabels[.block]!])
             }
             emit("block_entry", ["loop_id": "\(loop)", "item_id": "\(item)"])
@@ -158,7 +158,7 @@ enum DirectScenario {
             RLTrace.loopInfo(loop: loop, pid: pid, tid: ltid, procname: proc, threadName: thread)
             emit("loop_info", ["loop_id": "\(loop)", "pid": "\(pid)", "tid": "\(ltid)", "procname": proc, "thread_name": thread])
         }
-        for kind in RLTraceCalloutKind.allCases {
+        for kind in RLCalloutKind.allCases {
             let item = u64(), order = Int64.random(in: Int64.min...Int64.max, using: &rng), n = name(), mode = name()
             RLTrace.itemInfo(loop: loop, kind: kind, item: item, order: order, name: n, mode: mode)
             emit("item_info", ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "order": "\(order)",
@@ -168,7 +168,7 @@ enum DirectScenario {
             emit("callout_cpu", ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "elapsed_ns": "\(elapsed)",
                                  "cpu_ns": "\(cpu)"], labels: ["kind": kindLabels[kind]!])
         }
-        for kind in RLTraceCalloutKind.allCases {
+        for kind in RLCalloutKind.allCases {
             let it = u64(), item = u64(), n = name(), mode = name()
             RLTrace.itemAdded(loop: loop, iteration: it, kind: kind, item: item, name: n, mode: mode)
             RLTrace.itemRemoved(loop: loop, iteration: it, kind: kind, item: item, name: n, mode: mode)
@@ -180,7 +180,7 @@ enum DirectScenario {
         }
         // The hang watchdog's events (RunLoopCore emits them from its watchdog thread and, for
         // hang_stack, from a signal handler; here directly, with every kind and a `loop` hang).
-        for kind in [nil] + RLTraceCalloutKind.allCases.map(Optional.some) {
+        for kind in [nil] + RLCalloutKind.allCases.map(Optional.some) {
             let it = u64(), hang = u64(), item = u64(), n = name(), threshold = u64(), elapsed = u64()
             let ltid = Int32.random(in: 1...Int32.max, using: &rng)
             RLTrace.hangBegin(loop: loop, iteration: it, hangID: hang, kind: kind, item: item, name: n,
@@ -211,7 +211,7 @@ enum DirectScenario {
 
         // How many events a session records right now (all of them under `runloop:*`, none without a daemon).
         print("ENABLED \(RLTraceEvent.allCases.filter { RLTrace.isEnabled($0) }.count)")
-        print("CALLOUTS_TRACED \(RLTraceCalloutKind.allCases.filter { RLTrace.isCalloutTraced($0) }.count)")
+        print("CALLOUTS_TRACED \(RLCalloutKind.allCases.filter { RLTrace.isCalloutTraced($0) }.count)")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for e in out {

@@ -1,5 +1,6 @@
 import Foundation
 import RunLoopTracing
+import RunLoopSchema
 
 /// String fields of every length class the C provider writes differently, and the fields around
 /// them, for every event class with a string (runloop_tp.h): the provider's probe stages
@@ -57,13 +58,13 @@ enum NamesScenario {
             RLTrace.blockEntry(loop: loop, item: item, name: n)
             RLTrace.blockExit(loop: loop)
             if !n.isEmpty {
-                expect("item_info", ["loop_id": "\(loop)", "kind": "\(RLTraceCalloutKind.block.rawValue)", "item_id": "\(item)",
+                expect("item_info", ["loop_id": "\(loop)", "kind": "\(RLCalloutKind.block.rawValue)", "item_id": "\(item)",
                                      "order": "0", "name": name, "mode": "(unnamed)"], labels: ["kind": "block"])
             }
             expect("block_entry", ["loop_id": "\(loop)", "item_id": "\(item)"])
             expect("block_exit", ["loop_id": "\(loop)"])
 
-            let kind = RLTraceCalloutKind.allCases[i % RLTraceCalloutKind.allCases.count]
+            let kind = RLCalloutKind.allCases[i % RLCalloutKind.allCases.count]
             RLTrace.itemInfo(loop: loop, kind: kind, item: item, order: i64, name: n, mode: mode)
             expect("item_info", ["loop_id": "\(loop)", "kind": "\(kind.rawValue)", "item_id": "\(item)", "order": "\(i64)",
                                  "name": name, "mode": recorded(mode)], labels: ["kind": kind.label])

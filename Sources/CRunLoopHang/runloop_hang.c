@@ -1,5 +1,6 @@
 /*
- * Stack capture for the hang watchdog (Sources/RunLoopCore/Watchdog.swift): a signal sent to the
+ * Stack capture for the hang watchdog (Sources/RunLoopCore/Watchdog.swift, through RunLoopTracing's
+ * RLHangSampler): a signal sent to the
  * hung loop thread, whose handler walks that thread's own stack and emits `runloop:hang_stack` on
  * it. Design and its reasons: docs/tracepoints.md "Hangs".
  *
@@ -31,10 +32,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION
-#define LTTNG_UST_TRACEPOINT_PROVIDER_HIDDEN_DEFINITION
-#include "runloop_tp.h"
+#include <stdint.h>
 #include "CRunLoopTracepoints.h"
+#include "CRunLoopHang.h"
 
 enum { RL_HANG_IDLE = 0, RL_HANG_REQUESTED = 1, RL_HANG_RUNNING = 2, RL_HANG_DONE = 3 };
 
@@ -94,9 +94,10 @@ static void rl_hang_handler(int sig, siginfo_t *info, void *uctx) {
         rl_hang_req.frames[count++] = (uint64_t)(uintptr_t)buf[i];
     }
     rl_hang_req.nframes = count;
+    /* The provider's emitter (runloop_emit.c): the same probe call, one direct call further. */
     if (rl_tp_hang_stack_enabled()) {
-        lttng_ust_do_tracepoint(runloop, hang_stack, rl_hang_req.loop_id, rl_hang_req.hang_id, rl_hang_req.sample,
-                                rl_hang_now() - rl_hang_req.start_ns, rl_hang_req.frames, count);
+        rl_tp_hang_stack(rl_hang_req.loop_id, rl_hang_req.hang_id, rl_hang_req.sample,
+                         rl_hang_now() - rl_hang_req.start_ns, rl_hang_req.frames, count);
     }
     __atomic_store_n(&rl_hang_req.state, RL_HANG_DONE, __ATOMIC_RELEASE);
     syscall(SYS_futex, &rl_hang_req.state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
