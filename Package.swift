@@ -91,7 +91,7 @@ let package = Package(
             cSettings: [.headerSearchPath("include")],
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
-        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl", "TestSupport"]),
+        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl", "TestSupport", "ctf-testgen"]),
         // Private session daemons, sessions and recording plans against a real lttng-sessiond.
         .testTarget(name: "LTTngControlTests", dependencies: ["LTTngControl", "TestSupport", "ctf-testgen"]),
         // Concurrent stress, faults and hostile traces across modules: RunLoopCore's engine under
