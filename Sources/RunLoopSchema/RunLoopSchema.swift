@@ -2,7 +2,7 @@
 //
 // Every event's name, log level, event class and payload fields (in order, with their CTF kind),
 // and every enumeration (labels and values). The C provider (Sources/CRunLoopTracepoints/runloop_tp.h)
-// must declare exactly this: Tests/RunLoopTracingTests/SchemaTests.swift parses the header and compares
+// must declare exactly this: Tests/TracingTests/SchemaTests.swift parses the header and compares
 // it with these tables, checks that RunLoopTracing has an emitter for every event and that
 // docs/tracepoints.md documents every event. RunLoopTracing and RLAnalysis take their names and
 // values from here. Dependency-free (the standard library only).
