@@ -41,8 +41,9 @@ let package = Package(
         .executableTarget(name: "rlc-scenarios", dependencies: ["RunLoopCore", "CRunLoopShims", "TestSupport"], path: "Tests/Programs/rlc-scenarios"),
         // The example loop service (every callout kind, built-in load, injectable problems).
         .executableTarget(name: "rl-example", dependencies: ["RunLoopCore", "CRunLoopShims"], path: "Examples/rl-example"),
-        // What every test target shares: the product locator, one process runner, hand-built CTF traces.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v5)]),
+        // What every test target shares: the product locator, one process runner, hand-built CTF traces,
+        // the shared private session daemon and ctf-testgen recordings (hence LTTngControl, itself Foundation only).
+        .target(name: "TestSupport", dependencies: ["LTTngControl"], path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "CRunLoopShims", "RunLoopScenarios", "rlc-scenarios", "rl-example", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- Tracing: LTTng-UST provider + Swift face (docs/tracepoints.md) --------------------------------
@@ -60,16 +61,16 @@ let package = Package(
         // The provider's event schema (events, fields, enumerations, how each is emitted) stated once,
         // as data. rl-tpgen generates the provider's C header, C emitters, enabled checks, Swift
         // emitters and docs/tracepoints.md's events table from it (scripts/gen-provider.sh);
-        // TracingTests' GeneratedProviderTests fail when the checked-in files differ.
+        // RunLoopTracingTests' GeneratedProviderTests fail when the checked-in files differ.
         .target(name: "RunLoopSchema"),
         // (It reads RunLoopCore's RLRunResult and RLActivity for the `run_result` and `activity` tables.)
         .executableTarget(name: "rl-tpgen", dependencies: ["RunLoopSchema", "RunLoopCore"], path: "Tools/rl-tpgen"),
         .target(name: "RunLoopTracing", dependencies: ["CRunLoopTracepoints", "CRunLoopHang", "RunLoopSchema"], swiftSettings: tracingDefines),
-        // Programs the TracingTests run under a real session daemon (direct tracepoints, loop scenarios).
+        // Programs the RunLoopTracingTests run under a real session daemon (direct tracepoints, loop scenarios).
         .executableTarget(name: "tracing-scenarios", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "RunLoopScenarios"], path: "Tests/Programs/tracing-scenarios",
                          // Swift 5 mode: the replayed differential scenarios are copied verbatim from RunLoopCoreTests (also v5).
                          swiftSettings: [.swiftLanguageMode(.v5)]),
-        .testTarget(name: "TracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport", "rl-tpgen"]),
+        .testTarget(name: "RunLoopTracingTests", dependencies: ["RunLoopTracing", "RunLoopSchema", "RunLoopCore", "LTTngControl", "tracing-scenarios", "TestSupport", "rl-tpgen"]),
         // Tracepoint cost: disabled site, enabled entry+exit, run loop vs. a compiled-out build.
         // LTTng's own floor for tracing-bench (a bench-only provider `rlbench_floor`: one
         // integer field, and runloop:block_entry's payload emitted from C), compiled out with RLTRACE_DISABLED=1.
@@ -100,8 +101,11 @@ let package = Package(
             cSettings: [.headerSearchPath("include")],
             linkerSettings: [.linkedLibrary("lttng-ust"), .linkedLibrary("dl"), .linkedLibrary("pthread")]
         ),
-        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl", "TestSupport"]),
-        // Concurrent stress, faults and hostile traces (scripts/sanitizers.sh, fuzz.sh, soak.sh).
+        .testTarget(name: "CTFReaderTests", dependencies: ["CTFReader", "LTTngControl", "TestSupport", "ctf-testgen"]),
+        // Private session daemons, sessions and recording plans against a real lttng-sessiond.
+        .testTarget(name: "LTTngControlTests", dependencies: ["LTTngControl", "TestSupport", "ctf-testgen"]),
+        // Concurrent stress, faults and hostile traces across modules: RunLoopCore's engine under
+        // threads and faults, CTFReader on mutated traces (scripts/sanitizers.sh, fuzz.sh, soak.sh).
         .testTarget(name: "ReliabilityTests", dependencies: ["RunLoopCore", "CTFReader", "TestSupport"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Benchmarks/reader-bench"),
@@ -122,10 +126,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "RLTraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "hang-workload", "TestSupport",
-                                                     "LTTngLive", "LTTngControl",
-                                                     // the oracle of RLAnalysis's own HdrHistogram layout (DurationHistogramTests)
-                                                     .product(name: "Histogram", package: "hdrhistogram-swift")],
+        // The live (viewer) protocol's wire structs and URLs.
+        .testTarget(name: "LTTngLiveTests", dependencies: ["LTTngLive"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        // RLAnalysis through its API (pipeline parts, histograms), without the rltrace executable.
+        .testTarget(name: "RLAnalysisTests", dependencies: ["RLAnalysis",
+                                                        // the oracle of RLAnalysis's own HdrHistogram layout (DurationHistogramTests)
+                                                        .product(name: "Histogram", package: "hdrhistogram-swift")],
+                    swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The rltrace executable end to end (it runs the commands; also RLAnalysis's types it imports).
+        .testTarget(name: "rltraceTests", dependencies: ["rltrace", "rlc-scenarios", "rl-example", "ctf-testgen", "trace-workload", "hang-workload", "TestSupport",
+                                                     "LTTngControl", "RLAnalysis"],
                     exclude: ["Fixtures"], swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // --- the analysis pipeline's benchmark and bounded-memory workload ---------------
@@ -133,11 +143,11 @@ let package = Package(
         // (scripts/bench-pipeline.sh, docs/benchmarks.md; not part of the test suite).
         .executableTarget(name: "pipeline-bench", dependencies: ["TestSupport"], path: "Benchmarks/pipeline-bench", swiftSettings: [.swiftLanguageMode(.v5)]),
         // A deterministic RunLoopCore workload (a fixed number of steps, every callout kind) for traces
-        // of a chosen size; RLTraceTests' BoundedMemoryTests records it.
+        // of a chosen size; rltraceTests' BoundedMemoryTests records it.
         .executableTarget(name: "trace-workload", dependencies: ["RunLoopCore", "CRunLoopShims"],
                           path: "Tests/Programs/trace-workload", swiftSettings: [.swiftLanguageMode(.v5)]),
         // A RunLoopCore program that hangs in a named function at known times (the
-        // watchdog's stacks, the flight recorder); RLTraceTests' HangForensicsTests record it.
+        // watchdog's stacks, the flight recorder); rltraceTests' HangForensicsTests record it.
         .executableTarget(name: "hang-workload", dependencies: ["RunLoopCore"],
                           path: "Tests/Programs/hang-workload", swiftSettings: [.swiftLanguageMode(.v5)]),
     ]

@@ -2,7 +2,7 @@
 # Fuzzes CTFReader (metadata parser + stream decoder) with libFuzzer + AddressSanitizer for a bounded time.
 # fuzz/CTFFuzz.swift's custom mutator mostly rewrites packet-header/context words of the stream part with
 # extreme values (structure-aware); the seed corpus holds real LTTng packets (FUZZ_SEED_DEMO=1, the default,
-# adds the demo trace's first packets from Tests/RLTraceTests/Fixtures, copied into the scratch corpus).
+# adds the demo trace's first packets from Tests/rltraceTests/Fixtures, copied into the scratch corpus).
 #   bash scripts/fuzz.sh [SECONDS]   (default 300; FUZZ_JOBS=N parallel workers, default 1)
 # Builds CTFReader with -sanitize=fuzzer,address into .build-fuzz, links fuzz/CTFFuzz.swift against it,
 # runs from the seed corpus fuzz/corpus (real LTTng runloop traces + a hand-built all-types trace) into
@@ -23,7 +23,7 @@ swiftc -O -g -sanitize=fuzzer,address -parse-as-library \
     -I Sources/CCTFReaderShims/include fuzz/CTFFuzz.swift $OBJS -o "$B/ctf-fuzz" 2>&1 | { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
 mkdir -p "$B/corpus" "$B/artifacts"
 if [ "${FUZZ_SEED_DEMO:-1}" = 1 ]; then
-    DEMO=Tests/RLTraceTests/Fixtures/demo-trace/ust/uid/0/64-bit
+    DEMO=Tests/rltraceTests/Fixtures/demo-trace/ust/uid/0/64-bit
     for ch in channel0_0 channel0_1; do
         # metadata + marker + the first 64 KiB of the stream (whole packets are larger: the tail is cut,
         # which the reader reports as a truncated packet; the header and context are what gets mutated).

@@ -65,7 +65,7 @@ public struct LTTngSession: Sendable {
     /// processes registered with the daemon record nothing in this session.
     public func trackUserspaceProcesses(_ pids: [Int32]) throws {
         guard !pids.isEmpty else { return }
-        try cli.run(["track", "--userspace", "--session=\(name)", "--vpid=" + pids.map(String.init).joined(separator: ",")])
+        try cli.run(Self.trackArguments(session: name, pids: pids))
     }
 
     /// Creates (enables) a userspace channel with explicit buffer settings.
@@ -79,30 +79,19 @@ public struct LTTngSession: Sendable {
     ///     must run with `LTTNG_UST_ALLOW_BLOCKING=1` in their environment.
     public func enableChannel(_ channel: String, subbufferSize: Int? = nil, subbufferCount: Int? = nil,
                               buffers: BufferOwnership = .perUID, overwrite: Bool = false, blocking: Bool = false) throws {
-        var args = ["enable-channel", "--userspace", "--session=\(name)", buffers.rawValue]
-        if blocking { args.append("--blocking-timeout=inf") }
-        if let s = subbufferSize { args.append("--subbuf-size=\(s)") }
-        if let n = subbufferCount { args.append("--num-subbuf=\(n)") }
-        args.append(overwrite ? "--overwrite" : "--discard")
-        args.append(channel)
-        try cli.run(args)
+        try cli.run(Self.enableChannelArguments(session: name, channel: channel, subbufferSize: subbufferSize, subbufferCount: subbufferCount,
+                                                buffers: buffers, overwrite: overwrite, blocking: blocking))
     }
 
     /// Enables userspace events matching `pattern` (e.g. `"rlrunloop:*"` or `"*"`), on `channel` if given.
     public func enableUserspaceEvents(_ pattern: String, channel: String? = nil) throws {
-        var args = ["enable-event", "--userspace", "--session=\(name)"]
-        if let c = channel { args.append("--channel=\(c)") }
-        args.append(pattern)
-        try cli.run(args)
+        try cli.run(Self.enableEventArguments(session: name, pattern: pattern, channel: channel))
     }
 
     /// Adds context fields (e.g. `["vtid", "procname"]`) to the userspace events of `channel` (or of every channel).
     public func addContexts(_ contexts: [String], channel: String? = nil) throws {
         guard !contexts.isEmpty else { return }
-        var args = ["add-context", "--userspace", "--session=\(name)"]
-        if let c = channel { args.append("--channel=\(c)") }
-        for c in contexts { args.append("--type=\(c)") }
-        try cli.run(args)
+        try cli.run(Self.addContextArguments(session: name, contexts: contexts, channel: channel))
     }
 
     /// Starts recording.
@@ -116,4 +105,40 @@ public struct LTTngSession: Sendable {
 
     /// Destroys the session (stopping it first if needed); the written trace stays on disk.
     public func destroy() throws { try cli.run(["destroy", name]) }
+}
+
+// The arguments of each command, shared with ``RecordingPlan/startCommands``.
+extension LTTngSession {
+    /// `enable-channel --userspace --session=SESSION BUFFERS [--blocking-timeout=inf] [--subbuf-size=N] [--num-subbuf=N] --overwrite|--discard CHANNEL`.
+    static func enableChannelArguments(session: String, channel: String, subbufferSize: Int?, subbufferCount: Int?,
+                                       buffers: BufferOwnership, overwrite: Bool, blocking: Bool) -> [String] {
+        var args = ["enable-channel", "--userspace", "--session=\(session)", buffers.rawValue]
+        if blocking { args.append("--blocking-timeout=inf") }
+        if let s = subbufferSize { args.append("--subbuf-size=\(s)") }
+        if let n = subbufferCount { args.append("--num-subbuf=\(n)") }
+        args.append(overwrite ? "--overwrite" : "--discard")
+        args.append(channel)
+        return args
+    }
+
+    /// `enable-event --userspace --session=SESSION [--channel=CHANNEL] PATTERN`.
+    static func enableEventArguments(session: String, pattern: String, channel: String?) -> [String] {
+        var args = ["enable-event", "--userspace", "--session=\(session)"]
+        if let c = channel { args.append("--channel=\(c)") }
+        args.append(pattern)
+        return args
+    }
+
+    /// `add-context --userspace --session=SESSION [--channel=CHANNEL] --type=C…`.
+    static func addContextArguments(session: String, contexts: [String], channel: String?) -> [String] {
+        var args = ["add-context", "--userspace", "--session=\(session)"]
+        if let c = channel { args.append("--channel=\(c)") }
+        for c in contexts { args.append("--type=\(c)") }
+        return args
+    }
+
+    /// `track --userspace --session=SESSION --vpid=PID,…`.
+    static func trackArguments(session: String, pids: [Int32]) -> [String] {
+        ["track", "--userspace", "--session=\(session)", "--vpid=" + pids.map(String.init).joined(separator: ",")]
+    }
 }

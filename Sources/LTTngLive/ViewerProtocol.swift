@@ -2,7 +2,7 @@
 // src/bin/lttng-relayd/lttng-viewer-abi.h lays it out: packed structs, every integer big-endian.
 // Each request is a 16-byte command header (data_size, cmd, cmd_version) followed by the command's
 // payload; each reply is the command's response struct, possibly followed by data. This file only
-// encodes and decodes those structs (tested byte for byte in RLTraceTests.TopTests); the
+// encodes and decodes those structs (tested byte for byte in LTTngLiveTests); the
 // conversation is in ViewerConnection.swift.
 
 /// Commands (`enum lttng_viewer_command`).

@@ -4,7 +4,7 @@
 // every enumeration (labels and values), and how each event is emitted (RunLoopSchemaEmitters.swift).
 // The provider's C header, C emitters, enabled checks, Swift out-of-line emitters and the events
 // table of docs/tracepoints.md are generated from this by Tools/rl-tpgen (scripts/gen-provider.sh);
-// Tests/TracingTests/GeneratedProviderTests.swift fails when the checked-in files differ from its
+// Tests/RunLoopTracingTests/GeneratedProviderTests.swift fails when the checked-in files differ from its
 // output, and SchemaTests.swift still parses the header back as an independent check.
 // RunLoopTracing and RLAnalysis take their names and values from here. Dependency-free (the
 // standard library only).

@@ -237,7 +237,7 @@ public enum RLTrace {
     // MARK: hang watchdog (WARNING; RunLoopCore's RLHangWatchdog emits these)
 
     // A literal (a constant the inlined `hangBegin` folds), equal to `RunLoopSchema.calloutKindLoop`:
-    // Tests/TracingTests/SchemaTests.swift checks it.
+    // Tests/RunLoopTracingTests/SchemaTests.swift checks it.
     /// The `callout_kind` value `hang_begin` records for a loop stuck outside any callout (`loop`).
     public static let hangKindLoop: UInt8 = 6
 

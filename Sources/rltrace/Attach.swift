@@ -126,16 +126,16 @@ func recordAttached(_ target: AttachTarget, output: RecordOutput, snapshot: Bool
     let (daemon, cli) = try reachAttachDaemon(target)
     defer { daemon?.stop() }
     installAttachStopHandlers()
-    let session = try startRecordingSession(output: output, snapshot: snapshot, contexts: contexts, events: events,
-                                            processes: target.pids, cli: cli)
-    try checkRegistered(target.pids, cli: cli) { _ = try? session.destroy() }
+    let recording = try startRecordingSession(output: output, snapshot: snapshot, contexts: contexts, events: events,
+                                              processes: target.pids, cli: cli)
+    try checkRegistered(target.pids, cli: cli) { _ = try? recording.session.destroy() }
     if announce {
         let what = target == .all ? "every program of the session daemon (and those that start)" : "process\(target.pids.count == 1 ? "" : "es") \(target.pids.map(String.init).joined(separator: ","))"
         warn("rltrace: recording \(what) to \(output.place); Ctrl-C or SIGTERM stops\(durationNs == nil ? "" : ", or --duration")")
     }
     let end = waitForAttachEnd(pids: target.pids, durationNs: durationNs)
     if announce { announceEnd(end) }
-    finishRecordingSession(session, output: output, snapshot: snapshot, events: events, announce: announce)
+    finishRecordingSession(recording, output: output, events: events, announce: announce)
     restoreDefaultSignals()
     try finishSummary(output: output, contexts: contexts, quiet: !announce)
 }

@@ -103,9 +103,9 @@ func startFlightRecorder(output: RecordOutput, settings: FlightRecorderSettings,
         let ctx = contexts.filter { !$0.isEmpty }
         try recorder.addChannel("runloop", subbufferSize: settings.subbufferSize, subbufferCount: settings.subbufferCount,
                                 patterns: ["runloop:*"], contexts: ctx)
-        try recorder.addChannel(statedumpChannel, subbufferSize: FlightRecorderSettings.statedumpSubbuffer,
+        try recorder.addChannel(RecordingChannel.statedumpName, subbufferSize: FlightRecorderSettings.statedumpSubbuffer,
                                 subbufferCount: FlightRecorderSettings.statedumpSubbuffers,
-                                patterns: statedumpPatterns, contexts: statedumpContexts(ctx),
+                                patterns: RecordingChannel.statedumpPatterns, contexts: RecordingChannel.statedumpContexts(alongside: ctx),
                                 overwrite: false)
         try recorder.session.trackUserspaceProcesses(processes)
         // A trigger matches every registered process: only the tracked ones' hangs take a snapshot.

@@ -189,7 +189,7 @@ func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, co
                    announce: Bool) throws -> Int32 {
     let (daemon, cli, env) = try reachSessionDaemon(announce: announce)
     defer { daemon?.stop() }
-    let session = try startRecordingSession(output: output, snapshot: snapshot, contexts: contexts, events: events, processes: [], cli: cli)
+    let recording = try startRecordingSession(output: output, snapshot: snapshot, contexts: contexts, events: events, processes: [], cli: cli)
 
     // Run the program; Ctrl-C goes to it, and we keep the trace.
     let p = Process()
@@ -211,47 +211,29 @@ func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, co
     }
     signalTarget = 0
     restoreDefaultSignals()
-    finishRecordingSession(session, output: output, snapshot: snapshot, events: events, announce: announce)
+    finishRecordingSession(recording, output: output, events: events, announce: announce)
     return status
 }
 
-/// Creates, sets up and starts `record`'s session (not the flight recorder's) writing to
-/// `output`, limited to `processes` when not empty; exit 6 (naming the failed `lttng` command) when
-/// LTTng refuses.
+/// `record`'s session (not the flight recorder's) as a plan: the `runloop` channel recording
+/// `events` with `contexts`, then, when `events` records the `runloop` provider, LTTng-UST's
+/// state dump in a channel of its own (which binary is mapped where in each process, so that
+/// stack samples can be symbolized from the trace alone), limited to `processes` when not empty.
+func recordingPlan(output: RecordOutput, snapshot: Bool, contexts: [String], events: String, processes: [Int32]) -> RecordingPlan {
+    let ctx = contexts.filter { !$0.isEmpty }
+    var channels = [RecordingChannel(name: "runloop", eventPatterns: [events], contexts: ctx)]
+    if events.contains("runloop") { channels.append(.statedump(alongside: ctx)) }
+    return RecordingPlan(sessionName: "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", destination: output.destination,
+                         snapshotMode: snapshot, channels: channels, trackedProcesses: processes)
+}
+
+/// Creates, sets up and starts `record`'s session (``recordingPlan(output:snapshot:contexts:events:processes:)``)
+/// on the daemon `cli` reaches; exit 6 (naming the failed `lttng` command) when LTTng refuses.
 func startRecordingSession(output: RecordOutput, snapshot: Bool, contexts: [String], events: String, processes: [Int32],
-                           cli: LTTngCLI) throws -> LTTngSession {
-    let name = "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    var created: LTTngSession?
+                           cli: LTTngCLI) throws -> TraceRecording {
     do {
-        let session: LTTngSession
-        switch output {
-        case .directory(let dir):
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            session = snapshot ? try LTTngSession.createSnapshot(name: name, outputDirectory: dir, cli: cli)
-                               : try LTTngSession.create(name: name, outputDirectory: dir, cli: cli)
-        case .relayDaemon(let url):
-            session = snapshot ? try LTTngSession.createSnapshot(name: name, url: url, cli: cli)
-                               : try LTTngSession.create(name: name, url: url, cli: cli)
-        }
-        created = session
-        let ctx = contexts.filter { !$0.isEmpty }
-        try session.enableChannel("runloop")
-        try session.enableUserspaceEvents(events, channel: "runloop")
-        if !ctx.isEmpty { try session.addContexts(ctx, channel: "runloop") }
-        // Which binary is mapped where in each process, so stack samples can be symbolized from
-        // the trace alone (liblttng-ust emits these at start-up and on dlopen/dlclose): in a
-        // channel of their own, with the `vpid` context they lack (a process's loop ids name it;
-        // these events have no loop).
-        if events.contains("runloop") {
-            try session.enableChannel(statedumpChannel)
-            for p in statedumpPatterns { try session.enableUserspaceEvents(p, channel: statedumpChannel) }
-            try session.addContexts(statedumpContexts(ctx), channel: statedumpChannel)
-        }
-        try session.trackUserspaceProcesses(processes)
-        try session.start()
-        return session
+        return try recordingPlan(output: output, snapshot: snapshot, contexts: contexts, events: events, processes: processes).start(cli: cli)
     } catch {
-        if let s = created { try? s.destroy() }
         warn("rltrace: cannot set up the LTTng session: \(error)")
         if case .relayDaemon(let url) = output {
             warn("rltrace: is an lttng-relayd listening at \(url)? (lttng-relayd -d on the collector; its default ports are 5342 and 5343)")
@@ -261,11 +243,9 @@ func startRecordingSession(output: RecordOutput, snapshot: Bool, contexts: [Stri
 }
 
 /// Stops and destroys `record`'s session (a snapshot first, in snapshot mode); says where the trace went.
-func finishRecordingSession(_ session: LTTngSession, output: RecordOutput, snapshot: Bool, events: String, announce: Bool) {
+func finishRecordingSession(_ recording: TraceRecording, output: RecordOutput, events: String, announce: Bool) {
     do {
-        if snapshot { try session.recordSnapshot() }
-        try session.stop()
-        try session.destroy()
+        try recording.finish()
     } catch {
         warn("rltrace: stopping the session failed (the trace may be incomplete): \(error)")
     }
@@ -275,7 +255,7 @@ func finishRecordingSession(_ session: LTTngSession, output: RecordOutput, snaps
         if holdsTrace(dir.path) { warn("rltrace: trace written to \(dir.path)") }
         else { warn("rltrace: no trace was written to \(dir.path) (no event of \(events) was recorded)") }
     case .relayDaemon(let url):
-        warn("rltrace: trace sent to the relay daemon at \(url) (on its host, below its output directory: \(localHostName())/\(session.name)-DATE-TIME)")
+        warn("rltrace: trace sent to the relay daemon at \(url) (on its host, below its output directory: \(localHostName())/\(recording.session.name)-DATE-TIME)")
     }
 }
 
@@ -329,13 +309,14 @@ func resolveCommand(_ c: String) -> String {
 /// docs/benchmarks.md, "What recording costs").
 func defaultContexts() -> [String] { [] }
 
-/// The channel, events and contexts of the state dump (which binary is mapped where, per process).
-let statedumpChannel = "statedump"
-let statedumpPatterns = ["lttng_ust_statedump:*", "lttng_ust_lib:*"]
-/// `vpid` (the events name no loop, whose id would name the process) with the runloop channel's
-/// other contexts but its perf counters.
-func statedumpContexts(_ runloop: [String]) -> [String] {
-    ["vpid"] + runloop.filter { $0 != "vpid" && !$0.hasPrefix("perf:") }
+extension RecordOutput {
+    /// The same place as LTTngControl's ``RecordingDestination``.
+    var destination: RecordingDestination {
+        switch self {
+        case .directory(let d): return .directory(d)
+        case .relayDaemon(let u): return .relayDaemon(u)
+        }
+    }
 }
 
 /// LTTng accepts a perf counter context it cannot open in the traced program, which then records

@@ -5,7 +5,7 @@ import CTFReader
 import Glibc
 #endif
 
-/// Mutations of a real LTTng-UST trace (the RLTraceTests demo fixture, copied, never modified): every
+/// Mutations of a real LTTng-UST trace (the rltraceTests demo fixture, copied, never modified): every
 /// packet-header and packet-context integer field of every packet set to 0, its maximum, and only bit 63
 /// (or the top bit of a 32-bit field). Each mutant must decode to events (with warnings) or a clear
 /// `CTFReaderError` naming the file — never trap (docs/divergences.md).
@@ -13,7 +13,7 @@ enum PacketMutation {
     /// The demo trace's stream directory (LTTng-UST per-uid, 64-bit).
     static let fixture: String = {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        return here.appendingPathComponent("RLTraceTests/Fixtures/demo-trace/ust/uid/0/64-bit").path
+        return here.appendingPathComponent("rltraceTests/Fixtures/demo-trace/ust/uid/0/64-bit").path
     }()
 
     /// LTTng-UST 64-bit packet header and context: (name, byte offset in the packet, size in bytes).

@@ -6,7 +6,7 @@ import Synchronization
 // The differential scenarios (docs/runloop-semantics.md's list and more), written once against
 // `LoopEngine`: RunLoopCoreTests runs each on RunLoopCore and on the real CFRunLoop and compares
 // the logs; tracing-scenarios replays them on a traced RunLoopCore (`RLEngine(traced: true)`) and
-// TracingTests compares the trace with what the callouts logged.
+// RunLoopTracingTests compares the trace with what the callouts logged.
 
 /// A thread-safe event log the scenarios append to.
 public final class EventLog: @unchecked Sendable {

@@ -4,7 +4,7 @@
 //
 // reads PACKAGE/docs/tracepoints.md (the text around the generated events table) and writes, under
 // DIR, the files of ``generatedFiles`` (relative to the package root). scripts/gen-provider.sh runs
-// it with DIR = the package root; Tests/TracingTests/GeneratedProviderTests.swift runs it into a
+// it with DIR = the package root; Tests/RunLoopTracingTests/GeneratedProviderTests.swift runs it into a
 // temporary directory and compares.
 import Foundation
 import RunLoopSchema

@@ -77,7 +77,7 @@ LATE = {"example-late-session"}
 # Traces of the schema before the constant pools (names and iteration numbers in every event),
 # checked in for rltrace's own tests: they must still read.
 OLD_SCHEMA_TRACES = {
-    "old-schema-demo": os.path.join(REPO, "Tests", "RLTraceTests", "Fixtures", "demo-trace"),
+    "old-schema-demo": os.path.join(REPO, "Tests", "rltraceTests", "Fixtures", "demo-trace"),
 }
 
 _traces = None

@@ -1,6 +1,6 @@
 /// `rltrace export --format perfetto`: Perfetto's own trace format — a `Trace` of `TracePacket`s
 /// holding `TrackEvent`s (the messages of Perfetto's protos/perfetto/trace/, the subset used
-/// declared in Tests/RLTraceTests/Fixtures/perfetto/perfetto_subset.proto) — written to the file as
+/// declared in Tests/rltraceTests/Fixtures/perfetto/perfetto_subset.proto) — written to the file as
 /// the trace is read, by a hand-written encoder (``ProtobufWriter``, and ``ByteCursor``'s fields for
 /// the packets written per slice).
 ///

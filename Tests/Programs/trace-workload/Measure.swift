@@ -1,5 +1,5 @@
 // `trace-workload --measure`: runs one program and writes its peak RSS and CPU time, for the pipeline
-// benchmark (Benchmarks/pipeline-bench) and the bounded-memory test (Tests/RLTraceTests/BoundedMemoryTests).
+// benchmark (Benchmarks/pipeline-bench) and the bounded-memory test (Tests/rltraceTests/BoundedMemoryTests).
 //
 //   trace-workload --measure OUT [--kill-above-mb N] [--timeout S] -- PROGRAM ARGS…
 //

@@ -1,5 +1,5 @@
 // trace-workload: a deterministic RunLoopCore workload that makes run-loop traces of a chosen size
-// quickly, for the bounded-memory test of rltrace's analysis pipeline (Tests/RLTraceTests/
+// quickly, for the bounded-memory test of rltrace's analysis pipeline (Tests/rltraceTests/
 // BoundedMemoryTests.swift). Unlike rl-example (paced by its clients' TCP round trips and
 // by a duration), it runs a fixed number of steps as fast as the loop allows, so the number of events
 // is proportional to STEPS whatever the machine's load.

@@ -1,4 +1,4 @@
-// tracing-scenarios: programs the TracingTests run under a real LTTng session daemon.
+// tracing-scenarios: programs the RunLoopTracingTests run under a real LTTng session daemon.
 //
 //   tracing-scenarios direct     fire every `runloop` tracepoint with known values; print them
 //   tracing-scenarios names      string fields of every length class the provider writes differently

@@ -1,17 +1,17 @@
 import Foundation
-@_exported import TestSupport
 import LTTngControl
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// One private session daemon per test process, started lazily and stopped by pid at exit.
-enum SharedDaemon {
+public enum SharedDaemon {
     nonisolated(unsafe) private static var instance: PrivateSessionDaemon?
     private static let lock = NSLock()
     nonisolated(unsafe) private static var counter = 0
 
-    static func get() throws -> PrivateSessionDaemon {
+    /// The daemon, started on first use.
+    public static func get() throws -> PrivateSessionDaemon {
         lock.lock(); defer { lock.unlock() }
         if let d = instance { return d }
         let d = try PrivateSessionDaemon.start()
@@ -20,20 +20,22 @@ enum SharedDaemon {
         return d
     }
 
-    static func stopAtExit() {
+    /// Stops the daemon by pid and removes the scratch directory (registered with atexit).
+    public static func stopAtExit() {
         instance?.stop()
         instance = nil
         try? FileManager.default.removeItem(at: scratch)
     }
 
-    static func uniqueName(_ prefix: String) -> String {
+    /// A session name unique in this process: PREFIX-PID-N.
+    public static func uniqueName(_ prefix: String) -> String {
         lock.lock(); defer { lock.unlock() }
         counter += 1
         return "\(prefix)-\(getpid())-\(counter)"
     }
 
     /// A per-process scratch directory for recorded and hand-built traces.
-    static let scratch: URL = {
+    public static let scratch: URL = {
         let u = FileManager.default.temporaryDirectory.appendingPathComponent("ctfreader-tests-\(getpid())")
         try? FileManager.default.createDirectory(at: u, withIntermediateDirectories: true)
         atexit { try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("ctfreader-tests-\(getpid())")) }
@@ -42,21 +44,21 @@ enum SharedDaemon {
 }
 
 /// Finds an executable product built next to the test bundle (the same `.build/<config>/` folder).
-func builtProduct(_ name: String) throws -> String { try productPath(name) }
+public func builtProduct(_ name: String) throws -> String { try productPath(name) }
 
 /// Runs a program to completion, returning (status, stdout, stderr).
 @discardableResult
-func runTool(_ path: String, _ args: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
+public func runTool(_ path: String, _ args: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
     let r = try runProgram(path, args, environment: environment)
     return (r.status, r.stdout, r.stderr)
 }
 
 /// Serializes recordings: every session of the shared daemon traces every registered program, so two
 /// recordings at once would see each other's events.
-let recordingLock = NSLock()
+public let recordingLock = NSLock()
 
 /// Records a trace of `ctf-testgen ARGS` with a fresh session on the shared daemon; returns the output directory.
-func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LTTngSession.BufferOwnership = .perUID,
+public func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LTTngSession.BufferOwnership = .perUID,
                    subbufferSize: Int? = nil) throws -> URL {
     recordingLock.lock(); defer { recordingLock.unlock() }
     let daemon = try SharedDaemon.get()
@@ -87,7 +89,7 @@ func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LTTngSess
 }
 
 /// Runs `babeltrace2 ARGS` and returns its standard output lines.
-func babeltrace(_ args: [String]) throws -> [Substring] {
+public func babeltrace(_ args: [String]) throws -> [Substring] {
     let r = try runTool("/usr/bin/babeltrace2", args)
     if r.status != 0 { throw TestSetupError(message: "babeltrace2 \(args) failed: \(r.err)") }
     return r.out.split(separator: "\n", omittingEmptySubsequences: true)
