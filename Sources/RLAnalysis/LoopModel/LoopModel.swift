@@ -412,6 +412,8 @@ public final class LoopModel {
             rec.end = e.ts
             rec.cpuNs = min(cpuSpan(rec.cpuNs, e.cpu), rec.duration)
             rec.wholeDurationNs = rec.duration
+            // A pooled block name described during the block (after a hang began, in a snapshot).
+            if rec.kind == .block && rec.blockName == unnamedBlock && rec.item & Self.blockNameTag != 0 { rec.blockName = takeBlockName(pid: e.pid, item: rec.item) }
             let inIteration = iterIdx >= 0 && iterIdx < s.open
             if rec.sampleElapsedNs > 0 {
                 Self.scaleSample(&rec)
