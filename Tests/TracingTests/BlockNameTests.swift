@@ -45,6 +45,21 @@ struct BlockNameTests {
         }
     }
 
+    /// The pool holds at most 4096 names (bounded memory for a program that makes names up per
+    /// block): a name beyond them is described before each entry, with the block's own number, as
+    /// before the pool, and still named right.
+    @Test func namesBeyondThePoolAreDescribedPerBlock() throws {
+        let n = 4300
+        let rec = try Tracing.record(["blocknames", "\(n)", "\(n)"], environment: ["RLTRACE_HANG_THRESHOLD": "off"])
+        #expect(rec.run.status == 0, "\(rec.run.stderr)")
+        let infos = rec.events.filter(Self.isBlockInfo).compactMap { $0["item_id"].flatMap { UInt64($0) } }
+        #expect(infos.count == n)
+        #expect(Set(infos.filter { $0 & Self.pooledBit != 0 }).count == 4096)
+        let entries = rec.events.filter { $0.shortName == "block_entry" }
+        #expect(entries.filter { ($0["item_id"].flatMap { UInt64($0) } ?? 0) & Self.pooledBit == 0 }.count == n - 4096)
+        #expect(entries.map { $0["name"] ?? "?" } == Self.loggedBlocks(rec.run))
+    }
+
     /// With the watchdog, every description of the pools after the names were used (a
     /// `loop_info` of the watchdog's thread, then its items) describes the K names exactly once each.
     @Test func eachPoolDescriptionDescribesEachNameOnce() throws {
