@@ -349,8 +349,8 @@ public enum RLHangWatchdog {
             }
         }
 
-        /// Describes every watched loop and its items, and the block-name pool; false if some loop's
-    /// lock was busy.
+        /// Describes every watched loop and its items, and the block-name pool; false if some
+        /// loop's lock was busy.
         func describePools() -> Bool {
             let watched = RLHangWatchdog.loops.withLock { $0 }
             var all = true
