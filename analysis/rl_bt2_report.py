@@ -49,6 +49,9 @@ for _kind in CALLOUT_KINDS:
 
 # callout_kind's container values (docs/tracepoints.md, "Enumerations"): observer 0 ... block 5.
 KIND_LABELS = dict(enumerate(CALLOUT_KINDS))
+# A block entry's item with this bit (47) set is the id of a name in its process's block-name pool
+# (docs/tracepoints.md, "Constant pools"); no other item id reaches it.
+BLOCK_NAME_TAG = 1 << 47
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,6 +191,7 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
     from_loop_info = set()          # pids named by a loop_info (authoritative)
     pools = {}                      # pid -> {(kind, item): name}: the process's item descriptions
     block_names = {}                # (pid, block item) -> name of an item_info of kind block not yet performed
+    pooled_blocks = {}              # (pid, pooled name id) -> name: the process's block-name pool
 
     def loop_of(pid, loop_id):
         key = (pid, loop_id)
@@ -234,8 +238,13 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
             if is_entry:
                 entry_name = payload.get("name")     # older traces only
                 if kind == "block" and entry_name is None:
-                    # A named block is described by an item_info of kind block just before its entry.
-                    entry_name = block_names.pop((pid, item), "(unnamed)")
+                    # A named block's entry carries its pooled name's id (BLOCK_NAME_TAG set),
+                    # described once per session; an older trace's (or a full pool's) named block
+                    # is described by an item_info of kind block, with its own id, just before its entry.
+                    if isinstance(item, int) and item & BLOCK_NAME_TAG:
+                        entry_name = pooled_blocks.get((pid, item), "(unnamed)")
+                    else:
+                        entry_name = block_names.pop((pid, item), "(unnamed)")
                 lp.callout_entry(ts, kind, item, entry_name)
                 item_name = lp.item_name(kind, item, entry_name)
                 # Point events: a timer's lateness at its entry, a signal's latency at its perform,
@@ -255,6 +264,13 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
                             sl["tids"].add(tid)
             else:
                 # An exit without item_id closes the innermost open callout of its kind.
+                if kind == "block" and pooled_blocks:
+                    # A pooled name described during the block (after a hang began, in a snapshot).
+                    for c in reversed(lp.callout_stack):
+                        if c[0] == "block":
+                            if c[2] == "(unnamed)" and isinstance(c[1], int) and c[1] & BLOCK_NAME_TAG:
+                                c[2] = pooled_blocks.get((pid, c[1]), "(unnamed)")
+                            break
                 lp.callout_exit(ts, kind, item)
         elif name == "runloop:iteration_begin":
             lp.iteration_begin(ts, payload.get("iteration"))
@@ -292,7 +308,10 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
                 continue
             if kind == "block":
                 if name == "runloop:item_info":
-                    block_names[(pid, item)] = item_name
+                    if isinstance(item, int) and item & BLOCK_NAME_TAG:
+                        pooled_blocks[(pid, item)] = item_name
+                    else:
+                        block_names[(pid, item)] = item_name
             else:
                 lp.item_names[(kind, item)] = item_name
 

@@ -94,15 +94,25 @@ extension RLRunLoop {
     @inline(__always)
     func calloutToBlock<B: QueuedBlock>(_ b: borrowing B, id: UInt64) {
         calloutCount &+= 1
+        if RLTrace.isCalloutTraced(.block) { return tracedBlock(id: id, name: b.name, body: b.body) }
         let outer = watchCalloutBegin(.block, id)
-        if RLTrace.isCalloutTraced(.block) { tracedBlock(id: id, name: b.name, body: b.body) } else { b.body() }
+        b.body()
         watchRestore(outer)
     }
 
     @inline(never)
     private func tracedBlock(id item: UInt64, name: String?, body: () -> Void) {
-        RLTrace.blockEntry(loop: id, item: item, name: name ?? "")
+        // A named block's entry names it by its pooled name's id (docs/tracepoints.md, "Constant
+        // pools"), and so does the watch word: the watchdog's readings name what the entry did.
+        var entryItem = item
+        if let name, !name.isEmpty {
+            entryItem = RLTrace.namedBlockEntry(loop: id, item: item, name: name, cache: &blockNameCache)
+        } else {
+            RLTrace.blockEntry(loop: id, item: item, name: "")
+        }
+        let outer = watchCalloutBegin(.block, entryItem)
         body()
+        watchRestore(outer)
         RLTrace.blockExit(loop: id)
     }
 }

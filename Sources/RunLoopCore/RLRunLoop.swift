@@ -134,6 +134,9 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) var ownBlockModeCache: Unmanaged<ModeState>?
     /// The ids of the blocks of ``ownBlocks`` (taken on the loop's thread).
     @exclusivity(unchecked) var ownBlockIDs = RLIDRange()
+    /// The block names this loop's thread last traced, in front of the process's pool
+    /// (``RLBlockNames``; touched only on the loop's thread, while a session records blocks).
+    @exclusivity(unchecked) var blockNameCache = RLBlockNameCache()
 
     init(threadID: Int32, isMain: Bool) throws(RLError) {
         self.id = RLIDs.makeLoop()

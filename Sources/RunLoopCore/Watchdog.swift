@@ -89,10 +89,12 @@ extension RLRunLoop {
     }
 
     /// The name of the item a hang is in (observers, sources and timers are found in the loop's
-    /// modes by id; a block has left the queue when it runs, so it and the main queue have none).
+    /// modes by id; a block has left the queue when it runs, so only a named block entered as its
+    /// pooled name's id has one, the pool's; the main queue has none).
     /// Called on the watchdog's thread. Never blocks on the loop's lock: gives up after ~1 ms.
     fileprivate func watchItemName(_ kind: RLCalloutKind, _ item: UInt64) -> String {
-        guard kind != .block && kind != .mainQueue, lockBriefly() else { return "" }
+        if kind == .block { return RLBlockNames.name(of: item) ?? "" }
+        guard kind != .mainQueue, lockBriefly() else { return "" }
         defer { lock.unlock() }
         func matches(_ id: UInt64) -> Bool { id & Watch.itemMask == item }
         for m in modes.values {
@@ -317,6 +319,7 @@ public enum RLHangWatchdog {
                 if !hangs && !cpu && !pools {
                     closeAll(now: rl_monotonic_ns())
                     poolsDescribedAt = 0
+                    RLBlockNames.forgetDescriptions()
                     sleep(ns: RLHangWatchdog.idleCheckNs)
                     continue
                 }
@@ -335,6 +338,7 @@ public enum RLHangWatchdog {
                     poolsDescribedAt = now
                 } else if !pools {
                     poolsDescribedAt = 0
+                    RLBlockNames.forgetDescriptions()
                 }
                 var period: UInt64 = RLHangWatchdog.idleCheckNs
                 if hangs { period = min(period, max(1_000_000, threshold / 4)) }
@@ -343,11 +347,15 @@ public enum RLHangWatchdog {
             }
         }
 
-        /// Describes every watched loop and its items; false if some loop's lock was busy.
+        /// Describes every watched loop and its items, and the block-name pool; false if some
+        /// loop's lock was busy.
         func describePools() -> Bool {
             let watched = RLHangWatchdog.loops.withLock { $0 }
             var all = true
-            for w in watched { if let l = w.loop, !l.describeForPools() { all = false } }
+            var any: UInt64?
+            for w in watched { if let l = w.loop { any = any ?? l.id; if !l.describeForPools() { all = false } } }
+            // The block-name pool is the process's: described once, as events of any of its loops.
+            if let any { RLBlockNames.describeAll(loop: any) }
             return all
         }
 

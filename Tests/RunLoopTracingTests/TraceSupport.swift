@@ -209,8 +209,10 @@ enum Tracing {
     ///   registers with it, so a test about events being *disabled* needs its own daemon).
     /// - Parameter resolve: give each event the fields a reader derives from the constant pools
     ///   and the nesting (``ConstantPools/resolve(_:)``); false: the events as recorded.
+    /// - Parameter environment: added to the program's environment (e.g. `RLTRACE_POOL_PERIOD`).
     static func record(_ arguments: [String], contexts: [String] = [], enableOptions: [String] = [],
                        events: String = "runloop:*", privateDaemon: PrivateSessionDaemon? = nil,
+                       environment: [String: String] = [:],
                        timeout: Double = 60, resolve: Bool = true) throws -> Recording {
         let daemon = try privateDaemon ?? daemon()
         let name = "tt-\(getpid())-\(UUID().uuidString.prefix(8))"
@@ -226,7 +228,7 @@ enum Tracing {
         }
         try session.addContexts(["vpid"] + contexts)
         try session.start()
-        let run = try run(scenarios, arguments, environment: daemon.applicationEnvironment, timeout: timeout)
+        let run = try run(scenarios, arguments, environment: daemon.applicationEnvironment.merging(environment) { $1 }, timeout: timeout)
         try session.stop()
         try session.destroy()
         destroyed = true
@@ -255,9 +257,13 @@ enum ConstantPools {
         let kinds = ["observer", "source0", "source1", "timer", "main_queue", "block"]
         // An item's description may be recorded after its first callout (registered from another
         // thread, whose event lands later than the loop's): names are taken from the whole trace,
-        // as a report names items at the end. A named block's comes just before its entry.
+        // as a report names items at the end. So are the names of the block-name pool (an id with
+        // bit 47 set, docs/tracepoints.md "Constant pools"); a block described with its own
+        // number (a trace from before the pool, or RLTrace.blockEntry) is so just before its entry.
+        func pooled(_ item: String) -> Bool { (UInt64(item) ?? 0) & (1 << 47) != 0 }
         for e in events where e.shortName == "item_added" || e.shortName == "item_info" {
-            if let item = e["item_id"], let kind = e.labels["kind"], kind != "block", let n = e["name"], names[Key(item: item, kind: kind)] == nil {
+            if let item = e["item_id"], let kind = e.labels["kind"], kind != "block" || pooled(item), let n = e["name"],
+               names[Key(item: item, kind: kind)] == nil {
                 names[Key(item: item, kind: kind)] = n
             }
         }
@@ -270,7 +276,7 @@ enum ConstantPools {
             switch short {
             case "item_added", "item_info":
                 guard let item = e["item_id"], let kind = e.labels["kind"], let n = e["name"] else { break }
-                if kind == "block" { blockNames[item] = n }
+                if kind == "block" && !pooled(item) { blockNames[item] = n }
             case "iteration_begin":
                 if let it = e["iteration"] { iterations[loop, default: []].append(it) }
             case "iteration_end":
@@ -290,7 +296,8 @@ enum ConstantPools {
                 guard kinds.contains(kind) else { break }
                 if isEntry {
                     let item = e["item_id"] ?? "0"
-                    let n = kind == "block" ? (blockNames.removeValue(forKey: item) ?? "(unnamed)") : names[Key(item: item, kind: kind)]
+                    let n = kind != "block" ? names[Key(item: item, kind: kind)]
+                        : pooled(item) ? (names[Key(item: item, kind: kind)] ?? "(unnamed)") : (blockNames.removeValue(forKey: item) ?? "(unnamed)")
                     if kind != "main_queue" { set("name", n) }
                     set("iteration", current)
                     callouts[loop, default: []].append((kind, e))

@@ -210,6 +210,32 @@ struct FlightRecorderTests {
         #expect(events < total, "the snapshots do not overlap: the dedup was not exercised")
     }
 
+    /// A snapshot names its perform-blocks by the block-name pool (docs/tracepoints.md, "Constant
+    /// pools"): the hung block in the watchdog's hang and in the report, and every block of the
+    /// report, as many as babeltrace2 shows entries of.
+    @Test func aSnapshotNamesItsBlocks() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-fr-blocks-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try rltraceWatched(["record", "--on-hang", "100ms", "-o", dir, "--",
+                                    binDir.appendingPathComponent("hang-workload").path, "--hangs", "1", "--first", "600",
+                                    "--duration", "1200", "--blocks", "1"])
+        #expect(r.status == 0, "\(r.err)")
+        let snap = try #require(snapshots(dir).first, "no snapshot: \(r.err)")
+        let j = try run("rltrace", ["hangs", snap, "--format", "json"])
+        let watched = try hangRows(j.out).compactMap { ($0["hang"] as? [String: Any])?["watchdog"] as? [String: Any] }
+        let hang = try #require(watched.last, "\(j.out)")
+        #expect(hang["kind"] as? String == "block" && hang["name"] as? String == "parse-block", "\(hang)")
+        let report = try JSONSerialization.jsonObject(with: Data(try run("rltrace", ["report", snap, "--format", "json"]).out.utf8)) as! [String: Any]
+        let loops = report["loops"] as! [[String: Any]]
+        let blocks = loops.flatMap { $0["items"] as! [[String: Any]] }.filter { $0["kind"] as? String == "block" }
+        #expect(Set(blocks.compactMap { $0["name"] as? String }) == ["beat-0", "beat-1", "beat-2", "parse-block"], "\(blocks)")
+        let lines = try run(try #require(which("babeltrace2")), [snap]).out.split(separator: "\n")
+        #expect(blocks.reduce(0) { $0 + ($1["count"] as? Int ?? 0) } == lines.filter { $0.contains("runloop:block_entry") }.count)
+        let culprits = loops.flatMap { $0["hangs"] as! [[String: Any]] }.compactMap { $0["culprit"] as? [String: Any] }
+        #expect(culprits.contains { $0["kind"] as? String == "block" && $0["name"] as? String == "parse-block" }, "\(culprits)")
+    }
+
     @Test func noHangLeavesNoSnapshot() throws {
         let dir = NSTemporaryDirectory() + "rltrace-fr-none-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)

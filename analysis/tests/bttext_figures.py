@@ -15,7 +15,9 @@ algorithms than analysis/rl_bt2_report.py:
   Σ exit timestamps − Σ entry timestamps;
 * wake reasons use babeltrace2's own enumeration labels (not our value → label table);
 * blocks, one item per name in the report, are paired per block id and summed per name at the end
-  (named by their entry's `name`, or by the `item_info` of kind block before it, else `(unnamed)`);
+  (named by their entry's `name`, or by the `item_info` of kind block before it, else `(unnamed)`;
+  a block whose id is a pooled name's, bit 47 set, by that id's `item_info` anywhere in the trace,
+  looked up per process at the end);
 * a loop is (vpid, loop_id), or, when loop_id is 2^32 or more, (its quotient by 2^32 unless the
   vpid context says it, its remainder).
 
@@ -68,6 +70,7 @@ def figures(trace):
         "sum_entry": defaultdict(int), "sum_exit": defaultdict(int), "block_names": {},
         "kind_order": defaultdict(list), "described_blocks": {},
     })
+    pooled = {}                                   # (pid, pooled block-name id) -> name
     for ts, provider, name, rest in events(trace):
         n_events += 1
         if provider != "runloop":
@@ -97,7 +100,11 @@ def figures(trace):
         elif name == "item_info":
             k = KIND.search(rest)
             if k and k.group(1) == "block":
-                L["described_blocks"][intval("item_id", rest)] = NAME.search(rest).group(1)
+                item = intval("item_id", rest)
+                if item & (1 << 47):
+                    pooled[((vpid or high) if high else (vpid or 0), item)] = NAME.search(rest).group(1)
+                else:
+                    L["described_blocks"][item] = NAME.search(rest).group(1)
         elif name == "sleep_begin":
             L["pending_sleep"] = (intval("iteration", rest), ts)
         elif name == "wake":
@@ -122,7 +129,9 @@ def figures(trace):
                     item = order[-1]
                 key = (kind, item)
                 if m.group(2) == "entry":
-                    if kind == "block":
+                    if kind == "block" and item & (1 << 47):
+                        L["block_names"][item] = None     # named at the end, from the pool
+                    elif kind == "block":
                         named = NAME.search(rest)
                         L["block_names"][item] = (named.group(1) if named
                                                   else L["described_blocks"].pop(item, "(unnamed)"))
@@ -190,7 +199,8 @@ def figures(trace):
             k["totalNs"] += sum(ds)
             k["maxNs"] = max(k["maxNs"], max(ds))
             # report items: (kind, item, None); blocks (block, 0, name)
-            ik = ("block", 0, L["block_names"][item]) if kind == "block" else (kind, item, None)
+            ik = (("block", 0, L["block_names"][item] or pooled.get((key[0], item), "(unnamed)")) if kind == "block"
+                  else (kind, item, None))
             it = items.setdefault(ik, {"count": 0, "totalNs": 0, "maxNs": 0})
             it["count"] += len(ds)
             it["totalNs"] += sum(ds)

@@ -193,6 +193,29 @@ class Rules(unittest.TestCase):
         self.assertEqual(lp["timerLateness"][0]["name"], "tock")
         self.assertEqual((lp["iterations"], lp["busyNs"], lp["slowest"][0]["iteration"]), (1, 16, 5))
 
+    def test_pooled_block_names(self):
+        """A block entry whose item is a pooled name's id (bit 47) takes that id's item_info, from any
+        loop of the process, for every block of it; one described while its block runs names it at
+        its exit; an undescribed one is (unnamed)."""
+        A, B = (42 << 32) | 1, (42 << 32) | 2
+        job, late, never = (1 << 47) | (42 << 24) | 1, (1 << 47) | (42 << 24) | 2, (1 << 47) | (42 << 24) | 3
+        doc = self.analyse([
+            (0, "item_info", {"loop_id": B, "kind": 5, "item_id": job, "order": 0, "name": "job", "mode": "(unnamed)"}),
+            (1, "block_entry", {"loop_id": A, "item_id": job}),
+            (3, "block_exit", {"loop_id": A}),
+            (4, "block_entry", {"loop_id": A, "item_id": job}),
+            (7, "block_exit", {"loop_id": A}),
+            (8, "block_entry", {"loop_id": B, "item_id": job}),
+            (9, "block_exit", {"loop_id": B}),
+            (10, "block_entry", {"loop_id": A, "item_id": late}),
+            (11, "item_info", {"loop_id": B, "kind": 5, "item_id": late, "order": 0, "name": "late", "mode": "(unnamed)"}),
+            (15, "block_exit", {"loop_id": A}),
+            (16, "block_entry", {"loop_id": A, "item_id": never}),
+            (17, "block_exit", {"loop_id": A}),
+        ])
+        items = {(lp["loop"], i["name"]): (i["count"], i["totalNs"]) for lp in doc["loops"] for i in lp["items"]}
+        self.assertEqual(items, {(1, "job"): (2, 5), (2, "job"): (1, 1), (1, "late"): (1, 5), (1, "(unnamed)"): (1, 1)})
+
     def test_loop_info_names_every_loop_of_its_process(self):
         doc = self.analyse([
             (0, "iteration_begin", {"loop_id": (42 << 32) | 2, "iteration": 1}),

@@ -19,8 +19,12 @@ w('''<?xml version="1.0" encoding="UTF-8"?>
   32 bits, the loop's number in the low 32), which every event carries, so it works on traces
   recorded by `rltrace record` (no context) as on traces with vpid/vtid/procname. Callout events
   carry ids only (docs/tracepoints.md, "Constant pools"): items are named by `item_added` and
-  `item_info` (a named perform-block by the `item_info` of kind block just before its entry), and
-  an exit, which names its loop alone, closes the innermost open callout of its kind in that loop.
+  `item_info`, and an exit, which names its loop alone, closes the innermost open callout of its
+  kind in that loop. A named perform-block's entry carries the id of its name in its process's
+  block-name pool (an id no other item of any process of the trace has), described by an
+  `item_info` of kind block of any loop of the process: block names are kept by item id alone
+  (BlockNames/<item_id>, blocknames/<item_id>), from every `item_info` (in traces from before the
+  pool, a named block is described with its own id just before its entry).
 
   1. State system "runloop.tracecompass.state" and the time-graph view "Run loops":
        Loops/<loop_id>/Status          what the loop's thread does: sleeping, polling (awake in the
@@ -110,8 +114,11 @@ handler("runloop:loop_info", [
     sc(["threadName"], '<stateValue type="eventField" value="thread_name" />'),
     sc(["tid"], '<stateValue type="eventField" value="tid" />'),
     sc(["procname"], '<stateValue type="eventField" value="procname" />')])
-for e in ("item_added", "item_info"):
-    handler("runloop:" + e, [sc(["Items", ("field", "item_id")], '<stateValue type="eventField" value="name" />')])
+handler("runloop:item_added", [sc(["Items", ("field", "item_id")], '<stateValue type="eventField" value="name" />')])
+handler("runloop:item_info", [sc(["Items", ("field", "item_id")], '<stateValue type="eventField" value="name" />'),
+    '\t\t<stateChange>\n\t\t\t<stateAttribute type="constant" value="BlockNames" />\n'
+    '\t\t\t<stateAttribute type="eventField" value="item_id" />\n'
+    '\t\t\t<stateValue type="eventField" value="name" />\n\t\t</stateChange>'])
 handler("runloop:loop_destroyed", [sc(["Status"], '<stateValue type="null" />')])
 handler("runloop:run_enter", [
     sc(["Status"], '<stateValue type="int" value="$POLLING" />'),
@@ -148,6 +155,8 @@ handler("runloop:wake", [
     sc(["wakeReason"], '<stateValue type="eventField" value="reason" forcedType="string" />')])
 for k, v, c in KINDS:
     name = ('<stateValue type="string" value="main queue" />' if k == "main_queue"
+            else '<stateValue type="query">\n\t\t\t\t<stateAttribute type="constant" value="BlockNames" />\n'
+                 '\t\t\t\t<stateAttribute type="eventField" value="item_id" />\n\t\t\t</stateValue>' if k == "block"
             else '<stateValue type="query">\n\t\t\t\t<stateAttribute type="location" value="Loop" />\n'
                  '\t\t\t\t<stateAttribute type="constant" value="Items" />\n'
                  '\t\t\t\t<stateAttribute type="eventField" value="item_id" />\n\t\t\t</stateValue>')
@@ -213,6 +222,7 @@ def action(aid, changes):
 
 # Names: the constant pool (item_added, item_info), per loop and item.
 action("save_name", [change(["names", LOOP, ("field", "item_id")], '<stateValue type="eventField" value="name" />')])
+action("save_block_name", [change(["blocknames", ("field", "item_id")], '<stateValue type="eventField" value="name" />')])
 
 def opening(k):
     """Entering depth k of the loop: one deeper, and the scenario remembers the depth it opened at."""
@@ -229,7 +239,8 @@ for k, v, c in KINDS:
                  save("name", '<stateValue type="string" value="main queue" />')]
     else:
         extra = [save("item", '<stateValue type="eventField" value="item_id" />'),
-                 save("name", query(["names", LOOP, ("field", "item_id")], "\t\t\t\t"))]
+                 save("name", query(["blocknames", ("field", "item_id")] if k == "block" else ["names", LOOP, ("field", "item_id")],
+                                    "\t\t\t\t"))]
     action("open_%s" % k, opening(k) + extra)
     action("close_%s" % k, closing(k))
 action("open_iteration", opening("iteration") + [save("iteration", '<stateValue type="eventField" value="iteration" />')])
@@ -262,7 +273,7 @@ w('''		<fsm id="names" multiple="true">
 			<precondition event="runloop:item_info" />
 			<initialState>
 				<transition event="runloop:item_added" target="named" action="save_name" />
-				<transition event="runloop:item_info" target="named" action="save_name" />
+				<transition event="runloop:item_info" target="named" action="save_name:save_block_name" />
 			</initialState>
 			<final id="named" />
 		</fsm>''')

@@ -22,7 +22,7 @@ final class ItemGlobMatcher {
         guard let model else { return decide(&unnamed, "") }
         switch c.kind {
         case .mainQueue: return decide(&mainQueue, "main-queue")
-        case .block: return matches(nameID: c.blockName, in: model.names)
+        case .block where !c.namedByItem: return matches(nameID: c.blockName, in: model.names)
         default: return matches(nameID: model.nameID(of: c.kind, item: c.item, pid: pid), in: model.names)
         }
     }

@@ -259,9 +259,10 @@ public final class LoopModel {
         if nameCache[slot].key == k { nameCache[slot].id = id }
     }
 
-    /// The name of a callout's item (a block's own name for blocks).
+    /// The name of a callout's item (a block's own name for blocks; a pooled block name's, an
+    /// item's, ``CalloutRecord/namedByItem``).
     public func name(of c: CalloutRecord, pid: Int64) -> String {
-        c.kind == .block ? names[c.blockName] : name(of: c.kind, item: c.item, pid: pid)
+        c.kind == .block && c.blockName >= 0 ? names[c.blockName] : name(of: c.kind, item: c.item, pid: pid)
     }
 
     /// Names the loop's process: by its main thread's procname once an event of that thread is
@@ -399,7 +400,12 @@ public final class LoopModel {
         case .calloutEntry:
             var rec = CalloutRecord(kind: e.calloutKind, item: e.item, begin: e.ts, end: e.ts, depth: s.callouts.count, detail: e.a)
             rec.cpuNs = e.cpu
-            if e.calloutKind == .block { rec.blockName = e.name >= 0 ? e.name : takeBlockName(pid: e.pid, item: e.item) } else if e.name >= 0 {
+            // A block's name travels with its record — except a pooled name's (its id tagged): that
+            // is an item of its process, named through the pool at any time, as other items are
+            // (so a block run before its name's description, the oldest part of a snapshot's ring,
+            // is still named once the description is read).
+            let pooled = e.calloutKind == .block && e.name < 0 && e.item & Self.blockNameTag != 0
+            if e.calloutKind == .block && !pooled { rec.blockName = e.name >= 0 ? e.name : takeBlockName(pid: e.pid, item: e.item) } else if e.name >= 0 {
                 setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind)
             } else if e.calloutKind != .mainQueue && now && nameID(of: e.calloutKind, item: e.item, pid: e.pid) < 0 {
                 noteUndescribed(pid: e.pid, item: e.item, kind: e.calloutKind)

@@ -23,9 +23,15 @@ extension LoopModel {
                 }
             }
         case .itemInfo:
-            // A named block's description comes just before its entry, which takes it.
-            if e.calloutKind == .block { if e.name > 0 { pendingBlockNames[BlockKey(pid: e.pid, item: e.item)] = e.name } }
-            else if e.name > 0 { setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind) }
+            // A pooled block name (its id tagged) names every block entry of that id, as an item's
+            // name does; an untagged one (a trace from before the pool, or a full pool) comes just
+            // before its block's entry, which takes it.
+            if e.calloutKind == .block {
+                if e.name > 0 {
+                    if e.item & Self.blockNameTag != 0 { setName(e.name, pid: e.pid, item: e.item, kind: .block) }
+                    else { pendingBlockNames[BlockKey(pid: e.pid, item: e.item)] = e.name }
+                }
+            } else if e.name > 0 { setName(e.name, pid: e.pid, item: e.item, kind: e.calloutKind) }
         case .calloutCpu:
             // The innermost open callout of that item: the reading covers its last `a` ns.
             var idx = s.callouts.count - 1
@@ -51,10 +57,18 @@ extension LoopModel {
         return nil
     }
 
-    /// The name a block's `item_info` gave it (taken: each block is performed once), else
-    /// `(unnamed)`, as the provider records an unnamed item's name.
+    /// The bit that marks a `block_entry`'s item as the id of a name in its process's block-name
+    /// pool (docs/tracepoints.md, "Constant pools"): bit 47, which no other item id reaches.
+    static let blockNameTag: UInt64 = 1 << 47
+
+    /// The name of a block: its pooled name's (an entry whose item is a name's id, described by an
+    /// `item_info` of that id), or the one its own `item_info` gave it (taken: each such block is
+    /// performed once), else `(unnamed)`, as the provider records an unnamed item's name.
     func takeBlockName(pid: Int64, item: UInt64) -> Int32 {
-        if !pendingBlockNames.isEmpty, let n = pendingBlockNames.removeValue(forKey: BlockKey(pid: pid, item: item)) { return n }
+        if item & Self.blockNameTag != 0 {
+            let n = nameID(of: .block, item: item, pid: pid)
+            if n >= 0 { return n }
+        } else if !pendingBlockNames.isEmpty, let n = pendingBlockNames.removeValue(forKey: BlockKey(pid: pid, item: item)) { return n }
         if unnamedBlock < 0 { unnamedBlock = names.intern("(unnamed)") }
         return unnamedBlock
     }

@@ -77,6 +77,9 @@ public struct CalloutRecord: Sendable {
     public var wholeDurationNs: Int64 = 0
     /// The duration.
     public var duration: Int64 { end &- begin }
+    /// Whether its name is its item's (every kind but a block carrying its own name: a block of a
+    /// pooled name is named by the pool, as an item; docs/tracepoints.md "Constant pools").
+    public var namedByItem: Bool { kind != .block || blockName < 0 }
 }
 
 /// One sleep: `sleep_begin` → `wake`.

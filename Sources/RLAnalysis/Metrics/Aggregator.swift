@@ -65,7 +65,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         init(kind: RLCalloutKind, item: UInt64, blockName: Int32) { self.kind = kind; self.item = item; self.blockName = blockName }
         init(_ c: CalloutRecord) {
             kind = c.kind
-            if c.kind == .block { item = 0; blockName = max(0, c.blockName) } else { item = c.item; blockName = -1 }
+            if !c.namedByItem { item = 0; blockName = c.blockName } else { item = c.item; blockName = -1 }
         }
     }
 

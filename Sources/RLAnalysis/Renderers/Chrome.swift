@@ -162,7 +162,7 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
     private func tailRange(_ cl: CalloutRecord, pid: Int64, tid: Int64) -> (start: Int, count: Int)? {
         tails.range(of: cl, pid: pid, context: tid) { cl in
             let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
-            guard !name.isEmpty || cl.kind == .block else { return nil }
+            guard !name.isEmpty || !cl.namedByItem else { return nil }
             var text = "\(cl.kind.label) \(name)"
             var bytes: [UInt8] = []
             text.withUTF8 { appendJSONString($0, to: &bytes) }

@@ -92,7 +92,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
 
     /// The key of an item grouped by name (items with one name share a group, as their labels do).
     private func itemKey(_ kind: RLCalloutKind, _ item: UInt64, pid: Int64, blockName: Int32 = -1) -> Key {
-        let id = kind == .block ? max(0, blockName) : (kind == .mainQueue ? -3 : (resolver?.nameID(of: kind, item: item, pid: pid) ?? -1))
+        let id = kind == .block && blockName >= 0 ? blockName : (kind == .mainQueue ? -3 : (resolver?.nameID(of: kind, item: item, pid: pid) ?? -1))
         return Key(pid: 0, a: UInt64(kind.rawValue), b: id)
     }
 
@@ -112,7 +112,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
         guard of == .callout else { return }
         switch by {
         case .kind: add(Key(pid: 0, a: UInt64(c.kind.rawValue), b: -6), c.duration)
-        case .item: add(itemKey(c.kind, c.item, pid: key.pid, blockName: c.blockName), c.duration)
+        case .item: add(itemKey(c.kind, c.item, pid: key.pid, blockName: c.namedByItem ? -1 : c.blockName), c.duration)
         case .loop: add(loopKey(key), c.duration)
         default: add(Key(pid: 0, a: 0, b: -5), c.duration)
         }

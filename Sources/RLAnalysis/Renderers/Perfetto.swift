@@ -244,7 +244,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private func calloutName(_ cl: CalloutRecord, pid: Int64) -> UInt64 {
         if let r = calloutNames.range(of: cl, pid: pid, render: { cl in
             let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
-            guard !name.isEmpty || cl.kind == .block else { return nil }
+            guard !name.isEmpty || !cl.namedByItem else { return nil }
             let id = cl.kind == .block || cl.kind == .mainQueue ? "" : " #\(cl.item)"
             return withUnsafeBytes(of: intern("\(cl.kind.label) \(name)\(id)")) { Array($0) }
         }) {

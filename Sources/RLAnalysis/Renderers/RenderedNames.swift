@@ -28,7 +28,7 @@ final class RenderedNames {
     /// learned later shows).
     @inline(__always)
     func range(of cl: CalloutRecord, pid: Int64, context: Int64 = 0, render: (CalloutRecord) -> [UInt8]?) -> (start: Int, count: Int)? {
-        let block = cl.kind == .block
+        let block = !cl.namedByItem
         let k = Key(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1, context: context)
         // Every field of the key in the slot: the same block name on many loops' threads (the
         // Chrome export's context) would otherwise share one slot and go to the dictionary each time.

@@ -1,11 +1,13 @@
 // hang-workload: a RunLoopCore program that hangs its main loop in a named function at known
 // times, for the hang watchdog's stack samples and the flight recorder (docs/hangs.md).
 //
-//   hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS]
+//   hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS] [--blocks 1]
 //
 // A 10 ms heartbeat timer keeps the loop busy with ordinary iterations (the events before each
 // hang); the timer "parser" fires at --first ms, then every --every ms, N times, and each time
-// computes for --hold ms inside parseHugeDocument(). Prints, for the tests:
+// computes for --hold ms inside parseHugeDocument(). With --blocks 1, each heartbeat also performs
+// a block named "beat-<0|1|2>" in turn, and the parser computes inside a block named "parse-block"
+// it performs (the block-name pool in a flight-recorder snapshot). Prints, for the tests:
 //   function parseHugeDocument main.swift FIRST-LAST     (the function's source lines)
 //   hang K at MS ms                                       (when each hang began, after start)
 #if canImport(Glibc)
@@ -13,11 +15,11 @@ import Glibc
 #endif
 import RunLoopCore
 
-var hangs = 2, first = 500, every = 1000, hold = 300, duration = 2200
+var hangs = 2, first = 500, every = 1000, hold = 300, duration = 2200, blocks = 0
 var args = CommandLine.arguments.dropFirst().makeIterator()
 while let a = args.next() {
     guard let v = args.next().flatMap({ Int($0) }), v >= 0 else {
-        fputs("usage: hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS]\n", stderr)
+        fputs("usage: hang-workload [--hangs N] [--first MS] [--every MS] [--hold MS] [--duration MS] [--blocks 1]\n", stderr)
         exit(64)
     }
     switch a {
@@ -26,6 +28,7 @@ while let a = args.next() {
     case "--every": every = v
     case "--hold": hold = v
     case "--duration": duration = v
+    case "--blocks": blocks = v
     default:
         fputs("hang-workload: unknown option \(a)\n", stderr)
         exit(64)
@@ -55,14 +58,17 @@ print("function parseHugeDocument main.swift \(parseFirstLine)-\(parseLastLine)"
 let start = nowNs()
 let loop = RLRunLoop.current
 var beats = 0, done = 0
-loop.add(RLTimer(fireAt: .now + .milliseconds(10), interval: .milliseconds(10), name: "heartbeat") { _ in beats += 1 },
-         forMode: .commonModes)
+let beatNames = ["beat-0", "beat-1", "beat-2"]
+loop.add(RLTimer(fireAt: .now + .milliseconds(10), interval: .milliseconds(10), name: "heartbeat") { _ in
+    beats += 1
+    if blocks != 0 { loop.perform(name: beatNames[beats % 3]) {} }
+}, forMode: .commonModes)
 if hangs > 0 {
     var parser: RLTimer!
     parser = RLTimer(fireAt: .now + .milliseconds(first), interval: .milliseconds(every), name: "parser") { _ in
         done += 1
         print("hang \(done) at \((nowNs() - start) / 1_000_000) ms")
-        _ = parseHugeDocument(hold)
+        if blocks != 0 { loop.perform(name: "parse-block") { _ = parseHugeDocument(hold) } } else { _ = parseHugeDocument(hold) }
         if done == hangs { parser.invalidate() }
     }
     loop.add(parser, forMode: .commonModes)

@@ -10,6 +10,7 @@
 //                                main queue, timeout, poll)
 //   tracing-scenarios hang [--hang-ms N] [--threshold-ms N]   a timer callout stuck N ms in a named
 //                                function, for the hang watchdog
+//   tracing-scenarios blocknames N K [...]  N perform-blocks over K names (the block-name pool)
 //
 // Each scenario prints what it did (lines `EXPECT {json}` / `LOG ...`) so the tests can compare
 // the recorded trace with the program's own account of what happened.
@@ -33,7 +34,9 @@ case "differential":
     DifferentialReplay.run()
 case "hang":
     HangScenario.run(Array(args.dropFirst()))
+case "blocknames":
+    BlockNamesScenario.run(Array(args.dropFirst()))
 default:
-    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|names|sequence|nested|iterations|wakes|differential|hang\n".utf8))
+    FileHandle.standardError.write(Data("usage: tracing-scenarios direct|names|sequence|nested|iterations|wakes|differential|hang|blocknames\n".utf8))
     exit(2)
 }
