@@ -63,9 +63,6 @@ final class RunLoopFieldDecoder {
         }
         let p = sp.plan(ci)
         e.pointee.calloutKind = p.pointee.callout
-        // A process of another host is another process (its pid's high bits name the host), and
-        // its times are on its own clock: moved onto the first host's as the event times are.
-        if sp.hostBits != 0 { onAnotherHost(sp, e) }
         if p.pointee.extras { fillExtras(s, sp, p, classIndex: ci, into: e) }
         let nameIndex = p.pointee.name
         guard nameIndex >= 0 else { return }
@@ -74,7 +71,8 @@ final class RunLoopFieldDecoder {
             e.pointee.name = string(s, nameIndex)
         case .firstPerItem:
             let item = e.pointee.item
-            let key = ItemKey(pid: e.pointee.pid, item: item, kind: p.pointee.callout.rawValue)
+            // (The host's bits too: the reading loop adds them to the event after decoding.)
+            let key = ItemKey(pid: e.pointee.pid | sp.hostBits, item: item, kind: p.pointee.callout.rawValue)
             let slot = Int(truncatingIfNeeded: (item &* 0x9E37_79B9_7F4A_7C15) >> 56) ^ Int(p.pointee.callout.rawValue)
             if namedCache[slot] == key { break }
             if !namedItems.contains(key) { namedItems.insert(key); e.pointee.name = string(s, nameIndex) }
@@ -82,6 +80,7 @@ final class RunLoopFieldDecoder {
         case .never:
             break
         case .forensic:
+            e.pointee.pid |= sp.hostBits     // the record keeps the process key the loop has
             e.pointee.c = evidence.add(s, e.pointee)
         }
     }
@@ -101,7 +100,7 @@ final class RunLoopFieldDecoder {
     /// `deadline_ns`: CLOCK_MONOTONIC of that host) the shift its event times take
     /// (``EventClock``), so lateness and deadlines compare like with like.
     @inline(never)
-    private func onAnotherHost(_ sp: StreamPlan, _ e: UnsafeMutablePointer<RunLoopEvent>) {
+    func onAnotherHost(_ sp: StreamPlan, _ e: UnsafeMutablePointer<RunLoopEvent>) {
         e.pointee.pid |= sp.hostBits
         switch e.pointee.kind {
         case .calloutEntry where e.pointee.calloutKind == .timer, .timerArmed:

@@ -276,6 +276,16 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// calling `full` with each chunk that fills up (which returns the next one to fill). When it
     /// returns or throws, the chunk being filled (`target.chunk`) counts the entries written.
     private func produce(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk) throws {
+        // Specialized for one host (a trace's figures cost nothing for the fleet's) and several.
+        if hosts.count > 1 {
+            let read = streams.indices.filter { streamHosts[$0] >= 0 }
+            try produce(gate, into: target, full: full, OnSeveralHosts(hostOf: ContiguousArray(read.map { streamHosts[$0] })))
+        } else {
+            try produce(gate, into: target, full: full, OnOneHost())
+        }
+    }
+
+    private func produce<H: HostTiming>(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk, _ hostTiming: H) throws {
         // Only the streams of the hosts selected are read at all (`--host`).
         let read = streams.indices.filter { streamHosts[$0] >= 0 }
         var it = read.count == streams.count ? traceSet.makeMergedIterator() : traceSet.makeMergedIterator(over: read.map { streams[$0] })
@@ -285,8 +295,6 @@ public final class RunLoopEventSource: @unchecked Sendable {
         // loop hands the stream over the same way.
         let refs = ContiguousArray(read.map { Unmanaged.passUnretained(plans[$0]) })
         let shared = ContiguousArray(read.map { overlap.isShared($0) })
-        let hostOf = ContiguousArray(read.map { streamHosts[$0] })
-        let severalHosts = hosts.count > 1
         // The chunk being filled, its next free entry and its end: the per-event path writes
         // through `next` and touches the chunk object only when it is full.
         var chunk = target.chunk
@@ -317,7 +325,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
                         if v == .duplicate { return true }
                         gap = v == .gap
                     }
-                    let ts = severalHosts ? clock.time(of: s, host: hostOf[index]) : clock.time(of: s)
+                    let ts = hostTiming.time(of: s, stream: index, &clock)
                     if pastEnd {
                         try refs[index]._withUnsafeGuaranteedRef { try countOnly(s, $0, ts: ts) }
                         return true
@@ -327,7 +335,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
                         next.pointee = RunLoopEvent(kind: .gap, ts: ts)
                         try advance()
                     }
-                    if try refs[index]._withUnsafeGuaranteedRef({ try step(s, $0, ts: ts, gate, into: next) }) {
+                    if try refs[index]._withUnsafeGuaranteedRef({ try step(s, $0, ts: ts, gate, into: next, hostTiming) }) {
                         // Past the window's end, once the model has nothing open there to follow.
                         if ts > gate.hi && windowDone.isSet { pastEnd = true }
                         try advance()
@@ -345,8 +353,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// The event `s` is on, at time `ts`: decoded by plan `sp` into `e`; true when it is to be
     /// delivered (a `runloop` event the gate accepts).
     @inline(__always)
-    private func step(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, _ gate: EventGate, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
+    private func step<H: HostTiming>(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, _ gate: EventGate, into e: UnsafeMutablePointer<RunLoopEvent>, _ hostTiming: H) throws -> Bool {
         guard try fields.decode(s, sp, ts: ts, into: e) else { return false }
+        hostTiming.adjust(e, sp, fields)
         runLoopEvents &+= 1
         guard gate.accepts(e.pointee, epochOffset: clockOffset) else {
             if gate.turnedAway.count != turnedAwayCount { turnedAwayCount = gate.turnedAway.count; turnedAway = gate.turnedAway }
@@ -472,4 +481,30 @@ public struct TraceHost: Sendable {
     public let clockOffset: Int64
     /// What is added to its times to put them on the first host's clock (0 for the first host).
     public let shiftNs: Int64
+}
+
+/// How the reading loop times and adjusts events for the hosts of the traces
+/// (``RunLoopEventSource``'s reading loop is specialized for each: one host pays nothing).
+private protocol HostTiming {
+    /// The time of the event `s` (of the reading loop's stream `stream`) is on, counted by `clock`.
+    func time(of s: CTFStream, stream: Int, _ clock: inout EventClock) -> Int64
+    /// Adjusts a decoded event of stream plan `sp` for its host.
+    func adjust(_ e: UnsafeMutablePointer<RunLoopEvent>, _ sp: StreamPlan, _ fields: RunLoopFieldDecoder)
+}
+
+/// Traces of one host: its clock as it is.
+private struct OnOneHost: HostTiming {
+    @inline(__always) func time(of s: CTFStream, stream: Int, _ clock: inout EventClock) -> Int64 { clock.time(of: s) }
+    @inline(__always) func adjust(_ e: UnsafeMutablePointer<RunLoopEvent>, _ sp: StreamPlan, _ fields: RunLoopFieldDecoder) {}
+}
+
+/// Traces of several hosts: each host's clock moved onto the first's, each host's events after
+/// the first's keyed and timed as its (``RunLoopFieldDecoder/onAnotherHost(_:_:)``).
+private struct OnSeveralHosts: HostTiming {
+    /// Per stream the reading loop reads, its host.
+    let hostOf: ContiguousArray<Int>
+    @inline(__always) func time(of s: CTFStream, stream: Int, _ clock: inout EventClock) -> Int64 { clock.time(of: s, host: hostOf[stream]) }
+    @inline(__always) func adjust(_ e: UnsafeMutablePointer<RunLoopEvent>, _ sp: StreamPlan, _ fields: RunLoopFieldDecoder) {
+        if sp.hostBits != 0 { fields.onAnotherHost(sp, e) }
+    }
 }
