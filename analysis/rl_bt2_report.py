@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 
 import bt2
@@ -132,6 +133,41 @@ def loop_key(vpid, loop_id):
     return pid, loop_id
 
 
+HOST_SHIFT = 32
+
+
+def trace_hosts(paths):
+    """The hosts of the traces below `paths` (docs/production.md, "Reports across hosts"), from each
+    trace's metadata as babeltrace2's ctf plugin reads it (`metadata-info`): {name: (index, shift
+    ns)} with hosts in name order, each host's clock moved onto the first's by the difference of
+    their clock offsets (a host's offset: its trace of the smallest UUID's, as rltrace takes it);
+    None for traces of one host (nothing changes then)."""
+    fs = bt2.find_plugin("ctf").source_component_classes["fs"]
+    found = {}
+    for p in paths:
+        for root, _, files in os.walk(p) if os.path.isdir(p) else []:
+            if "metadata" not in files:
+                continue
+            text = str(bt2.QueryExecutor(fs, "metadata-info", {"path": root}).query()["text"])
+            host = re.search(r'hostname\s*=\s*"([^"]*)"', text)
+            uuid = re.search(r'trace\s*\{[^}]*?uuid\s*=\s*"([^"]+)"', text, re.S)
+            clock = re.search(r"clock\s*\{(.*?)\};", text, re.S)
+            offset = 0
+            if clock:
+                s = re.search(r"offset_s\s*=\s*(\d+)", clock.group(1))
+                o = re.search(r"\boffset\s*=\s*(\d+)", clock.group(1))
+                offset = (int(s.group(1)) if s else 0) * 1_000_000_000 + (int(o.group(1)) if o else 0)
+            name = host.group(1) if host else ""
+            key = uuid.group(1).lower() if uuid else "~" + root
+            if name not in found or key < found[name][0]:
+                found[name] = (key, offset)
+    if len(found) < 2:
+        return None
+    names = sorted(found)
+    base = found[names[0]][1]
+    return {n: (i, found[n][1] - base) for i, n in enumerate(names)}
+
+
 def new_trace(paths):
     return {"paths": [os.path.abspath(p) for p in paths], "beginNs": 0, "endNs": 0,
             "events": 0, "runloopEvents": 0, "discardedEvents": 0, "lostPackets": 0, "losses": []}
@@ -139,7 +175,12 @@ def new_trace(paths):
 
 def decode(paths, trace):
     """The `runloop` events of the traces, merged in timestamp order, as (ts, name, vpid, vtid,
-    procname, {payload field: value}); counts every event and loss into `trace`."""
+    procname, {payload field: value}, host index); counts every event and loss into `trace`.
+    Traces of several hosts: each event's time (and a timer's `scheduled_ns`) on the first host's
+    clock (`trace_hosts`)."""
+    hosts = trace_hosts(paths)
+    if hosts:
+        trace["hosts"] = [{"name": n, "shiftNs": s, "loops": 0} for n, (_, s) in sorted(hosts.items(), key=lambda h: h[1][0])]
     for msg in bt2.TraceCollectionMessageIterator([str(p) for p in paths]):
         t = type(msg)
         if t is bt2._DiscardedEventsMessageConst:
@@ -155,9 +196,14 @@ def decode(paths, trace):
         if t is not bt2._EventMessageConst:
             continue
         ts = msg.default_clock_snapshot.value
-        if trace["events"] == 0:
+        host = 0
+        if hosts:
+            env = msg.event.stream.trace.environment
+            host, shift = hosts.get(str(env["hostname"]) if "hostname" in env else "", (0, 0))
+            ts += shift
+        if trace["events"] == 0 or ts < trace["beginNs"]:
             trace["beginNs"] = ts
-        trace["endNs"] = ts
+        trace["endNs"] = max(trace["endNs"], ts) if trace["events"] else ts
         trace["events"] += 1
         ev = msg.event
         if not ev.name.startswith("runloop:"):
@@ -172,7 +218,9 @@ def decode(paths, trace):
             v = field(payload, k)
             if v is not None:
                 fields[k] = v
-        yield ts, ev.name, field(ctx, "vpid"), field(ctx, "vtid"), field(ctx, "procname"), fields
+        if host and fields.get("scheduled_ns"):
+            fields["scheduled_ns"] += shift
+        yield ts, ev.name, field(ctx, "vpid"), field(ctx, "vtid"), field(ctx, "procname"), fields, host
 
 
 def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=None, decoded=None):
@@ -200,11 +248,14 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
             lp = loops[key] = Loop(pid, loop_id, sel, pools.setdefault(pid, {}))
         return lp
 
-    for ts, name, vpid, vtid, procname, payload in events:
+    for ts, name, vpid, vtid, procname, payload, *rest in events:
+        host = rest[0] if rest else 0      # (hand-made events of the tests carry no host)
         loop_id = payload.get("loop_id")
         if loop_id is None:
             continue
         pid, loop_id = loop_key(vpid, loop_id)
+        # A process of another host is another process: the host's index above the pid.
+        pid |= host << HOST_SHIFT
 
         if name == "runloop:source0_signalled":
             item = payload.get("item_id")
@@ -224,7 +275,7 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
         # named by its main thread's (vtid == vpid) procname once one is seen, until then by the
         # first procname of the loop's own events.
         if procname is not None:
-            if vtid == pid and pid not in process_names and pid not in from_loop_info:
+            if vtid == pid & LOW32 and pid not in process_names and pid not in from_loop_info:
                 process_names[pid] = procname
             if pid in process_names:
                 lp.procname = process_names[pid]
@@ -330,6 +381,13 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
     sampled_cpu = not trace.pop("_cpuClockContext", False)
     selected = select(loops, sel, trace)
     out_loops = [loop_json(lp, hang_ns, slow_ns, spin_min, sampled_cpu) for lp in selected]
+    if trace.get("hosts"):
+        # Several hosts: each loop names its host, its pid the host's own.
+        for lp, out in zip(selected, out_loops):
+            h = trace["hosts"][lp.pid >> HOST_SHIFT]
+            out["host"] = h["name"]
+            out["pid"] = lp.pid & LOW32
+            h["loops"] += 1
     for lp in selected:
         if lp.stack:
             warnings.append("loop %d (pid %d): %d iteration(s) still open at the end of the trace (not counted)"
@@ -357,7 +415,7 @@ def select(loops, sel, trace):
                               % (sel.begin, sel.end, trace["beginNs"], trace["endNs"]), code=2)
     held = ", ".join("loop %d (%s pid %d tid %d)" % (lp.loop_id, lp.procname or "", lp.pid, loop_tid(lp))
                      for lp in everything)
-    chosen = [lp for lp in everything if sel.loop_selected(lp.pid, lp.loop_id, loop_tid(lp), lp.procname or "")]
+    chosen = [lp for lp in everything if sel.loop_selected(lp.pid & LOW32, lp.loop_id, loop_tid(lp), lp.procname or "")]
     if not chosen:
         raise NothingSelected("nothing matches the selection: %s; the trace holds %s" % (sel.describe(), held))
     # A loop with nothing in the window is not listed.

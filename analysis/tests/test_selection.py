@@ -188,7 +188,7 @@ class SelectionAgrees(unittest.TestCase):
         next made none either (a spurious wake): where a window's end decides whether a wake is
         judged."""
         out, state = [], {}
-        for ts, ev, pid, _, _, f in self.decoded[name][1]:
+        for ts, ev, pid, _, _, f, *_ in self.decoded[name][1]:
             if "loop_id" not in f:
                 continue
             st = state.setdefault((pid, f["loop_id"]), {"depth": 0, "sleep": None, "open": None, "last": None})
