@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// `rltrace dump TRACE…`: prints every event of every trace below the given paths, in time order.
-struct Dump: ParsableCommand {
+struct DumpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump",
         abstract: "Print every event of CTF traces in time order (babeltrace2-like text or JSON lines).",

@@ -3,7 +3,7 @@ import Foundation
 import RLAnalysis
 
 /// `rltrace export`.
-struct Export: ParsableCommand {
+struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export for other tools: Perfetto's protobuf trace, or Chrome Trace Event JSON (Perfetto, chrome://tracing).",
@@ -21,7 +21,7 @@ struct Export: ParsableCommand {
     @OptionGroup var analysis: AnalysisOptions
     @OptionGroup var thresholds: ThresholdOptions
     @Option(help: ArgumentHelp("Export format: perfetto or chrome (the report as JSON is `rltrace report --format json`).", valueName: "format"),
-            transform: Export.format(_:))
+            transform: ExportCommand.format(_:))
     var format: Format = .chrome
     @OptionGroup var output: OutputOptions
 

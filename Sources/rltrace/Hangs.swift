@@ -4,7 +4,7 @@ import Foundation
 import RLAnalysis
 
 /// `rltrace hangs`: each hang with the callout that held it.
-struct Hangs: ParsableCommand {
+struct HangsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hangs",
         abstract: "Each hang (an iteration busy past the threshold) with its loop, time, duration, and the callout and item that held it.",

@@ -3,7 +3,7 @@ import Foundation
 
 // Option values whose refusal names the command the user wanted.
 
-extension Export {
+extension ExportCommand {
     /// `--format`: `chrome` or `perfetto`; a format of `report` (json, csv, html, …) is refused naming
     /// `rltrace report --format X`.
     static func format(_ text: String) throws -> Format {

@@ -2,53 +2,6 @@ import ArgumentParser
 import Foundation
 import RLAnalysis
 
-/// Runs an analysis, mapping its errors to the documented exit codes.
-func runAnalysis<T>(_ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch let e as AnalysisError {
-        warn("rltrace: \(e)")
-        throw ExitCode(e.exitCode)
-    }
-}
-
-/// A duration option: a number with a unit (ns, us, µs, ms, s, m). A bare number is refused (is
-/// `--hang-threshold 10` ten seconds or ten milliseconds?), and so is a negative one.
-func parseThreshold(_ text: String, _ flag: String) throws -> Int64 {
-    if text.hasPrefix("-") { throw ValidationError("\(flag): \(text.debugDescription) is negative; give a duration such as 250ms") }
-    if Double(text) != nil { throw ValidationError("\(flag): \(text.debugDescription) has no unit; write e.g. \(text)ms or \(text)s") }
-    guard let ns = parseDuration(text) else { throw ValidationError("\(flag): cannot read the duration \(text.debugDescription) (e.g. 250ms, 1.5s)") }
-    return ns
-}
-
-/// The thresholds every finding uses, shared by `report`, `timeline` and `hangs`.
-struct ThresholdOptions: ParsableArguments {
-    @Option(name: [.customLong("hang-threshold"), .customLong("threshold")], help: "An iteration busy at least this long is a hang (with a unit: 250ms).")
-    var hangThreshold = "250ms"
-    @Option(help: "An iteration busy at least this long counts as slow.") var slowThreshold = "100ms"
-    @Option(help: "A callout at least this long is a SLOW CALLOUT finding.") var slowCallout = "10ms"
-    @Option(help: "A timer fired at least this late is a LATE TIMER finding.") var lateTimer = "10ms"
-    @Option(help: "This many consecutive iterations without sleeping make a spin (at least 2).") var spinIterations = 100
-
-    func validate() throws {
-        _ = try options()
-        if spinIterations < 2 { throw ValidationError("--spin-iterations must be at least 2 (a spin is a run of iterations that never sleep)") }
-    }
-
-    func options() throws -> ReportOptions {
-        ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"),
-                      slowThresholdNs: try parseThreshold(slowThreshold, "--slow-threshold"),
-                      spinMinIterations: spinIterations,
-                      slowCalloutNs: try parseThreshold(slowCallout, "--slow-callout"),
-                      lateTimerNs: try parseThreshold(lateTimer, "--late-timer"))
-    }
-}
-
-/// The exit codes every analysis command documents.
-let exitCodesHelp = """
-Exit codes: 0 ok; 1 unreadable trace or output; 2 contradictory options (a window outside the trace, an existing output file without --force); 3 no trace found; 4 no runloop events; 5 unsupported runloop schema; 6 LTTng session set-up failed (record, demo); 64 bad command line.
-"""
-
 /// `rltrace report`: the overview per process and loop.
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -101,30 +54,4 @@ struct ReportCommand: ParsableCommand {
         try output.write(text)
         for w in report.warnings where format != .text { warn("rltrace: warning: \(w)") }
     }
-}
-
-/// A progress line on standard error when reading takes more than a second and stderr is a terminal.
-final class Progress: @unchecked Sendable {
-    private let timer: DispatchSourceTimer?
-    private let started = Date()
-    static func start(_ label: String) -> Progress { Progress(label) }
-    private init(_ label: String) {
-        guard isatty(2) != 0 else { timer = nil; return }
-        let t = DispatchSource.makeTimerSource(queue: .global())
-        let start = Date()
-        t.schedule(deadline: .now() + 1, repeating: 0.5)
-        t.setEventHandler { warnNoNewline("\r\(label)… \(Int(Date().timeIntervalSince(start)))s") }
-        t.resume()
-        timer = t
-    }
-    func stop() {
-        guard let timer else { return }
-        timer.cancel()
-        if Date().timeIntervalSince(started) > 1 { warnNoNewline("\r\u{1B}[K") }
-    }
-}
-
-func warnNoNewline(_ s: String) {
-    var s = s
-    s.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }

@@ -3,7 +3,7 @@ import Foundation
 import RLAnalysis
 
 /// `rltrace timeline`: one line per iteration.
-struct Timeline: ParsableCommand {
+struct TimelineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timeline",
         abstract: "One line per iteration: start, busy and sleep time, wake reason, callouts with durations and nesting, flags.",

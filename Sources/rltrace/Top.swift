@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// `rltrace top`: every run loop of a live session, refreshed every second (docs/live.md).
-struct Top: ParsableCommand {
+struct TopCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "top",
         abstract: "Watch run loops live: one row per loop, refreshed every second (LTTng live).",

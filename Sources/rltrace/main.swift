@@ -5,14 +5,14 @@ import Glibc
 import RLAnalysis
 
 /// The `rltrace` root command; each subcommand lives in its own file.
-struct RLTrace: ParsableCommand {
+struct RLTraceCommand: ParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "rltrace",
         abstract: "Record and analyse run-loop traces.",
         version: rltraceVersion,
-        subcommands: [Record.self, ReportCommand.self, Timeline.self, HistogramCommand.self, Hangs.self, Export.self, LAMICommand.self, Dump.self, Demo.self,
-                      DiffCommand.self, Top.self]
+        subcommands: [RecordCommand.self, ReportCommand.self, TimelineCommand.self, HistogramCommand.self, HangsCommand.self, ExportCommand.self, LAMICommand.self, DumpCommand.self, DemoCommand.self,
+                      DiffCommand.self, TopCommand.self]
     )
 }
 
@@ -26,4 +26,4 @@ if CommandLine.arguments.dropFirst() == ["--mi-version"] {
     exit(0)
 }
 
-RLTrace.main(splittingOnHangValue(Array(CommandLine.arguments.dropFirst())))
+RLTraceCommand.main(splittingOnHangValue(Array(CommandLine.arguments.dropFirst())))

@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import RLAnalysis
 
-// The selection every command takes (docs/report-json.md, "Selection and time window"), parsed
-// here once into the one ``EventFilter`` the pipeline's selection stage applies.
+// The options the commands share, in one place: the selection every command takes
+// (docs/report-json.md, "Selection and time window"), parsed here once into the one
+// ``EventFilter`` the pipeline's selection stage applies; the traces and time window of the
+// analysis commands; the thresholds of the findings. (Shared.swift holds the shared helpers.)
 
 /// Which loops and callouts: every analysis command and `top`.
 struct SelectionOptions: ParsableArguments {
@@ -66,3 +68,31 @@ struct AnalysisOptions: ParsableArguments {
         return f
     }
 }
+
+/// The thresholds every finding uses, shared by `report`, `timeline` and `hangs`.
+struct ThresholdOptions: ParsableArguments {
+    @Option(name: [.customLong("hang-threshold"), .customLong("threshold")], help: "An iteration busy at least this long is a hang (with a unit: 250ms).")
+    var hangThreshold = "250ms"
+    @Option(help: "An iteration busy at least this long counts as slow.") var slowThreshold = "100ms"
+    @Option(help: "A callout at least this long is a SLOW CALLOUT finding.") var slowCallout = "10ms"
+    @Option(help: "A timer fired at least this late is a LATE TIMER finding.") var lateTimer = "10ms"
+    @Option(help: "This many consecutive iterations without sleeping make a spin (at least 2).") var spinIterations = 100
+
+    func validate() throws {
+        _ = try options()
+        if spinIterations < 2 { throw ValidationError("--spin-iterations must be at least 2 (a spin is a run of iterations that never sleep)") }
+    }
+
+    func options() throws -> ReportOptions {
+        ReportOptions(hangThresholdNs: try parseThreshold(hangThreshold, "--hang-threshold"),
+                      slowThresholdNs: try parseThreshold(slowThreshold, "--slow-threshold"),
+                      spinMinIterations: spinIterations,
+                      slowCalloutNs: try parseThreshold(slowCallout, "--slow-callout"),
+                      lateTimerNs: try parseThreshold(lateTimer, "--late-timer"))
+    }
+}
+
+/// The exit codes every analysis command documents.
+let exitCodesHelp = """
+Exit codes: 0 ok; 1 unreadable trace or output; 2 contradictory options (a window outside the trace, an existing output file without --force); 3 no trace found; 4 no runloop events; 5 unsupported runloop schema; 6 LTTng session set-up failed (record, demo); 64 bad command line.
+"""
