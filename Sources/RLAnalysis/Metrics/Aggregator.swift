@@ -63,6 +63,9 @@ public final class Aggregator: LoopModelSink, NameResolving {
     struct ItemKey: Hashable {
         var kind: RLCalloutKind; var item: UInt64; var blockName: Int32
         init(kind: RLCalloutKind, item: UInt64, blockName: Int32) { self.kind = kind; self.item = item; self.blockName = blockName }
+        /// The item the report gives it: blocks are one item per name, item 0 (docs/report-json.md),
+        /// whether their name travels with them or is their pooled name's id.
+        var reportedItem: UInt64 { kind == .block ? 0 : item }
         init(_ c: CalloutRecord) {
             kind = c.kind
             if !c.namedByItem { item = 0; blockName = c.blockName } else { item = c.item; blockName = -1 }
@@ -182,7 +185,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 return x.count != y.count ? x.count < y.count
                     : (l.itemKeys[a].item, blockName(l.itemKeys[a])) > (l.itemKeys[b].item, blockName(l.itemKeys[b]))
             }
-            let culprit = top.map { CalloutRef(kind: l.itemKeys[$0].kind.label, item: l.itemKeys[$0].item,
+            let culprit = top.map { CalloutRef(kind: l.itemKeys[$0].kind.label, item: l.itemKeys[$0].reportedItem,
                                                name: itemName(l.itemKeys[$0], pid: key.pid), durationNs: l.spinItems[$0].total) }
             l.spins.append(SpinReport(firstIteration: s.first, iterations: s.count, beginNs: s.begin, endNs: s.end, culprit: culprit))
         }
@@ -339,7 +342,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 let a = l.itemAcc[i]
                 guard a.count > 0 else { return nil }     // indexed by a spin, no callout counted
                 let p = a.percentiles([50, 99])
-                return ItemReport(kind: k.kind.label, item: k.item, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
+                return ItemReport(kind: k.kind.label, item: k.reportedItem, name: itemName(k, pid: info.key.pid), count: a.count, totalNs: a.total,
                                   maxNs: a.max, p50Ns: p[0], p99Ns: p[1],
                                   onCpuNs: l.itemCpu[i] >= 0 ? l.itemCpu[i] : nil,
                                   slowestOnCpuNs: l.itemSlowest[i].cpuNs >= 0 ? l.itemSlowest[i].cpuNs : nil,
