@@ -36,7 +36,7 @@ import sys
 
 import bt2
 
-from rl_loop_model import CALLOUT_KINDS, Loop, Selection, cpu_state, log2_bucket  # noqa: F401 (log2_bucket: for the tests)
+from rl_loop_model import CALLOUT_KINDS, Loop, PooledBlockName, Selection, cpu_state, log2_bucket  # noqa: F401 (log2_bucket: for the tests)
 
 SCHEMA = "rltrace-report/2"
 
@@ -293,7 +293,7 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
                     # described once per session; an older trace's (or a full pool's) named block
                     # is described by an item_info of kind block, with its own id, just before its entry.
                     if isinstance(item, int) and item & BLOCK_NAME_TAG:
-                        entry_name = pooled_blocks.get((pid, item), "(unnamed)")
+                        entry_name = PooledBlockName(pooled_blocks, (pid, item))
                     else:
                         entry_name = block_names.pop((pid, item), "(unnamed)")
                 lp.callout_entry(ts, kind, item, entry_name)
@@ -315,13 +315,6 @@ def analyse(paths, hang_ns=250_000_000, slow_ns=100_000_000, spin_min=100, sel=N
                             sl["tids"].add(tid)
             else:
                 # An exit without item_id closes the innermost open callout of its kind.
-                if kind == "block" and pooled_blocks:
-                    # A pooled name described during the block (after a hang began, in a snapshot).
-                    for c in reversed(lp.callout_stack):
-                        if c[0] == "block":
-                            if c[2] == "(unnamed)" and isinstance(c[1], int) and c[1] & BLOCK_NAME_TAG:
-                                c[2] = pooled_blocks.get((pid, c[1]), "(unnamed)")
-                            break
                 lp.callout_exit(ts, kind, item)
         elif name == "runloop:iteration_begin":
             lp.iteration_begin(ts, payload.get("iteration"))

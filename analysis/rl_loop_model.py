@@ -42,6 +42,27 @@ def glob_regex(pattern):
                       re.DOTALL)
 
 
+class PooledBlockName:
+    """The name of a block entered as its pooled name's id (docs/tracepoints.md, "Constant pools"):
+    the process's block-name pool's, looked up whenever it is asked (as other items' names are), so
+    blocks run before their name's description (a snapshot's oldest part) are named once it is
+    read; "" while it is not. Blocks of one pooled name are one item: equal by (pid, id)."""
+
+    __slots__ = ("pool", "key")
+
+    def __init__(self, pool, key):
+        self.pool, self.key = pool, key
+
+    def resolve(self):
+        return self.pool.get(self.key, "")
+
+    def __eq__(self, other):
+        return isinstance(other, PooledBlockName) and other.key == self.key
+
+    def __hash__(self):
+        return hash(("pooled", self.key))
+
+
 class Selection:
     """What the options select. Loops: pid, tid, procname, loop id (each a set; empty = any).
     Callouts: kinds, an item-name glob, a minimum duration. Time: the window [begin, end]."""
@@ -308,7 +329,7 @@ class Loop:
         """The name of an item now: a block's is its own (`name`); another item's the pool's, else
         `name` (an older trace's entry), which then names it; "" when never described."""
         if kind == "block":
-            return name
+            return name.resolve() if isinstance(name, PooledBlockName) else name
         if kind == "main_queue":
             return "main-queue"
         known = self.item_names.get((kind, item))

@@ -195,10 +195,10 @@ class Rules(unittest.TestCase):
 
     def test_pooled_block_names(self):
         """A block entry whose item is a pooled name's id (bit 47) takes that id's item_info, from any
-        loop of the process, for every block of it; one described while its block runs names it at
-        its exit; an undescribed one is (unnamed)."""
+        loop of the process, for every block of it — also the blocks run before the description (the
+        pool is read when the report is written, as rltrace does); an undescribed one has no name."""
         A, B = (42 << 32) | 1, (42 << 32) | 2
-        job, late, never = (1 << 47) | (42 << 24) | 1, (1 << 47) | (42 << 24) | 2, (1 << 47) | (42 << 24) | 3
+        job, late, never, early = ((1 << 47) | (42 << 24) | n for n in (1, 2, 3, 4))
         doc = self.analyse([
             (0, "item_info", {"loop_id": B, "kind": 5, "item_id": job, "order": 0, "name": "job", "mode": "(unnamed)"}),
             (1, "block_entry", {"loop_id": A, "item_id": job}),
@@ -212,9 +212,12 @@ class Rules(unittest.TestCase):
             (15, "block_exit", {"loop_id": A}),
             (16, "block_entry", {"loop_id": A, "item_id": never}),
             (17, "block_exit", {"loop_id": A}),
+            (18, "block_entry", {"loop_id": A, "item_id": early}),
+            (19, "block_exit", {"loop_id": A}),
+            (20, "item_info", {"loop_id": B, "kind": 5, "item_id": early, "order": 0, "name": "early", "mode": "(unnamed)"}),
         ])
         items = {(lp["loop"], i["name"]): (i["count"], i["totalNs"]) for lp in doc["loops"] for i in lp["items"]}
-        self.assertEqual(items, {(1, "job"): (2, 5), (2, "job"): (1, 1), (1, "late"): (1, 5), (1, "(unnamed)"): (1, 1)})
+        self.assertEqual(items, {(1, "job"): (2, 5), (2, "job"): (1, 1), (1, "late"): (1, 5), (1, ""): (1, 1), (1, "early"): (1, 1)})
 
     def test_loop_info_names_every_loop_of_its_process(self):
         doc = self.analyse([
