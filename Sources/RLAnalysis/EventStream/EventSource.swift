@@ -276,18 +276,19 @@ public final class RunLoopEventSource: @unchecked Sendable {
     /// calling `full` with each chunk that fills up (which returns the next one to fill). When it
     /// returns or throws, the chunk being filled (`target.chunk`) counts the entries written.
     private func produce(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk) throws {
-        // Specialized for one host (a trace's figures cost nothing for the fleet's) and several.
+        // Only the streams of the hosts selected are read at all (`--host`); the reading loop is
+        // specialized for one host (a trace's figures cost nothing for the fleet's) and several.
+        let read = streams.indices.filter { streamHosts[$0] >= 0 }
         if hosts.count > 1 {
-            let read = streams.indices.filter { streamHosts[$0] >= 0 }
-            try produce(gate, into: target, full: full, OnSeveralHosts(hostOf: ContiguousArray(read.map { streamHosts[$0] })))
+            try produce(gate, into: target, full: full, reading: read, OnSeveralHosts(hostOf: ContiguousArray(read.map { streamHosts[$0] })))
         } else {
-            try produce(gate, into: target, full: full, OnOneHost())
+            try produce(gate, into: target, full: full, reading: read, OnOneHost())
         }
     }
 
-    private func produce<H: HostTiming>(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk, _ hostTiming: H) throws {
-        // Only the streams of the hosts selected are read at all (`--host`).
-        let read = streams.indices.filter { streamHosts[$0] >= 0 }
+    /// ``produce(_:into:full:)`` over the streams `read` (indices into ``streams``).
+    private func produce<H: HostTiming>(_ gate: EventGate, into target: Filling, full: (Chunk) throws -> Chunk,
+                                        reading read: [Int], _ hostTiming: H) throws {
         var it = read.count == streams.count ? traceSet.makeMergedIterator() : traceSet.makeMergedIterator(over: read.map { streams[$0] })
         // Plans as unmanaged references, used through `_withUnsafeGuaranteedRef`: the source owns
         // them for its whole life (`plans`), so the per-event path needs no retain or release of
