@@ -146,9 +146,12 @@ public final class LoopModel {
 
     /// A loop's process as an export names it: the process name (`pid N` without one), after its
     /// host's name when the traces hold several (`web-2: api-server`).
-    public func processTitle(_ l: LoopInfo) -> String {
-        let name = l.procname.isEmpty ? "pid \(l.key.processID)" : l.procname
-        return hostName(of: l.key.pid).map { "\($0): \(name)" } ?? name
+    public func processTitle(_ l: LoopInfo) -> String { processTitle(pid: l.key.pid, procname: l.procname) }
+
+    /// The same for process key `pid` named `procname`.
+    public func processTitle(pid: Int64, procname: String) -> String {
+        let name = procname.isEmpty ? "pid \(LoopKey.processID(pid))" : procname
+        return hostName(of: pid).map { "\($0): \(name)" } ?? name
     }
     /// The hang watchdog's events whole (the source's), which hang events refer to.
     public var evidence: HangEvidenceStore?

@@ -311,8 +311,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         w.uint(1, uuid)
         let p = w.open(3)
         // Pids as the exports give them (two hosts' processes apart), the host before the name.
-        let title = name.isEmpty ? "pid \(LoopKey.processID(pid))" : name
-        w.int(1, LoopKey.exportPID(pid)); w.string(6, resolver?.hostName(of: pid).map { "\($0): \(title)" } ?? title)
+        w.int(1, LoopKey.exportPID(pid)); w.string(6, resolver?.processTitle(pid: pid, procname: name) ?? (name.isEmpty ? "pid \(pid)" : name))
         w.close(p)
         w.close(d)
         endPacket()
