@@ -115,7 +115,7 @@ class Selection:
 class Frame:
     """An open iteration on a loop's iteration stack."""
     __slots__ = ("number", "begin", "top_level", "sleep_ns", "sleeps", "sleep_cut", "sleeps_in", "polls_in",
-                 "wake_reason", "wake_ts", "callouts", "sampled_cpu")
+                 "wake_reason", "wake_ts", "callouts", "sampled_cpu", "woke")
 
     def __init__(self, number, begin, top_level):
         self.number = number
@@ -130,6 +130,7 @@ class Frame:
         self.wake_ts = None      # and its time
         self.callouts = []     # (kind, item, name, whole duration, sampled CPU ns or None) of callouts that belong to it (unfiltered)
         self.sampled_cpu = None  # Σ sampled CPU ns of its callouts that have a callout_cpu reading (None: none has)
+        self.woke = False      # whether a wake of its own was read (without one, it polled and found nothing)
 
     def absorb(self, child):
         self.sleep_ns += child.sleep_ns
@@ -229,6 +230,11 @@ class Loop:
                 break
         if idx is None:
             return                                   # no matching open iteration: ignored
+        top = self.stack[-1]
+        if idx == len(self.stack) - 1 and not top.woke and self.pending_sleep is None:
+            # No wake in it: it polled and found nothing (docs/tracepoints.md, "wake"), a poll with
+            # reason none at its end (traces from before that rule write that wake).
+            self.wake(ts, number, 0)
         # Discard the open iterations above the matching one; their sleeps still happened inside
         # the matching iteration, so they count as nested in it.
         while len(self.stack) > idx + 1:
@@ -285,6 +291,8 @@ class Loop:
         label = WAKE_REASONS.get(reason, str(reason))
         if inside:
             self.wake_reasons[label] = self.wake_reasons.get(label, 0) + 1
+        if self.stack:
+            self.stack[-1].woke = True
         pending, self.pending_sleep = self.pending_sleep, None
         if pending is not None and (pending[1] == number if number is not None or pending[1] is not None
                                     else pending[2] is (self.stack[-1] if self.stack else None)):

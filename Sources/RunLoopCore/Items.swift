@@ -15,6 +15,9 @@ import RunLoopTracing
 final class LoopHandle: @unchecked Sendable {
     /// The loop (nil once it is gone). Set once, right after the loop is made.
     weak var loop: RLRunLoop?
+    /// The loop's id while it lives, 0 once its deinitialisation began: what a traced signal names,
+    /// read without a weak load or an array of loops (`RLSource0.traceSignalled`).
+    let liveID = Atomic<UInt64>(0)
 }
 
 /// The loop an item is bound to, if any. `bound` tells a never-bound item from one whose loop is
@@ -29,6 +32,8 @@ struct WeakLoop {
     var bound: Bool { handle != nil }
     /// The loop, if bound and still alive.
     var loop: RLRunLoop? { handle?.loop }
+    /// The id of the loop it is bound to while that loop lives, else 0 (no weak load).
+    var liveLoopID: UInt64 { handle?.liveID.load(ordering: .relaxed) ?? 0 }
     /// Whether it is bound to `l` (no weak load).
     func isBound(to l: RLRunLoop) -> Bool { handle === l.handle }
     /// Binds an unbound reference to `l`; returns whether it is (now) bound to `l`.
@@ -179,9 +184,19 @@ public final class RLSource0: @unchecked Sendable, CustomStringConvertible {
     /// the disabled path is one check.
     @inline(never)
     private func traceSignalled(_ seq: UInt64) {
-        let loops = withState { s in s.loops.compactMap(\.loop) }
-        if loops.isEmpty { RLTrace.source0Signalled(loop: 0, item: id, signalSeq: seq) }
-        for l in loops { RLTrace.source0Signalled(loop: l.id, item: id, signalSeq: seq) }
+        // The usual source is in one loop: its id without an array (an array of the loops, made per
+        // signal, was the allocation of every traced signal).
+        var first: UInt64 = 0
+        var others: [UInt64] = []
+        withState { s in
+            for l in s.loops {
+                let i = l.liveLoopID
+                if i == 0 { continue }
+                if first == 0 { first = i } else { others.append(i) }
+            }
+        }
+        RLTrace.source0Signalled(loop: first, item: id, signalSeq: seq)
+        for l in others { RLTrace.source0Signalled(loop: l, item: id, signalSeq: seq) }
     }
 
     /// Signals the source and wakes `loop` (the usual pairing).

@@ -151,6 +151,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
         self.perRun = [PerRun(stopped: false, outerIgnoresWakeUps: true, deadline: .max)]
         self.perRun.reserveCapacity(8)
         handle.loop = self
+        handle.liveID.store(id, ordering: .relaxed)
         // Like CF, every loop has its default mode from birth (so the main loop can run it empty);
         // made here with the error thrown (out of descriptors), not trapped.
         let ep = try waiter.makeWaitSet()
@@ -277,6 +278,7 @@ public final class RLRunLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     deinit {
+        handle.liveID.store(0, ordering: .relaxed)
         // Timers still in a mode (added after the thread exited, or a loop that never had one) are
         // bound to a loop that is gone from here on, before `handle` is released: a timer's binding
         // holds the handle unretained (see ``TimerBinding``).

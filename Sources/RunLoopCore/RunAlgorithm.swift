@@ -231,7 +231,9 @@ extension RLRunLoop {
             if wake == nil && poll { wake = dueTimerWakeLocked(m, now: now) }
             return traceWake ? wakeReasonLocked(wake, m, now: now, deadline: deadline) : .none
         }
-        if traceWake {
+        // A poll that found nothing writes no `wake`: the iteration's end says it (docs/tracepoints.md,
+        // "wake").
+        if traceWake && (!poll || wake != nil) {
             RLTrace.wake(loop: id, reason: reason, fd: wakeFD(wake), sleptNs: poll ? 0 : now &- sleepStart)
         }
         return wake
@@ -259,7 +261,7 @@ extension RLRunLoop {
             return .some(wake)
         }
         guard let polled else { return nil }
-        if traceWake { RLTrace.wake(loop: id, reason: reason, fd: wakeFD(polled), sleptNs: 0) }
+        if traceWake && polled != nil { RLTrace.wake(loop: id, reason: reason, fd: wakeFD(polled), sleptNs: 0) }
         return .some(polled)
     }
 

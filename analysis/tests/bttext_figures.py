@@ -68,7 +68,7 @@ def figures(trace):
         "pending_sleep": None, "sleeps": [], "polls": [], "wakeReasons": defaultdict(int),
         "open": defaultdict(list), "callouts": defaultdict(list),
         "sum_entry": defaultdict(int), "sum_exit": defaultdict(int), "block_names": {},
-        "kind_order": defaultdict(list), "described_blocks": {},
+        "kind_order": defaultdict(list), "described_blocks": {}, "woke": [],
     })
     pooled = {}                                   # (pid, pooled block-name id) -> name
     for ts, provider, name, rest in events(trace):
@@ -89,7 +89,13 @@ def figures(trace):
             L = per_loop[(vpid if vpid is not None else 0, loop_id)]
         if name == "iteration_begin":
             L["begins"][intval("iteration", rest)] = ts
+            L["woke"].append(False)
         elif name == "iteration_end":
+            # An iteration without a wake of its own polled and found nothing: a poll with reason
+            # none at its end (docs/tracepoints.md, "wake").
+            if L["woke"] and not L["woke"].pop() and L["pending_sleep"] is None:
+                L["wakeReasons"]["none"] += 1
+                L["polls"].append(ts)
             number = intval("iteration", rest)
             if number is None:
                 b = L["begins"].popitem()[1] if L["begins"] else None
@@ -108,6 +114,8 @@ def figures(trace):
         elif name == "sleep_begin":
             L["pending_sleep"] = (intval("iteration", rest), ts)
         elif name == "wake":
+            if L["woke"]:
+                L["woke"][-1] = True
             reason = REASON.search(rest).group(1)
             L["wakeReasons"][reason] += 1
             p, L["pending_sleep"] = L["pending_sleep"], None

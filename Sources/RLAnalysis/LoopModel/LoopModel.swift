@@ -396,6 +396,12 @@ public final class LoopModel {
             guard idx >= 0 else { return }
             // Open iterations above the matching one are discarded (their callouts with them).
             if idx < s.open - 1 { s.callouts.removeAll { $0.iterationIndex > idx } }
+            if idx == s.open - 1 && !s.stack[idx].woke && s.pendingSleep == nil && now {
+                // No `wake` in it: it polled and found nothing (docs/tracepoints.md, "wake"), a
+                // poll with reason `none` at its end. (Traces from before that rule write that wake.)
+                sink.wake(.none, of: key)
+                s.stack[idx].polls += 1
+            }
             s.stack[idx].end = e.ts
             s.stack[idx].handledSource = e.b != 0
             s.stack[idx].cpuNs = cpuSpan(s.stack[idx].cpuNs, e.cpu)
@@ -461,6 +467,7 @@ public final class LoopModel {
             }
             s.pendingSleep = nil
             if s.open > 0 {
+                s.stack[s.open - 1].woke = true
                 if let slept { s.stack[s.open - 1].sleeps.append(slept) } else if now { s.stack[s.open - 1].polls += 1 }
             }
             if reason == .wakeUp && !s.pendingWakeUps.isEmpty {

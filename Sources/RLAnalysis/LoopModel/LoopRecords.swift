@@ -110,8 +110,12 @@ public struct IterationRecord: Sendable {
     public var mode: Int32
     /// Its own sleeps (usually 0 or 1).
     public var sleeps: [SleepRecord] = []
-    /// Polls (wakes without a sleep).
+    /// Polls (wakes without a sleep; an iteration with no `wake` at all polled and found nothing:
+    /// docs/tracepoints.md, "wake").
     public var polls = 0
+    /// Whether a `wake` of its own was read (an iteration that ends without one polled and found
+    /// nothing).
+    var woke = false
     /// Callouts that belong to it (not to nested iterations), in entry order.
     public var callouts: [CalloutRecord] = []
     /// Sleeps of iterations nested in it: total ns (inside the window), count, and their polls.
@@ -174,7 +178,7 @@ extension IterationRecord {
         sleeps.removeAll(keepingCapacity: true)
         callouts.removeAll(keepingCapacity: true)
         polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false; cpuNs = -1
-        nestedSleepWholeNs = 0; sleepCpuNs = 0; worked = false; sampledCpuNs = -1
+        nestedSleepWholeNs = 0; sleepCpuNs = 0; worked = false; sampledCpuNs = -1; woke = false
     }
 }
 
