@@ -116,8 +116,9 @@ struct BlockNameTests {
         try first.stop()
         try first.destroy()
         firstDestroyed = true
-        // The watchdog checks for sessions every 200 ms while none records the pools.
-        usleep(600_000)
+        // The watchdog checks for sessions every 200 ms while none records the pools: it must see
+        // this gap (seven ticks' time, so that a machine busy with other tests still gives it one).
+        usleep(1_500_000)
         let (second, out) = try session("second")
         var secondDestroyed = false
         defer { if !secondDestroyed { try? second.destroy() } }
