@@ -41,7 +41,7 @@ LTTNG_UST_TRACEPOINT_ENUM(runloop, callout_kind,
     )
 )
 
-/* RLSchemaWakeReason */
+/* RLWakeReason */
 LTTNG_UST_TRACEPOINT_ENUM(runloop, wake_reason,
     LTTNG_UST_TP_ENUM_VALUES(
         lttng_ust_field_enum_value("none", 0)

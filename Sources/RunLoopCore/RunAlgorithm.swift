@@ -5,6 +5,7 @@ import Musl
 #endif
 import CRunLoopShims
 import RunLoopTracing
+import RunLoopSchema
 
 /// CF's TIMER_INTERVAL_LIMIT in seconds: a run timeout longer than this means "no timeout".
 let runTimeoutLimit = 504_911_232.0
@@ -224,7 +225,7 @@ extension RLRunLoop {
         if !poll { watchAsleep(false) }
         let traceWake = RLTrace.isEnabled(.wake)
         let now = traceWake ? rl_monotonic_ns() : 0
-        let reason = locked { () -> RLTraceWakeReason in
+        let reason = locked { () -> RLWakeReason in
             sleeping = false
             // (Release is enough for "ignoring": a waker that misses it only wakes once more.)
             ignoresWakeUps.store(true, ordering: .releasing)
@@ -246,7 +247,7 @@ extension RLRunLoop {
     /// stays false. Returns nil (`.none`) when the set holds other fds: the caller then polls it.
     private func pollOwnFDs(_ m: ModeState, iteration it: UInt64, deadline: UInt64) -> Waiter.Wake?? {
         let traceWake = RLTrace.isEnabled(.wake)
-        var reason = RLTraceWakeReason.none
+        var reason = RLWakeReason.none
         let polled: Waiter.Wake?? = locked {
             guard m.sources1.isEmpty && !m.mainQueueRegistered else { return .none }
             // Armed even for a poll (see `waitOnSet`). A deadline already due needs no doorbell
@@ -305,7 +306,7 @@ extension RLRunLoop {
     }
 
     /// Names the wake for the trace. A timer expiry with no timer due is the run's timeout.
-    private func wakeReasonLocked(_ wake: Waiter.Wake?, _ m: ModeState, now: UInt64, deadline: UInt64) -> RLTraceWakeReason {
+    private func wakeReasonLocked(_ wake: Waiter.Wake?, _ m: ModeState, now: UInt64, deadline: UInt64) -> RLWakeReason {
         switch wake {
         case nil: return .none
         case .wakeUp?: return deadline != 0 && deadline <= now ? .timeout : .wakeUp

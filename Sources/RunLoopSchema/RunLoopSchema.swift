@@ -1,9 +1,11 @@
 // The `runloop` LTTng-UST provider's event schema, stated once (docs/tracepoints.md).
 //
-// Every event's name, log level, event class and payload fields (in order, with their CTF kind),
-// every enumeration (labels and values), and how each event is emitted (RunLoopSchemaEmitters.swift).
-// The provider's C header, C emitters, enabled checks, Swift out-of-line emitters and the events
-// table of docs/tracepoints.md are generated from this by Tools/rl-tpgen (scripts/gen-provider.sh);
+// Every event's name, log level, event class and payload fields (in order, with their CTF kind and
+// their Swift parameter), every enumeration (labels and values), and how each event is emitted
+// (RunLoopSchemaEmitters.swift); the events themselves are declared in RunLoopSchemaEvents.swift.
+// The provider's C header, C emitters, enabled checks, RLTrace's public functions and out-of-line
+// emitters and the events table of docs/tracepoints.md are generated from this by Tools/rl-tpgen
+// (scripts/gen-provider.sh);
 // Tests/RunLoopTracingTests/GeneratedProviderTests.swift fails when the checked-in files differ from its
 // output, and SchemaTests.swift still parses the header back as an independent check.
 // RunLoopTracing and RLAnalysis take their names and values from here. Dependency-free (the
@@ -72,8 +74,9 @@ public enum RLCalloutKind: UInt8, Sendable, CaseIterable, Codable, Comparable {
 
 /// Why a sleeping run loop woke up: the `wake_reason` enumeration of the `runloop` provider.
 ///
-/// RunLoopTracing calls it `RLTraceWakeReason`, RLAnalysis `WakeReason` (type aliases).
-public enum RLSchemaWakeReason: UInt8, Sendable, CaseIterable, Codable {
+/// The one wake-reason type of the package: RunLoopCore, RunLoopTracing and RLAnalysis all use it
+/// under this name.
+public enum RLWakeReason: UInt8, Sendable, CaseIterable, Codable {
     /// The loop did not sleep (poll), or woke without any cause it could identify.
     case none = 0
     /// The run's own timeout passed.
@@ -270,10 +273,10 @@ public struct RLSchemaField: Hashable, Sendable {
     public var name: RLSchemaFieldName
     /// The field's kind.
     public var type: RLSchemaFieldType
-    /// Where the emitters take the value from (a parameter, a `bool` parameter, the calling thread).
+    /// Where the emitters take the value from: a parameter (its Swift label and type) or the calling thread.
     public var source: RLSchemaFieldSource
     /// Creates a field.
-    public init(_ name: RLSchemaFieldName, _ type: RLSchemaFieldType, source: RLSchemaFieldSource = .parameter) {
+    public init(_ name: RLSchemaFieldName, _ type: RLSchemaFieldType, source: RLSchemaFieldSource) {
         self.name = name
         self.type = type
         self.source = source
@@ -299,12 +302,15 @@ public struct RLSchemaEvent: Hashable, Sendable {
     public var fields: [RLSchemaField]
     /// How RunLoopTracing's inlined check reaches the C emitter.
     public var swiftEmitter: RLSchemaSwiftEmitter
+    /// RLTrace's public function for the event: its name and doc comment.
+    public var swift: RLSchemaSwiftFunction
 
     /// Creates an event. Without `swiftEmitter`: ``RLSchemaSwiftEmitter/outOfLine`` when a field is
     /// a string or a sequence (names are converted out of line), else ``RLSchemaSwiftEmitter/inlineCall``.
     public init(name: String, eventClass: String? = nil, logLevel: RLSchemaLogLevel, fields: [RLSchemaField],
-                swiftEmitter: RLSchemaSwiftEmitter? = nil) {
+                swiftEmitter: RLSchemaSwiftEmitter? = nil, swift: RLSchemaSwiftFunction) {
         self.name = name
+        self.swift = swift
         self.eventClass = eventClass
         self.logLevel = logLevel
         self.fields = fields
@@ -449,78 +455,13 @@ public enum RunLoopSchema {
     /// The `wake_reason` enumeration.
     public static let wakeReason = RLSchemaEnumeration(
         name: "wake_reason",
-        enumerators: RLSchemaWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) })
+        enumerators: RLWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) })
     // `run_result` and `activity` (``runResult``, ``activity``) are RunLoopCore's RLRunResult and
     // RLActivity, generated from them: RunLoopSchema+RunLoopCore.swift.
     /// Every enumeration, in the header's order.
     public static let enumerations: [RLSchemaEnumeration] = [calloutKind, wakeReason, runResult, activity]
 
-    /// Every event, in the header's order (index = ``RLSchemaEventID`` raw value).
-    public static let events: [RLSchemaEvent] = {
-        typealias F = RLSchemaField
-        let loop = F(.loopID, .integer(.u64)), iter = F(.iteration, .integer(.u64))
-        let item = F(.itemID, .integer(.u64)), name = F(.name, .string)
-        // The per-callout events carry ids only (docs/tracepoints.md, "Constant pools"): the
-        // loop and item are described once by `loop_info` / `item_info` (and `loop_created`,
-        // `item_added`), the iteration is the one `iteration_begin` opened, and an exit closes the
-        // innermost open callout of its kind, so it names its loop alone.
-        let observer = [loop, item, F(.activity, .enumeration("activity", container: .u8))]
-        let itemCallout = [loop, item]
-        let exit = [loop]
-        let registration = [loop, iter, F(.kind, .enumeration("callout_kind", container: .u8)), item, name, F(.mode, .string)]
-        let callerTid = F(.callerTid, .integer(.s32), source: .callingThread)
-        func flag(_ n: RLSchemaFieldName) -> F { F(n, .integer(.u8), source: .boolean) }
-        // `emit`: see RLSchemaSwiftEmitter (nil: out of line when the event has a string or a sequence).
-        func ev(_ n: String, _ c: String? = nil, _ l: RLSchemaLogLevel, _ f: [F], emit: RLSchemaSwiftEmitter? = nil) -> RLSchemaEvent {
-            RLSchemaEvent(name: n, eventClass: c, logLevel: l, fields: f, swiftEmitter: emit)
-        }
-        return [
-            ev("loop_created", nil, .info, [loop, iter, F(.tid, .integer(.s32)), F(.threadName, .string)]),
-            ev("loop_destroyed", nil, .info, [loop, iter, F(.tid, .integer(.s32))], emit: .outOfLine),
-            ev("run_enter", nil, .info, [loop, iter, F(.mode, .string), F(.timeoutNs, .integer(.s64)),
-                                         flag(.returnAfterSourceHandled), F(.depth, .integer(.u32))]),
-            ev("run_exit", nil, .info, [loop, iter, F(.mode, .string), F(.result, .enumeration("run_result", container: .u8)),
-                                        F(.depth, .integer(.u32))]),
-            ev("iteration_begin", nil, .debug, [loop, iter], emit: .outOfLine),
-            ev("iteration_end", nil, .debug, [loop, flag(.handledSource), F(.callouts, .integer(.u32))]),
-            ev("observer_entry", nil, .debug, observer),
-            ev("observer_exit", "loop_callout", .debug, exit),
-            ev("source0_entry", "item_callout", .debug, itemCallout),
-            ev("source0_exit", "loop_callout", .debug, exit),
-            ev("block_entry", "item_callout", .debug, itemCallout, emit: .handWritten),
-            ev("block_exit", "loop_callout", .debug, exit),
-            ev("source1_entry", nil, .debug, [loop, item, F(.fd, .integer(.s32)), F(.events, .integer(RLSchemaInteger.u32.inHex))]),
-            ev("source1_exit", "loop_callout", .debug, exit),
-            ev("timer_entry", nil, .debug, [loop, item, F(.scheduledNs, .integer(.u64))]),
-            ev("timer_exit", "loop_callout", .debug, exit),
-            ev("main_queue_entry", "loop_callout", .debug, exit),
-            ev("main_queue_exit", "loop_callout", .debug, exit),
-            ev("sleep_begin", nil, .debug, [loop, F(.timeoutNs, .integer(.s64)), F(.deadlineNs, .integer(.u64))]),
-            ev("wake", nil, .debug, [loop, F(.reason, .enumeration("wake_reason", container: .u8)),
-                                     F(.fd, .integer(.s32)), F(.sleptNs, .integer(.u64))]),
-            ev("wakeup_requested", nil, .debug, [loop, flag(.accepted), callerTid]),
-            ev("source0_signalled", nil, .debug, [loop, item, F(.signalSeq, .integer(.u64)), callerTid]),
-            ev("timer_armed", nil, .debugProcess, [loop, item, F(.fireNs, .integer(.u64)),
-                                                   F(.intervalNs, .integer(.u64)), F(.missedFires, .integer(.u32))]),
-            ev("item_added", "item_registration", .debugProcess, registration),
-            ev("item_removed", "item_registration", .debugProcess, registration),
-            ev("hang_begin", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)),
-                                             F(.kind, .enumeration("callout_kind", container: .u8)), item,
-                                             F(.itemName, .string), F(.thresholdNs, .integer(.u64)),
-                                             F(.elapsedNs, .integer(.u64)), F(.loopTid, .integer(.s32))]),
-            ev("hang_stack", nil, .warning, [loop, F(.hangID, .integer(.u64)), F(.sample, .integer(.u32)),
-                                             F(.elapsedNs, .integer(.u64)),
-                                             F(.frames, .sequence(element: RLSchemaInteger.u64.inHex, length: .u32))], emit: .handWritten),
-            ev("hang_end", nil, .warning, [loop, iter, F(.hangID, .integer(.u64)), F(.durationNs, .integer(.u64)),
-                                           F(.samples, .integer(.u32))], emit: .outOfLine),
-            ev("loop_info", nil, .info, [loop, F(.pid, .integer(.s32)), F(.tid, .integer(.s32)),
-                                         F(.procname, .string), F(.threadName, .string)]),
-            ev("item_info", nil, .info, [loop, F(.kind, .enumeration("callout_kind", container: .u8)), item,
-                                         F(.order, .integer(.s64)), name, F(.mode, .string)]),
-            ev("callout_cpu", nil, .info, [loop, F(.kind, .enumeration("callout_kind", container: .u8)), item,
-                                           F(.elapsedNs, .integer(.u64)), F(.cpuNs, .integer(.u64))]),
-        ]
-    }()
+    // `events`: every event, in the header's order: RunLoopSchemaEvents.swift.
 
     /// The event named `name`: with or without the `runloop:` prefix; nil for another provider's.
     public static func event(named name: String) -> RLSchemaEvent? {

@@ -89,7 +89,7 @@ extension RLTrace {
     /// makes: one load and a branch; a constant `false` when built with RLTRACE_DISABLED=1). Use it
     /// to skip work done only to build a tracepoint's arguments, e.g.
     /// `if RLTrace.isEnabled(.wake) { reason = classifyWake(...) }`.
-    @inlinable @inline(__always) public static func isEnabled(_ event: RLTraceEvent) -> Bool {
+    @inlinable @inline(__always) public static func isEnabled(_ event: RLSchemaEventID) -> Bool {
         #if RLTRACE_DISABLED
         return false
         #else

@@ -1,13 +1,33 @@
-// The hand-written out-of-line emitters behind RLTrace's inlined checks (RunLoopSchema's
-// `swiftEmitter: .handWritten`); the others are generated (RLTrace+Generated.swift). They run only while a session records
-// the event: they take the names the inlined checks evaluated (the autoclosures run in the
+// The hand-written parts of RLTrace: `blockEntry` and the out-of-line emitters behind the inlined
+// checks of RunLoopSchema's `swiftEmitter: .handWritten` and `.handWrittenHelper` events
+// (`block_entry`, `hang_stack`); the others are generated (RLTrace+Events.swift,
+// RLTrace+Generated.swift). The helpers run only while a session records the event: they take the names the inlined checks evaluated (the autoclosures run in the
 // enabled branch only), convert them with `withCName` (`withCString`, nil for "") and call the C
 // emitters of the `runloop` provider (Sources/CRunLoopTracepoints/runloop_emit.c). Names are
 // passed as `String`, not as closures: no indirect call and no closure context per event.
 
 #if !RLTRACE_DISABLED
 import CRunLoopTracepoints
+#endif
 import RunLoopSchema
+
+// ---- hand-written: block_entry's public function (RunLoopSchema's `swiftEmitter: .handWritten`) ----
+// Not generated because its `name` is not a field of `block_entry` (ids only, like every callout
+// entry): the helper describes a named block with `item_info` first (docs/tracepoints.md,
+// "Constant pools"). Otherwise the same shape as the generated functions (RLTrace+Events.swift).
+extension RLTrace {
+    /// Entry into a perform-block; `item` is the block's sequence number. A named block is
+    /// described first (`item_info`, kind `block`; `name` is evaluated only then): blocks have no
+    /// registration to describe them, and most have no name.
+    @inlinable @inline(__always) public static func blockEntry(loop: UInt64, item: UInt64, name: @autoclosure () -> String) {
+        #if !RLTRACE_DISABLED
+        if rl_tp_block_entry_enabled() { _blockEntry(loop, item, name()) }
+        #endif
+    }
+}
+// ---- end hand-written: block_entry's public function ----
+
+#if !RLTRACE_DISABLED
 
 /// Calls `body` with `s` as a C string, or with nil when `s` is empty: the C emitters record NULL
 /// and "" alike as "(unnamed)" (`rl_name` in runloop_emit.c), and most callouts (every

@@ -3,8 +3,8 @@ import Testing
 import RunLoopSchema
 import TestSupport
 
-/// The `runloop` provider's C header, C emitters, enabled checks, Swift out-of-line emitters and
-/// docs/tracepoints.md's events table are generated from RunLoopSchema by Tools/rl-tpgen
+/// The `runloop` provider's C header, C emitters, enabled checks, RLTrace's public functions, Swift
+/// out-of-line emitters and docs/tracepoints.md's events table are generated from RunLoopSchema by Tools/rl-tpgen
 /// (scripts/gen-provider.sh): the checked-in files must be exactly the generator's output.
 @Suite("the runloop provider's files are generated from RunLoopSchema")
 struct GeneratedProviderTests {
@@ -36,6 +36,7 @@ struct GeneratedProviderTests {
         let files = list.stdout.split(separator: "\n").map(String.init)
         #expect(files == ["Sources/CRunLoopTracepoints/runloop_tp.h", "Sources/CRunLoopTracepoints/include/CRunLoopTracepoints.h",
                           "Sources/CRunLoopTracepoints/runloop_emit.c", "Sources/RunLoopTracing/RLTrace+Generated.swift",
+                          "Sources/RunLoopTracing/RLTrace+Events.swift",
                           "Sources/RunLoopSchema/RunLoopSchema+RunLoopCore.swift", "docs/tracepoints.md"])
         let out = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: out) }
@@ -88,5 +89,37 @@ struct GeneratedProviderTests {
             #expect(row.hasPrefix("| `\(e.fullName)` | "), "\(row)")
             for f in e.fields { #expect(row.contains("`\(f.name)` "), "\(e.name): \(f.name)") }
         }
+    }
+
+    /// RLTrace's public functions are RunLoopSchema's Swift faces: each event but the hand-written
+    /// `block_entry` has its function in RLTrace+Events.swift, named and labelled as its fields'
+    /// Swift parameters say (the calling thread's tid is no parameter), in the schema's order.
+    @Test func publicFunctionsFollowTheSchema() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("Sources/RunLoopTracing/RLTrace+Events.swift"), encoding: .utf8)
+        // `public static func NAME(` up to `) {`, the declaration joined onto one line.
+        var declared: [(name: String, labels: [String])] = []
+        var rest = Substring(text)
+        while let r = rest.range(of: "public static func ") {
+            let tail = rest[r.upperBound...]
+            let open = try #require(tail.firstIndex(of: "("))
+            let close = try #require(tail.range(of: ") {\n"))
+            let params = tail[tail.index(after: open)..<close.lowerBound]
+            let labels = params.split(separator: ",").compactMap { p -> String? in
+                let l = p.split(separator: ":").first?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+                return l.isEmpty || l.hasPrefix("@") || l.contains(" ") ? nil : l
+            }
+            declared.append((String(tail[..<open]), labels))
+            rest = tail[close.upperBound...]
+        }
+        let expected = RunLoopSchema.events.filter { $0.swiftEmitter != .handWritten }.map { e in
+            (e.swift.name, e.fields.compactMap { f -> String? in
+                if case .parameter(let l, _) = f.source { return l }
+                return nil
+            })
+        }
+        #expect(declared.map(\.name) == expected.map(\.0))
+        for (d, e) in zip(declared, expected) { #expect(d.labels == e.1, "\(d.name)") }
+        #expect(RunLoopSchema.events.filter { $0.swiftEmitter == .handWritten }.map(\.name) == ["block_entry"])
+        #expect(text.contains("kind: RLCalloutKind?") && text.contains("reason: RLWakeReason"))
     }
 }

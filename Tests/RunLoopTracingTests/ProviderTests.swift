@@ -63,16 +63,16 @@ struct ProviderTests {
         for k in RLCalloutKind.allCases {
             #expect(header.contains("lttng_ust_field_enum_value(\"\(k.label)\", \(k.rawValue))"))
         }
-        for r in RLTraceWakeReason.allCases {
+        for r in RLWakeReason.allCases {
             #expect(header.contains("lttng_ust_field_enum_value(\"\(r.label)\", \(r.rawValue))"))
         }
     }
 
-    /// `RLTraceEvent` names exactly the provider's events; none is enabled in this (unregistered) process.
+    /// `RLSchemaEventID` names exactly the provider's events; none is enabled in this (unregistered) process.
     @Test func traceEventsMatchTheProvider() {
-        #expect(RLTraceEvent.allCases.map(\.name) == RunloopProvider.eventNames)
-        #expect(RLTraceEvent.wake.lttngName == "runloop:wake")
-        #expect(RLTraceEvent.allCases.allSatisfy { !RLTrace.isEnabled($0) })
+        #expect(RLSchemaEventID.allCases.map(\.name) == RunloopProvider.eventNames)
+        #expect(RLSchemaEventID.wake.lttngName == "runloop:wake")
+        #expect(RLSchemaEventID.allCases.allSatisfy { !RLTrace.isEnabled($0) })
         #expect(RLCalloutKind.allCases.allSatisfy { !RLTrace.isCalloutTraced($0) })
     }
 

@@ -70,18 +70,20 @@ struct ProviderHeaderDeclarations {
                 guard t.hasSuffix("_t"), let bits = Int(t.dropFirst(signed ? 3 : 4).dropLast(2)) else { return nil }
                 return RLSchemaInteger(bits: bits, signed: signed)
             }
+            // The header says nothing of a field's Swift parameter (not compared: equal names and kinds).
+            func F(_ n: RLSchemaFieldName, _ t: RLSchemaFieldType) -> RLSchemaField { RLSchemaField(n, t, source: .callingThread) }
             var field: RLSchemaField?
             switch (c.name, a.count) {
-            case ("lttng_ust_field_integer", 3): field = int(a[0]).map { RLSchemaField(RLSchemaFieldName(rawValue: a[1]), .integer($0)) }
-            case ("lttng_ust_field_integer_hex", 3): field = int(a[0]).map { RLSchemaField(RLSchemaFieldName(rawValue: a[1]), .integer($0.inHex)) }
-            case ("lttng_ust_field_string", 2): field = RLSchemaField(RLSchemaFieldName(rawValue: a[0]), .string)
+            case ("lttng_ust_field_integer", 3): field = int(a[0]).map { F(RLSchemaFieldName(rawValue: a[1]), .integer($0)) }
+            case ("lttng_ust_field_integer_hex", 3): field = int(a[0]).map { F(RLSchemaFieldName(rawValue: a[1]), .integer($0.inHex)) }
+            case ("lttng_ust_field_string", 2): field = F(RLSchemaFieldName(rawValue: a[0]), .string)
             case ("lttng_ust_field_enum", 5):
                 provider.insert(a[0])
-                field = int(a[2]).map { RLSchemaField(RLSchemaFieldName(rawValue: a[3]), .enumeration(a[1], container: $0)) }
+                field = int(a[2]).map { F(RLSchemaFieldName(rawValue: a[3]), .enumeration(a[1], container: $0)) }
             case ("lttng_ust_field_sequence", 5), ("lttng_ust_field_sequence_hex", 5):
                 if let e = int(a[0]), let l = int(a[3]) {
-                    field = RLSchemaField(RLSchemaFieldName(rawValue: a[1]),
-                                          .sequence(element: c.name.hasSuffix("_hex") ? e.inHex : e, length: l))
+                    field = F(RLSchemaFieldName(rawValue: a[1]),
+                              .sequence(element: c.name.hasSuffix("_hex") ? e.inHex : e, length: l))
                 }
             default: break
             }
@@ -175,8 +177,7 @@ struct SchemaTests {
         // The Swift enumerations are the schema's enumerations' non-special values.
         #expect(RLCalloutKind.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) }
                 + [RLSchemaEnumerator("loop", Int64(RunLoopSchema.calloutKindLoop))] == RunLoopSchema.calloutKind.enumerators)
-        #expect(RLSchemaWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) } == RunLoopSchema.wakeReason.enumerators)
-        #expect(RLTrace.hangKindLoop == RunLoopSchema.calloutKindLoop)
+        #expect(RLWakeReason.allCases.map { RLSchemaEnumerator($0.label, Int64($0.rawValue)) } == RunLoopSchema.wakeReason.enumerators)
     }
 
     /// `timedOut` → `timed_out`: a RunLoopCore case name as the trace spells labels.
@@ -259,15 +260,15 @@ struct SchemaTests {
         }
     }
 
-    /// Every schema event has its Swift face (an `RLTraceEvent` whose `isEnabled` checks that very
+    /// Every schema event has its Swift face (an `RLSchemaEventID` whose `isEnabled` checks that very
     /// tracepoint, an out-of-line Swift emitter calling its C emitter) and its C enabled check and emitter.
     @Test func everyEventHasAnEmitter() {
-        #expect(RLTraceEvent.allCases.map(\.lttngName) == RunLoopSchema.events.map(\.fullName))
-        let swiftFace = Self.source("Sources/RunLoopTracing/RLTrace.swift")
+        #expect(RLSchemaEventID.allCases.map(\.lttngName) == RunLoopSchema.events.map(\.fullName))
+        let swiftFace = Self.source("Sources/RunLoopTracing/RLTrace+Events.swift") + Self.source("Sources/RunLoopTracing/RLTraceEmit.swift")
         let swiftEmit = Self.source("Sources/RunLoopTracing/RLTraceEmit.swift") + Self.source("Sources/RunLoopTracing/RLTrace+Generated.swift")
         let umbrella = Self.source("Sources/CRunLoopTracepoints/include/CRunLoopTracepoints.h")
         let cEmit = Self.source("Sources/CRunLoopTracepoints/runloop_emit.c")
-        for id in RLTraceEvent.allCases {
+        for id in RLSchemaEventID.allCases {
             let n = id.name
             #expect(id.event.name == n && RLSchemaEventID(name: n) == id)
             #expect(swiftEmit.contains("case .\(id): return rl_tp_\(n)_enabled()"), "RLTrace.isEnabled(.\(id)) checks \(n)")
@@ -277,7 +278,7 @@ struct SchemaTests {
             case .inlineCall:
                 #expect(swiftFace.contains("rl_tp_\(n)("), "RLTrace calls rl_tp_\(n) from its inlined check")
                 #expect(!swiftEmit.contains("static func _\(id.swiftName)("), "no out-of-line helper for \(n)")
-            case .outOfLine, .handWritten:
+            case .outOfLine, .handWritten, .handWrittenHelper:
                 #expect(swiftFace.contains("_\(id.swiftName)("), "RLTrace calls _\(id.swiftName)")
                 #expect(swiftEmit.components(separatedBy: "static func _\(id.swiftName)(").count == 2, "one helper _\(id.swiftName)")
             }

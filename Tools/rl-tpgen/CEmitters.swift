@@ -4,8 +4,8 @@ import RunLoopSchema
 /// The C parameters of an event's emitter (`uint64_t loop_id`, `bool accepted`, ...).
 func cParameters(_ e: RLSchemaEvent) -> [String] {
     e.fields.flatMap { f -> [String] in
-        if f.source == .callingThread { return [] }
-        if f.source == .boolean { return ["bool \(f.name)"] }
+        if case .callingThread = f.source { return [] }
+        if case .parameter(_, .bool) = f.source { return ["bool \(f.name)"] }
         switch f.type {
         case .integer(let i): return ["\(cType(i)) \(f.name)"]
         case .enumeration(_, let c): return ["\(cType(c)) \(f.name)"]
@@ -20,7 +20,7 @@ func cArguments(_ e: RLSchemaEvent) -> [String] {
     e.fields.flatMap { f -> [String] in
         switch (f.source, f.type) {
         case (.callingThread, _): return ["rl_tp_current_tid()"]
-        case (.boolean, .integer(let i)): return ["(\(cType(i)))\(f.name)"]
+        case (.parameter(_, .bool), .integer(let i)): return ["(\(cType(i)))\(f.name)"]
         case (_, .string): return ["rl_name(\(f.name))"]
         case (_, .sequence): return ["\(f.name)", lengthName(f)]
         default: return ["\(f.name)"]

@@ -28,7 +28,7 @@ func fieldMacro(_ f: RLSchemaField) -> String {
 /// What each enumeration mirrors (a comment above it).
 let enumerationNotes: [String: String] = [
     "callout_kind": "RLCalloutKind; `loop` (hang_begin only): stuck outside any callout, in the loop's own code",
-    "wake_reason": "RLSchemaWakeReason",
+    "wake_reason": "RLWakeReason",
     "run_result": "CFRunLoopRunResult raw values: RunLoopCore's RLRunResult",
     "activity": "CFRunLoopActivity bits, one per observer callout: RunLoopCore's RLActivity",
 ]

@@ -1,8 +1,10 @@
-// Sources/RunLoopTracing/RLTrace+Generated.swift: the out-of-line Swift emitters and the enabled checks.
+// Sources/RunLoopTracing/RLTrace+Generated.swift: the out-of-line Swift emitters and the enabled checks
+// (RLTrace's public functions: SwiftFunctions.swift).
 import RunLoopSchema
 
+/// The type of a field's parameter in an out-of-line helper `_NAME` (enumerations as their raw value).
 func swiftParameterType(_ f: RLSchemaField) -> String {
-    if f.source == .boolean { return "Bool" }
+    if case .parameter(_, .bool) = f.source { return "Bool" }
     switch f.type {
     case .integer(let i): return swiftType(i)
     case .enumeration(_, let c): return swiftType(c)
@@ -67,7 +69,7 @@ func swiftEmitters() -> String {
         /// makes: one load and a branch; a constant `false` when built with RLTRACE_DISABLED=1). Use it
         /// to skip work done only to build a tracepoint's arguments, e.g.
         /// `if RLTrace.isEnabled(.wake) { reason = classifyWake(...) }`.
-        @inlinable @inline(__always) public static func isEnabled(_ event: RLTraceEvent) -> Bool {
+        @inlinable @inline(__always) public static func isEnabled(_ event: RLSchemaEventID) -> Bool {
             #if RLTRACE_DISABLED
             return false
             #else

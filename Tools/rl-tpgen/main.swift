@@ -20,6 +20,7 @@ let generatedFiles: [(path: String, text: (String) throws -> String)] = [
     ("Sources/CRunLoopTracepoints/include/CRunLoopTracepoints.h", { _ in umbrellaHeader() }),
     ("Sources/CRunLoopTracepoints/runloop_emit.c", { _ in emitterSource() }),
     ("Sources/RunLoopTracing/RLTrace+Generated.swift", { _ in swiftEmitters() }),
+    ("Sources/RunLoopTracing/RLTrace+Events.swift", { _ in swiftFunctions() }),
     ("Sources/RunLoopSchema/RunLoopSchema+RunLoopCore.swift", { _ in runLoopCoreTables() }),
     ("docs/tracepoints.md", { root in
         try docsWithTable(String(contentsOfFile: root + "/docs/tracepoints.md", encoding: .utf8)) }),

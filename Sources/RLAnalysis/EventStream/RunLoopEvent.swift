@@ -11,9 +11,6 @@ extension RLCalloutKind {
     }
 }
 
-/// Why a loop woke (the `wake_reason` enumeration; values and labels are RunLoopSchema's).
-public typealias WakeReason = RLSchemaWakeReason
-
 /// A `runloop` event, decoded into the fields the analysis uses. Times are CLOCK_MONOTONIC ns
 /// (the raw LTTng clock value, directly comparable with `scheduled_ns`).
 public struct RunLoopEvent: Sendable {

@@ -10,7 +10,7 @@ public protocol LoopModelSink: AnyObject {
     /// A sleep pair.
     func sleep(_ s: SleepRecord, of key: LoopKey)
     /// Any wake event.
-    func wake(_ reason: WakeReason, of key: LoopKey)
+    func wake(_ reason: RLWakeReason, of key: LoopKey)
     /// A callout pair that could not be matched.
     func unmatchedCallout(of key: LoopKey)
     /// Timer lateness at a timer entry.
@@ -49,7 +49,7 @@ extension LoopModelSink {
     /// A sleep pair (default: ignored).
     public func sleep(_ s: SleepRecord, of key: LoopKey) {}
     /// Any wake event (default: ignored).
-    public func wake(_ reason: WakeReason, of key: LoopKey) {}
+    public func wake(_ reason: RLWakeReason, of key: LoopKey) {}
     /// A callout pair that could not be matched (default: ignored).
     public func unmatchedCallout(of key: LoopKey) {}
     /// Timer lateness (default: ignored).
@@ -456,7 +456,7 @@ public final class LoopModel {
         case .sleepBegin:
             s.pendingSleep = (e.iteration, e.ts, e.cpu)
         case .wake:
-            let reason = WakeReason(rawValue: UInt8(truncatingIfNeeded: e.b)) ?? .none
+            let reason = RLWakeReason(rawValue: UInt8(truncatingIfNeeded: e.b)) ?? .none
             if now { sink.wake(reason, of: key) }
             var slept: SleepRecord?
             if let p = s.pendingSleep, p.iteration == e.iteration {

@@ -87,7 +87,7 @@ public struct SleepRecord: Sendable {
     /// When the loop went to sleep and when it woke.
     public var begin: Int64, end: Int64
     /// Why it woke.
-    public var reason: WakeReason
+    public var reason: RLWakeReason
     /// The fd that ended the wait (-1 if none).
     public var fd: Int64
     /// Whether a time window cut it.

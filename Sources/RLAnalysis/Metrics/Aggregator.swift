@@ -28,8 +28,8 @@ public final class Aggregator: LoopModelSink, NameResolving {
         /// The items of the current spin.
         var spinTouched: [Int] = []
         var cache = [(key: ItemKey, index: Int)](repeating: (ItemKey(kind: .observer, item: 0, blockName: -1), -1), count: 64)
-        var wakeReasons = [Int](repeating: 0, count: WakeReason.allCases.count)
-        var sleepHist = [Int](repeating: 0, count: WakeReason.allCases.count * 64)
+        var wakeReasons = [Int](repeating: 0, count: RLWakeReason.allCases.count)
+        var sleepHist = [Int](repeating: 0, count: RLWakeReason.allCases.count * 64)
         var iterHist = [Int](repeating: 0, count: 64)
         var wakeToFirst = DurationAccumulator()
         var lateness: [UInt64: DurationAccumulator] = [:]
@@ -243,7 +243,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         withLoop(key) { $0.sleepHist[Int(s.reason.rawValue) * 64 + log2Bucket(s.duration)] += 1 }
     }
 
-    public func wake(_ reason: WakeReason, of key: LoopKey) {
+    public func wake(_ reason: RLWakeReason, of key: LoopKey) {
         withLoop(key) { $0.wakeReasons[Int(reason.rawValue)] += 1 }
     }
 
@@ -369,9 +369,9 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 calloutKinds: Dictionary(uniqueKeysWithValues: RLCalloutKind.allCases.filter { kinds[Int($0.rawValue)].count > 0 }
                     .map { ($0.label, kinds[Int($0.rawValue)].summary()) }),
                 items: items,
-                wakeReasons: Dictionary(uniqueKeysWithValues: WakeReason.allCases.filter { l.wakeReasons[Int($0.rawValue)] > 0 }
+                wakeReasons: Dictionary(uniqueKeysWithValues: RLWakeReason.allCases.filter { l.wakeReasons[Int($0.rawValue)] > 0 }
                     .map { ($0.label, l.wakeReasons[Int($0.rawValue)]) }),
-                sleepHistogram: Dictionary(uniqueKeysWithValues: WakeReason.allCases.compactMap { r -> (String, [String: Int])? in
+                sleepHistogram: Dictionary(uniqueKeysWithValues: RLWakeReason.allCases.compactMap { r -> (String, [String: Int])? in
                     let h = bucketDictionary(l.sleepHist[Int(r.rawValue) * 64 ..< Int(r.rawValue) * 64 + 64])
                     return h.isEmpty ? nil : (r.label, h)
                 }),

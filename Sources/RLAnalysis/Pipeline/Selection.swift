@@ -138,7 +138,7 @@ public final class SelectionStage: LoopModelSink, NameResolving {
         next.callout(c, of: key)
     }
     public func sleep(_ s: SleepRecord, of key: LoopKey) { if selectsNow(key) { next.sleep(s, of: key) } }
-    public func wake(_ reason: WakeReason, of key: LoopKey) { if selectsNow(key) { next.wake(reason, of: key) } }
+    public func wake(_ reason: RLWakeReason, of key: LoopKey) { if selectsNow(key) { next.wake(reason, of: key) } }
     public func unmatchedCallout(of key: LoopKey) { if selectsNow(key) { next.unmatchedCallout(of: key) } }
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
         if selectsNow(key) && selects(kind: .timer, item: item, pid: key.pid) { next.timerLateness(ns, item: item, of: key) }
@@ -174,7 +174,7 @@ public final class SinkTee: LoopModelSink, NameResolving {
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) { first.iteration(it, of: loop); second.iteration(it, of: loop) }
     public func callout(_ c: CalloutRecord, of key: LoopKey) { first.callout(c, of: key); second.callout(c, of: key) }
     public func sleep(_ s: SleepRecord, of key: LoopKey) { first.sleep(s, of: key); second.sleep(s, of: key) }
-    public func wake(_ reason: WakeReason, of key: LoopKey) { first.wake(reason, of: key); second.wake(reason, of: key) }
+    public func wake(_ reason: RLWakeReason, of key: LoopKey) { first.wake(reason, of: key); second.wake(reason, of: key) }
     public func unmatchedCallout(of key: LoopKey) { first.unmatchedCallout(of: key); second.unmatchedCallout(of: key) }
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) {
         first.timerLateness(ns, item: item, of: key); second.timerLateness(ns, item: item, of: key)

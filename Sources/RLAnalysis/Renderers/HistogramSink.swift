@@ -136,7 +136,7 @@ public final class HistogramSink: LoopModelSink, NameResolving {
             let info = resolver?.info(of: LoopKey(pid: k.pid, loop: k.a))
             let host = resolver?.hostName(of: k.pid).map { " on \(UntrustedText.terminal($0))" } ?? ""
             return "loop \(k.a)\(host)\(info.map { $0.threadName.isEmpty ? "" : " \"\(UntrustedText.terminal($0.threadName))\"" } ?? "")"
-        case -4: return (WakeReason(rawValue: UInt8(k.a)) ?? .none).label
+        case -4: return (RLWakeReason(rawValue: UInt8(k.a)) ?? .none).label
         case -6: return (RLCalloutKind(rawValue: UInt8(k.a)) ?? .observer).label
         case -5:
             switch of {

@@ -1,3 +1,5 @@
+import RunLoopSchema
+
 /// Shell-style glob: `*` any run, `?` one character; everything else literal.
 public func globMatch(_ pattern: String, _ text: String) -> Bool {
     let p = Array(pattern), t = Array(text)
@@ -24,7 +26,7 @@ public final class FanOutSink: LoopModelSink, NameResolving {
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) { for s in sinks { s.iteration(it, of: loop) } }
     public func callout(_ c: CalloutRecord, of key: LoopKey) { for s in sinks { s.callout(c, of: key) } }
     public func sleep(_ sl: SleepRecord, of key: LoopKey) { for s in sinks { s.sleep(sl, of: key) } }
-    public func wake(_ reason: WakeReason, of key: LoopKey) { for s in sinks { s.wake(reason, of: key) } }
+    public func wake(_ reason: RLWakeReason, of key: LoopKey) { for s in sinks { s.wake(reason, of: key) } }
     public func unmatchedCallout(of key: LoopKey) { for s in sinks { s.unmatchedCallout(of: key) } }
     public func timerLateness(_ ns: Int64, item: UInt64, of key: LoopKey) { for s in sinks { s.timerLateness(ns, item: item, of: key) } }
     public func signalLatency(_ ns: Int64, item: UInt64, callerTid: Int64, of key: LoopKey) {

@@ -158,7 +158,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     /// Labels by raw value, written once and then only read.
     nonisolated(unsafe) private static let kindLabels: [UnsafeRawBufferPointer] = RLCalloutKind.allCases.sorted { $0.rawValue < $1.rawValue }.map { staticBytes($0.label) }
     nonisolated(unsafe) private static let wakeLabels: [UnsafeRawBufferPointer] = {
-        let all = WakeReason.allCases
+        let all = RLWakeReason.allCases
         let n = Int(all.map(\.rawValue).max() ?? 0) + 1
         return (0..<n).map { i in staticBytes(all.first { Int($0.rawValue) == i }?.label ?? "") }
     }()
@@ -241,7 +241,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
         // The record's values as locals: a closure that reads the record copies it (its arrays
         // retained and released).
         let depth = min(it.depth, 1000), number = it.number, begin = it.begin, busy = it.busyNs, sleep = it.ownSleepNs
-        let wake: WakeReason? = it.sleeps.first?.reason, polls = it.polls
+        let wake: RLWakeReason? = it.sleeps.first?.reason, polls = it.polls
         out.reserving(TimelineSink.columnsRoom + 4 * depth) { c in
             for _ in 0..<depth { c.write("    ") }
             aligned(&c, 11, right: true) { b in b.byte(0x23); b.uint(number) }

@@ -18,7 +18,7 @@ enum DirectScenario {
     // The labels the trace must show: RunLoopSchema's enumerations (SchemaTests checks them against the header).
     static let activityLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.activity.enumerators.map { (UInt8($0.value), $0.label) })
     static let kindLabels = Dictionary(uniqueKeysWithValues: RLCalloutKind.allCases.map { ($0, $0.label) })
-    static let reasonLabels = Dictionary(uniqueKeysWithValues: RLTraceWakeReason.allCases.map { ($0, $0.label) })
+    static let reasonLabels = Dictionary(uniqueKeysWithValues: RLWakeReason.allCases.map { ($0, $0.label) })
     static let resultLabels = Dictionary(uniqueKeysWithValues: RunLoopSchema.runResult.enumerators.map { (UInt8($0.value), $0.label) })
     static let loopKindLabel = RunLoopSchema.calloutKind.label(of: Int64(RunLoopSchema.calloutKindLoop))!
 
@@ -119,7 +119,7 @@ enum DirectScenario {
             RLTrace.sleepBegin(loop: loop, timeoutNs: timeout, deadlineNs: deadline)
             emit("sleep_begin", ["loop_id": "\(loop)", "timeout_ns": "\(timeout)", "deadline_ns": "\(deadline)"])
         }
-        for reason in RLTraceWakeReason.allCases {
+        for reason in RLWakeReason.allCases {
             let fd: Int32 = reason == .source1 ? Int32.random(in: 0...1000, using: &rng) : -1, slept = u64()
             RLTrace.wake(loop: loop, reason: reason, fd: fd, sleptNs: slept)
             emit("wake", ["loop_id": "\(loop)", "reason": "\(reason.rawValue)", "fd": "\(fd)", "slept_ns": "\(slept)"],
@@ -186,7 +186,7 @@ enum DirectScenario {
             RLTrace.hangBegin(loop: loop, iteration: it, hangID: hang, kind: kind, item: item, name: n,
                               thresholdNs: threshold, elapsedNs: elapsed, loopTid: ltid)
             emit("hang_begin", ["loop_id": "\(loop)", "iteration": "\(it)", "hang_id": "\(hang)",
-                                "kind": "\(kind?.rawValue ?? RLTrace.hangKindLoop)", "item_id": "\(item)", "item_name": n,
+                                "kind": "\(kind?.rawValue ?? RunLoopSchema.calloutKindLoop)", "item_id": "\(item)", "item_name": n,
                                 "threshold_ns": "\(threshold)", "elapsed_ns": "\(elapsed)", "loop_tid": "\(ltid)"],
                  labels: ["kind": kind.map { kindLabels[$0]! } ?? loopKindLabel])
         }
@@ -210,7 +210,7 @@ enum DirectScenario {
         emit("loop_destroyed", ["loop_id": "\(loop)", "iteration": "\(destroyedAt)", "tid": "\(tid)"])
 
         // How many events a session records right now (all of them under `runloop:*`, none without a daemon).
-        print("ENABLED \(RLTraceEvent.allCases.filter { RLTrace.isEnabled($0) }.count)")
+        print("ENABLED \(RLSchemaEventID.allCases.filter { RLTrace.isEnabled($0) }.count)")
         print("CALLOUTS_TRACED \(RLCalloutKind.allCases.filter { RLTrace.isCalloutTraced($0) }.count)")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
