@@ -200,8 +200,9 @@ public final class ByteSink {
         copy(s.utf8Start, n)
     }
 
-    /// Appends text.
-    @inlinable @inline(__always)
+    /// Appends text. (Disfavoured: a string literal goes to the `StaticString` form, a copy of
+    /// constant bytes, rather than through a `String` — 1 % of `dump`'s instructions.)
+    @inlinable @inline(__always) @_disfavoredOverload
     public func write(_ s: String) {
         var s = s
         s.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
