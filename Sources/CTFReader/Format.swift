@@ -27,17 +27,17 @@ public struct CTFEventFormatter {
         let b = cache.scratch
         b.removeAll()
         format(stream, into: b)
-        b.withUnsafeBytes { out += String(decoding: $0, as: UTF8.self) }
+        out += b.text
     }
 
     /// Appends the current event of `stream` to `out` as bytes (with a trailing newline): the fast path of
-    /// `rltrace dump`, with no `String` or allocation per event. Flush `out` when it has grown large enough.
-    public mutating func format(_ stream: CTFStream, into out: CTFOutputBuffer) {
+    /// `rltrace dump`, with no `String` or allocation per event (`out` writes its chunks as it fills).
+    public mutating func format(_ stream: CTFStream, into out: ByteSink) {
         if !isKnownUniquelyReferenced(&cache) { cache = FormatterCache() }
         cache.plan(stream)._withUnsafeGuaranteedRef { plan in
             switch style {
-            case .text: out.w.pointee.textEvent(stream, plan, previous: lastTimestamp)
-            case .json: out.w.pointee.jsonEvent(stream, plan)
+            case .text: out.textEvent(stream, plan, previous: lastTimestamp)
+            case .json: out.jsonEvent(stream, plan)
             }
         }
         lastTimestamp = stream.timestamp

@@ -128,22 +128,21 @@ final class ClassPlan {
     init(stream s: CTFStream, classIndex ci: Int) {
         let cls = s.cls
         var arena: [UInt8] = []
-        func add(_ build: (inout ByteWriter) -> Void) -> TextRange {
-            var w = ByteWriter(capacity: 64)
-            defer { w.base.deallocate() }
-            build(&w)
-            let r = TextRange(offset: Int32(arena.count), count: Int32(w.count))
-            arena.append(contentsOf: UnsafeBufferPointer(start: w.base, count: w.count))
-            return r
+        let w = ByteSink()
+        func add(_ build: (ByteSink) -> Void) -> TextRange {
+            let offset = arena.count
+            build(w)
+            w.moveWritten(appendingTo: &arena)
+            return TextRange(offset: Int32(offset), count: Int32(arena.count - offset))
         }
         let env = s.environment
         var origin = env["hostname"] ?? ""
         if let pn = env["procname"] { origin += (origin.isEmpty ? "" : ":") + pn }
         if let vp = env["vpid"] { origin += (origin.isEmpty ? "" : ":") + "(\(vp))" }
         let ec = cls.eventClasses[ci]
-        textHead = add { $0.ascii(") "); if !origin.isEmpty { $0.terminalText(origin); $0.ascii(" ") }; $0.terminalText(ec.name); $0.ascii(": ") }
-        jsonName = add { $0.ascii(",\"name\":"); $0.quoted(ec.name, json: true) }
-        jsonHost = add { w in if let h = env["hostname"] { w.ascii(",\"hostname\":"); w.quoted(h, json: true) } }
+        textHead = add { $0.write(") "); if !origin.isEmpty { $0.terminalText(origin); $0.write(" ") }; $0.terminalText(ec.name); $0.write(": ") }
+        jsonName = add { $0.write(",\"name\":"); $0.quoted(ec.name, json: true) }
+        jsonHost = add { w in if let h = env["hostname"] { w.write(",\"hostname\":"); w.quoted(h, json: true) } }
         cpuSlot = cls.cpuIDSlot
 
         var fields: [FieldPlan] = []
@@ -155,8 +154,8 @@ final class ClassPlan {
             for f in group {
                 var p = FieldPlan(kind: .other, slot: f.slot, layout: layouts.count)
                 layouts.append(f)
-                p.textName = add { $0.string(f.name); $0.ascii(" = ") }
-                p.jsonName = add { $0.quoted(f.name, json: true); $0.ascii(":") }
+                p.textName = add { $0.write(f.name); $0.write(" = ") }
+                p.jsonName = add { $0.quoted(f.name, json: true); $0.write(":") }
                 func setInteger(_ it: CTFIntegerType) {
                     p.size = it.size; p.signed = it.isSigned; p.base = UInt8(it.base.rawValue)
                     p.elementAlignment = it.alignment
@@ -310,7 +309,8 @@ final class FormatterCache {
     /// The plans of the stream class seen last (the per-event fast path: no hashing, no reference counting).
     private var lastKey: ObjectIdentifier?
     private var lastClasses: UnsafeMutablePointer<Unmanaged<ClassPlan>?>?
-    let scratch = CTFOutputBuffer(capacity: 4096)
+    /// Where `format(_:into:)` for a `String` writes (in memory).
+    private(set) lazy var scratch = ByteSink()
 
     /// The plan of the current event of `s` (kept alive by the cache).
     @inline(__always)

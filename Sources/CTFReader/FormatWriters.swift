@@ -5,45 +5,47 @@ import Glibc
 /// The per-event formatting loops: constant text from the event class's ``ClassPlan``, values read from the
 /// decoder's slots and written as bytes (no `String`, no allocation, except for the rare field kinds that go
 /// through the decoded fallback).
-extension ByteWriter {
+extension ByteSink {
     @inline(__always)
-    mutating func range(_ p: ClassPlan, _ r: TextRange) {
+    func range(_ p: ClassPlan, _ r: TextRange) {
         bytes(p.arena + Int(r.offset), Int(r.count))
     }
 
     /// One event in babeltrace2's text form (`--clock-seconds`), newline included.
-    mutating func textEvent(_ s: CTFStream, _ p: ClassPlan, previous: Int64?) {
+    func textEvent(_ s: CTFStream, _ p: ClassPlan, previous: Int64?) {
         let ts = s.timestamp
-        byte(91)
-        seconds(ts)
-        ascii("] (")
-        if let l = previous {
-            let d = ts &- l
-            if d >= 0 { byte(43) }
-            seconds(d)
-        } else {
-            ascii("+?.?????????")
+        reserving(2 * ByteCursor.secondsRoom + 5) { c in
+            c.byte(91)
+            c.seconds(ts)
+            c.write("] (")
+            if let l = previous {
+                let d = ts &- l
+                if d >= 0 { c.byte(43) }
+                c.seconds(d)
+            } else {
+                c.write("+?.?????????")
+            }
         }
         s.materialize()
         if var st = p.textSteps {
             while true {
                 range(p, st.pointee.prefix)
                 let v = Int(st.pointee.value)
-                if v >= 0 { textValue(s, p, p.fields + v) } else if v == Int(Step.cpu) { decimal(s.slots[p.cpuSlot]) } else { return }
+                if v >= 0 { textValue(s, p, p.fields + v) } else if v == Int(Step.cpu) { uint(s.slots[p.cpuSlot]) } else { return }
                 st += 1
             }
         }
         range(p, p.textHead)
         var first = true
         if p.packetContext.present { first = false; textGroup(s, p, p.packetContext) }
-        if p.streamContext.present { if !first { ascii(", ") }; first = false; textGroup(s, p, p.streamContext) }
-        if p.eventContext.present { if !first { ascii(", ") }; first = false; textGroup(s, p, p.eventContext) }
-        if p.payload.present { if !first { ascii(", ") }; textGroup(s, p, p.payload) }
+        if p.streamContext.present { if !first { write(", ") }; first = false; textGroup(s, p, p.streamContext) }
+        if p.eventContext.present { if !first { write(", ") }; first = false; textGroup(s, p, p.eventContext) }
+        if p.payload.present { if !first { write(", ") }; textGroup(s, p, p.payload) }
         byte(10)
     }
 
-    private mutating func textGroup(_ s: CTFStream, _ p: ClassPlan, _ g: FieldGroup) {
-        ascii("{ ")
+    private func textGroup(_ s: CTFStream, _ p: ClassPlan, _ g: FieldGroup) {
+        write("{ ")
         var any = false
         for i in g.start ..< g.start + g.count {
             let f = p.fields + i
@@ -51,22 +53,22 @@ extension ByteWriter {
             case .other, .wideInteger:
                 guard let v = s.value(p.layouts[f.pointee.layout]) else { continue }
                 let t = p.layouts[f.pointee.layout].type
-                if any { ascii(", ") }
+                if any { write(", ") }
                 any = true
                 range(p, f.pointee.textName)
-                string(f.pointee.kind == .wideInteger ? CTFEventFormatter.wideIntegerText(v, t) : CTFEventFormatter.text(v, t))
+                write(f.pointee.kind == .wideInteger ? CTFEventFormatter.wideIntegerText(v, t) : CTFEventFormatter.text(v, t))
             default:
-                if any { ascii(", ") }
+                if any { write(", ") }
                 any = true
                 range(p, f.pointee.textName)
                 textValue(s, p, f)
             }
         }
-        if any { ascii(" }") } else { byte(125) }
+        if any { write(" }") } else { byte(125) }
     }
 
     @inline(__always)
-    private mutating func textValue(_ s: CTFStream, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
+    private func textValue(_ s: CTFStream, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
         let raw = s.slots[f.pointee.slot]
         switch f.pointee.kind {
         case .integer:
@@ -83,16 +85,16 @@ extension ByteWriter {
             quotedRaw(textBytes(s, raw, f), json: false)
         case .integerArray:
             let n = Int(s.slots[f.pointee.slot + 1])
-            if n == 0 { ascii("[ ]"); return }
-            ascii("[ ")
+            if n == 0 { write("[ ]"); return }
+            write("[ ")
             var pos = Int(raw)
             for i in 0..<n {
-                if i > 0 { ascii(", ") }
-                byte(91); decimal(UInt64(i)); ascii("] = ")
+                if i > 0 { write(", ") }
+                byte(91); uint(UInt64(i)); write("] = ")
                 let (bits, value) = element(s, &pos, f)
                 if f.pointee.elementIsEnum { textEnum(value, labelBits: bits, p, f) } else { textInteger(value, f) }
             }
-            ascii(" ]")
+            write(" ]")
         case .wideInteger, .other:
             break
         }
@@ -121,18 +123,18 @@ extension ByteWriter {
     /// An integer in its display base: decimal (signed or not), `0x` + uppercase hex, `0` + octal, or `0b` + every
     /// bit of the field; the non-decimal forms show the value's bits within the field's size.
     @inline(__always)
-    private mutating func textInteger(_ bits: UInt64, _ f: UnsafeMutablePointer<FieldPlan>) {
+    private func textInteger(_ bits: UInt64, _ f: UnsafeMutablePointer<FieldPlan>) {
         let b = f.pointee.base
         if b == 10 {
-            if f.pointee.signed { decimal(Int64(bitPattern: bits)) } else { decimal(bits) }
+            if f.pointee.signed { int(Int64(bitPattern: bits)) } else { uint(bits) }
             return
         }
         let size = f.pointee.size
         let masked = displayedBits(bits, size: size, base: Int(b), signed: f.pointee.signed)
         switch b {
-        case 16: ascii("0x"); hex(masked)
-        case 8: byte(48); octal(masked)
-        default: ascii("0b"); binary(masked, width: size)
+        case 16: reserving(18) { $0.write("0x"); $0.hex(masked) }
+        case 8: reserving(23) { $0.byte(48); $0.octal(masked) }
+        default: reserving(66) { $0.write("0b"); $0.binary(masked, width: size) }
         }
     }
 
@@ -147,8 +149,8 @@ extension ByteWriter {
     }
 
     /// `( "label" : container = N )`, `( { "a", "b" } : container = N )` or `( <unknown> : container = N )`.
-    private mutating func textEnum(_ value: UInt64, labelBits: UInt64, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
-        ascii("( ")
+    private func textEnum(_ value: UInt64, labelBits: UInt64, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
+        write("( ")
         let m0 = p.maps + f.pointee.mapStart, n = f.pointee.mapCount, signed = f.pointee.signed
         var matches = 0, firstMatch = -1
         for i in 0..<n where contains(m0 + i, labelBits, signed: signed) {
@@ -156,75 +158,67 @@ extension ByteWriter {
             if firstMatch < 0 { firstMatch = i }
         }
         switch matches {
-        case 0: ascii("<unknown>")
+        case 0: write("<unknown>")
         case 1: range(p, m0[firstMatch].text)
         default:
-            ascii("{ ")
+            write("{ ")
             var any = false
             for i in firstMatch..<n where contains(m0 + i, labelBits, signed: signed) {
-                if any { ascii(", ") }
+                if any { write(", ") }
                 any = true
                 range(p, m0[i].text)
             }
-            ascii(" }")
+            write(" }")
         }
-        ascii(" : container = ")
+        write(" : container = ")
         textInteger(value, f)
-        ascii(" )")
-    }
-
-    /// A double like C's `%g` (glibc's `gcvt` with 6 digits is `%.6g`).
-    private mutating func general(_ d: Double) {
-        reserve(64)
-        let p = UnsafeMutableRawPointer(base + count).assumingMemoryBound(to: CChar.self)
-        _ = gcvt(d, 6, p)
-        count += strlen(p)
+        write(" )")
     }
 
     /// One event as a JSON object on one line.
-    mutating func jsonEvent(_ s: CTFStream, _ p: ClassPlan) {
-        ascii("{\"timestamp_ns\":")
-        decimal(s.timestamp)
+    func jsonEvent(_ s: CTFStream, _ p: ClassPlan) {
+        write("{\"timestamp_ns\":")
+        int(s.timestamp)
         s.materialize()
         if var st = p.jsonSteps {
             while true {
                 range(p, st.pointee.prefix)
                 let v = Int(st.pointee.value)
-                if v >= 0 { jsonValue(s, p, p.fields + v) } else if v == Int(Step.cpu) { decimal(s.slots[p.cpuSlot]) } else { return }
+                if v >= 0 { jsonValue(s, p, p.fields + v) } else if v == Int(Step.cpu) { uint(s.slots[p.cpuSlot]) } else { return }
                 st += 1
             }
         }
         range(p, p.jsonName)
         if p.cpuSlot >= 0 {
-            ascii(",\"cpu_id\":")
-            decimal(s.slots[p.cpuSlot])
+            write(",\"cpu_id\":")
+            uint(s.slots[p.cpuSlot])
         }
         range(p, p.jsonHost)
-        let mark = count
-        ascii(",\"context\":{")
+        // `"context":{…}` only when a context field is printed: opened before the first one.
         var any = false
-        jsonFields(s, p, p.streamContext, &any)
-        jsonFields(s, p, p.eventContext, &any)
-        if any { byte(125) } else { count = mark }
-        ascii(",\"fields\":{")
+        jsonFields(s, p, p.streamContext, &any, opening: ",\"context\":{")
+        jsonFields(s, p, p.eventContext, &any, opening: ",\"context\":{")
+        if any { byte(125) }
+        write(",\"fields\":{")
         any = false
-        jsonFields(s, p, p.payload, &any)
-        ascii("}}\n")
+        jsonFields(s, p, p.payload, &any, opening: "")
+        write("}}\n")
     }
 
-    private mutating func jsonFields(_ s: CTFStream, _ p: ClassPlan, _ g: FieldGroup, _ any: inout Bool) {
+    /// Writes the fields of `g`, a comma before each but the first of the object (`opening` before that one).
+    private func jsonFields(_ s: CTFStream, _ p: ClassPlan, _ g: FieldGroup, _ any: inout Bool, opening: StaticString) {
         for i in g.start ..< g.start + g.count {
             let f = p.fields + i
             switch f.pointee.kind {
             case .other, .wideInteger:
                 guard let v = s.value(p.layouts[f.pointee.layout]) else { continue }
                 let t = p.layouts[f.pointee.layout].type
-                if any { byte(44) }
+                if any { byte(44) } else { write(opening) }
                 any = true
                 range(p, f.pointee.jsonName)
-                string(f.pointee.kind == .wideInteger ? CTFEventFormatter.wideIntegerJSON(v, t) : CTFEventFormatter.json(v))
+                write(f.pointee.kind == .wideInteger ? CTFEventFormatter.wideIntegerJSON(v, t) : CTFEventFormatter.json(v))
             default:
-                if any { byte(44) }
+                if any { byte(44) } else { write(opening) }
                 any = true
                 range(p, f.pointee.jsonName)
                 jsonValue(s, p, f)
@@ -233,7 +227,7 @@ extension ByteWriter {
     }
 
     @inline(__always)
-    private mutating func jsonValue(_ s: CTFStream, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
+    private func jsonValue(_ s: CTFStream, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
         let raw = s.slots[f.pointee.slot]
         switch f.pointee.kind {
         case .integer:
@@ -263,15 +257,15 @@ extension ByteWriter {
     }
 
     @inline(__always)
-    private mutating func jsonInteger(_ bits: UInt64, _ f: UnsafeMutablePointer<FieldPlan>) {
-        if f.pointee.signed { decimal(Int64(bitPattern: bits)) } else { decimal(bits) }
+    private func jsonInteger(_ bits: UInt64, _ f: UnsafeMutablePointer<FieldPlan>) {
+        if f.pointee.signed { int(Int64(bitPattern: bits)) } else { uint(bits) }
     }
 
     /// `{"value":N,"labels":["a","b"]}`.
-    private mutating func jsonEnum(_ value: UInt64, labelBits: UInt64, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
-        ascii("{\"value\":")
+    private func jsonEnum(_ value: UInt64, labelBits: UInt64, _ p: ClassPlan, _ f: UnsafeMutablePointer<FieldPlan>) {
+        write("{\"value\":")
         jsonInteger(value, f)
-        ascii(",\"labels\":[")
+        write(",\"labels\":[")
         let m0 = p.maps + f.pointee.mapStart, signed = f.pointee.signed
         var any = false
         for i in 0..<f.pointee.mapCount where contains(m0 + i, labelBits, signed: signed) {
@@ -279,12 +273,12 @@ extension ByteWriter {
             any = true
             range(p, m0[i].json)
         }
-        ascii("]}")
+        write("]}")
     }
 
     /// A double as Swift prints it (shortest round-trip form); non-finite values as strings.
-    private mutating func jsonDouble(_ d: Double) {
-        if d.isFinite { string(d.description) } else { quoted(d.description, json: true) }
+    private func jsonDouble(_ d: Double) {
+        if d.isFinite { write(d.description) } else { quoted(d.description, json: true) }
     }
 }
 

@@ -279,8 +279,3 @@ struct EscapedBytes: EscapeOutput {
     mutating func put(_ b: UInt8) { bytes.append(b) }
     mutating func put(_ p: UnsafePointer<UInt8>, _ n: Int) { bytes.append(contentsOf: UnsafeBufferPointer(start: p, count: n)) }
 }
-
-extension ByteWriter: EscapeOutput {
-    @inline(__always) mutating func put(_ b: UInt8) { byte(b) }
-    @inline(__always) mutating func put(_ p: UnsafePointer<UInt8>, _ n: Int) { bytes(p, n) }
-}

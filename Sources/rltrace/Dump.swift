@@ -16,7 +16,7 @@ struct DumpCommand: ParsableCommand {
 
         The text is babeltrace2 --clock-seconds' style: [epoch seconds] (+delta) …. Losses and reader warnings go to standard error; events decoded before an error are printed.
 
-        Exit codes: 0 ok; 1 unreadable trace; 3 no trace found; 64 bad command line.
+        Exit codes: 0 ok; 1 unreadable trace or failed write (named on standard error); 3 no trace found; 64 bad command line.
         """
     )
 
@@ -31,9 +31,9 @@ struct DumpCommand: ParsableCommand {
     var traces: [String]
 
     func run() throws {
-        // Events are formatted as bytes into one reusable buffer, written out in 1 MiB chunks.
-        let out = CTFOutputBuffer(capacity: 1 << 20 + 1 << 16)
-        var writeError: Int32 = 0
+        // Events are formatted as bytes into one sink (Sources/CTFReader/Output), which writes them out in
+        // chunks as it fills.
+        let out = ByteSink(fd: 1)
         let missing = traces.filter { access($0, F_OK) != 0 }
         guard missing.isEmpty else {
             warn("rltrace: no CTF trace (a directory holding a `metadata` file) below \(missing.map { "\($0) (no such file or directory)" }.joined(separator: ", "))")
@@ -43,13 +43,17 @@ struct DumpCommand: ParsableCommand {
             let set = try CTFTraceSet(paths: traces)
             var it = set.makeMergedIterator()
             var formatter = CTFEventFormatter(style: format == .json ? .json : .text)
+            var events = 0
             while try it.next() {
                 it.withCurrent { formatter.format($0, into: out) }
-                if out.count >= 1 << 20 {
-                    if writeError == 0 { writeError = out.flush(to: 1) } else { out.removeAll() }
-                }
+                // A failed write (a closed pipe, a full disk) ends the dump: nothing more can be written.
+                events &+= 1
+                if events & 0xFFF == 0 && out.writeError != 0 { break }
             }
-            if writeError == 0 { out.flush(to: 1) }
+            do { try out.finish() } catch {
+                warn("rltrace: \(error)")
+                throw ExitCode(1)
+            }
             for l in set.losses { warn("warning: \(l)") }
             for w in set.warnings { warn("warning: \(w)") }
         } catch CTFReaderError.noTrace {
@@ -58,7 +62,7 @@ struct DumpCommand: ParsableCommand {
             throw ExitCode(3)
         } catch let e as CTFReaderError {
             // Every event decoded before the error is printed, then the error.
-            if writeError == 0 { out.flush(to: 1) }
+            out.flush()
             warn("rltrace: error: \(e)")
             throw ExitCode(1)
         }

@@ -92,14 +92,14 @@ enum FormatTrace {
                                             context: TinyTrace.u32(3), body: body)
     }
 
-    /// Every event formatted into one `CTFOutputBuffer` and, separately, line by line into a `String`.
+    /// Every event formatted into one in-memory `ByteSink` and, separately, line by line into a `String`.
     static func dump(_ path: String, style: CTFEventFormatter.Style) throws -> (buffer: String, lines: [String]) {
         let set = try CTFTraceSet(paths: [path])
         var it = set.makeMergedIterator()
         var f = CTFEventFormatter(style: style)
-        let out = CTFOutputBuffer(capacity: 16)   // tiny: every event grows it
+        let out = ByteSink()
         while try it.next() { f.format(it.current, into: out) }
-        let buffer = out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        let buffer = out.text
         var it2 = try CTFTraceSet(paths: [path]).makeMergedIterator()   // streams are consumed: open again
         var g = CTFEventFormatter(style: style)
         var lines: [String] = []
@@ -181,6 +181,36 @@ struct FormatSpeedTests {
         #expect(jsonBuffer == json.joined())
     }
 
+    /// The sink writes its buffer out in chunks (64 KiB in memory and to a pipe): a string field larger
+    /// than a chunk — plain, or needing escapes and UTF-8 repair — goes through in pieces, whole and in order.
+    @Test("string fields larger than the sink's chunk print whole, plain or escaped, in text and JSON")
+    func hugeStrings() throws {
+        let dir = SharedDaemon.scratch.appendingPathComponent("huge-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+        trace { major = 1; minor = 8; byte_order = le; };
+        stream { event.header := struct { uint8_t id; }; };
+        event { name = big; id = 1; fields := struct { string s; uint8_t n; }; };
+        """.write(to: dir.appendingPathComponent("metadata"), atomically: true, encoding: .utf8)
+        let plain = String(repeating: "x", count: 200_000)
+        let mixed = String(repeating: "y", count: 150_000) + "\n" + String(repeating: "é", count: 50_000) + String(repeating: "z", count: 100_000)
+        var stream: [UInt8] = []
+        stream += [1] + Array(plain.utf8) + [0, 7]
+        stream += [1] + Array(mixed.utf8) + [0xFF, 0, 8]      // with an invalid byte: U+FFFD
+        try Data(stream).write(to: dir.appendingPathComponent("stream_0"))
+        let mixedShown = String(repeating: "y", count: 150_000) + "\\n" + String(repeating: "é", count: 50_000) + String(repeating: "z", count: 100_000) + "\u{FFFD}"
+        let (text, textLines) = try FormatTrace.dump(dir.path, style: .text)
+        #expect(textLines == ["[0.000000000] (+?.?????????) big: { s = \"\(plain)\", n = 7 }\n",
+                              "[0.000000000] (+0.000000000) big: { s = \"\(mixedShown)\", n = 8 }\n"])
+        #expect(text == textLines.joined())
+        let (json, jsonLines) = try FormatTrace.dump(dir.path, style: .json)
+        #expect(jsonLines == ["{\"timestamp_ns\":0,\"name\":\"big\",\"fields\":{\"s\":\"\(plain)\",\"n\":7}}\n",
+                              "{\"timestamp_ns\":0,\"name\":\"big\",\"fields\":{\"s\":\"\(mixedShown)\",\"n\":8}}\n"])
+        #expect(json == jsonLines.joined())
+    }
+
     @Test("a buffer flushed to a file descriptor writes exactly its bytes and empties")
     func flush() throws {
         let path = SharedDaemon.scratch.appendingPathComponent("flush-\(UUID().uuidString.prefix(6))").path
@@ -190,14 +220,20 @@ struct FormatSpeedTests {
         let set = try CTFTraceSet(paths: [try FormatTrace.write()])
         var it = set.makeMergedIterator()
         var f = CTFEventFormatter(style: .text)
-        let out = CTFOutputBuffer()
+        let out = ByteSink(fd: fd, path: path)
+        var written = 0
         while try it.next() {
             f.format(it.current, into: out)
-            #expect(out.flush(to: fd) == 0)
-            #expect(out.count == 0)
+            out.flush()
+            #expect(out.writeError == 0)
+            // Everything formatted so far is in the file once `flush` returns.
+            let size = (FileManager.default.contents(atPath: path) ?? Data()).count
+            #expect(size > written)
+            written = size
         }
         close(fd)
         #expect(String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self) == buffer)
-        #expect(out.flush(to: -1) == 0)   // nothing pending: no write at all
+        out.flush()   // nothing pending: no write at all (the descriptor is closed)
+        #expect(out.writeError == 0)
     }
 }
