@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import CTFReader
 import RLAnalysis
 #if canImport(Glibc)
 import Glibc

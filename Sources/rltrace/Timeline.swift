@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import CTFReader
 import RLAnalysis
 
 /// `rltrace timeline`: one line per iteration.

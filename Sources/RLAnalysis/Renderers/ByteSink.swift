@@ -1,16 +1,8 @@
 import CTFReader
 
 // The renderers write through CTFReader's one byte buffer (Sources/CTFReader/Output: ``ByteSink``,
-// its ``ByteCursor`` and writer thread), the one `rltrace dump`'s formatter writes through. The
-// names below make it RLAnalysis's own to the renderers and to RLAnalysis's clients, as they were
-// when the sink lived here (a declaration of RLAnalysis shadows CTFReader's in a file importing both).
-
-/// Where a renderer writes: CTFReader's ``CTFReader/ByteSink``.
-public typealias ByteSink = CTFReader.ByteSink
-/// Writes a record into a ``ByteSink``'s reserved room: CTFReader's ``CTFReader/ByteCursor``.
-public typealias ByteCursor = CTFReader.ByteCursor
-/// A write or open error of a ``ByteSink``: CTFReader's ``CTFReader/ByteSinkError``.
-public typealias ByteSinkError = CTFReader.ByteSinkError
+// its ``ByteCursor`` and writer thread), the one `rltrace dump`'s formatter writes through; what
+// only the renderers need (durations, JSON strings into arrays) is added here.
 
 extension ByteSink {
     /// Appends a duration as ``formatDuration(_:)`` writes it (`812ns`, `3.4µs`, `12.5ms`, `1.25s`).

@@ -1,3 +1,5 @@
+import CTFReader
+
 /// `rltrace export --format chrome`: Chrome Trace Event JSON (opens in Perfetto and chrome://tracing),
 /// written to the file as the trace is read. Per loop thread, strictly nested complete slices:
 /// run → iteration → sleep / callout (→ nested run …); thread and process names; a busy-ratio

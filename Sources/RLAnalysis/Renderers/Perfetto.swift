@@ -1,3 +1,5 @@
+import CTFReader
+
 /// `rltrace export --format perfetto`: Perfetto's own trace format — a `Trace` of `TracePacket`s
 /// holding `TrackEvent`s (the messages of Perfetto's protos/perfetto/trace/, the subset used
 /// declared in Tests/rltraceTests/Fixtures/perfetto/perfetto_subset.proto) — written to the file as

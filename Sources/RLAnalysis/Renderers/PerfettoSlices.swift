@@ -1,3 +1,5 @@
+import CTFReader
+
 /// What the Perfetto export holds of one loop until its slices can be written in order
 /// (``PerfettoTraceSink``): the loop model hands over a callout when it ends and an iteration when
 /// it ends, after everything inside it, but Perfetto's trace processor sorts a track's

@@ -1,3 +1,5 @@
+import CTFReader
+
 /// A small protocol-buffers encoder (the wire format of protobuf.dev's "Encoding" page: varints,
 /// 64-bit fixed, length-delimited fields) writing one message at a time into a reusable buffer, for
 /// the Perfetto export (``PerfettoTraceSink``). A nested message's length comes before its bytes:

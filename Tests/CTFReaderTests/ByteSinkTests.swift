@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import CTFReader
+
+/// CTFReader's one byte buffer (Sources/CTFReader/Output): what every writer of rltrace writes through.
+@Suite("ByteSink")
+struct ByteSinkTests {
+    @Test("ByteSink writes integers as String(describing:) does, at every digit count and at the extremes")
+    func integers() {
+        var values: [Int64] = [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, .max, .min, .min + 1, -1, -9, -10, -100]
+        var p: Int64 = 1
+        for _ in 0..<18 { p *= 10; values += [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)] }
+        let sink = ByteSink()
+        for v in values { sink.int(v); sink.byte(0x20) }
+        var unsigned: [UInt64] = [0, 7, 42, 1 << 63, .max, .max - 1, 10_000_000_000_000_000_000, 9_999_999_999_999_999_999]
+        // Every bit length (the digit count is worked out from it), at and beside each boundary.
+        for k in 1..<64 { unsigned += [(1 << k) - 1, 1 << k, (1 << k) + 1] }
+        for v in unsigned { sink.uint(v); sink.byte(0x20) }
+        let expected = values.map(String.init).joined(separator: " ") + " " + unsigned.map(String.init).joined(separator: " ") + " "
+        #expect(sink.text == expected)
+    }
+
+    @Test("a record written through a cursor lands between the writes before and after it")
+    func cursor() {
+        let sink = ByteSink()
+        sink.write("[")
+        for i in 0..<5000 {      // more than one 64 KiB buffer: reserving flushes in between
+            sink.reserving(64) { c in
+                c.write("{\"n\":"); c.int(Int64(i) - 2500); c.write(",\"u\":"); c.uint(UInt64(i) * 1_000_003); c.byte(0x7D)
+            }
+            sink.byte(0x2C)
+        }
+        sink.write("]")
+        let expected = "[" + (0..<5000).map { "{\"n\":\($0 - 2500),\"u\":\(UInt64($0) * 1_000_003)}," }.joined() + "]"
+        #expect(sink.text == expected)
+    }
+
+    @Test("a record larger than the sink's buffer (a huge name in a damaged trace) grows it instead of failing")
+    func hugeRecord() {
+        let sink = ByteSink()
+        sink.write("<")
+        let n = 300_000
+        sink.reserving(n) { c in for _ in 0..<n { c.byte(0x61) } }
+        sink.write(">")
+        #expect(sink.text == "<" + String(repeating: "a", count: n) + ">")
+    }
+
+    /// A large output to a file goes through the sink's writer thread (full buffers written while
+    /// the next fills): the file holds every byte in order, with records larger than a buffer and a
+    /// flush in the middle (which returns only once everything before it is written).
+    @Test("a file sink's writer thread writes every byte in order, flushes and finishes")
+    func writerThread() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bytesink-\(UUID().uuidString).txt").path
+        defer { unlink(path) }
+        let sink = try ByteSink(creating: path)
+        var expected: [UInt8] = []
+        for i in 0..<200_000 {
+            let line = "line \(i) \(String(repeating: "x", count: i % 37))\n"
+            sink.write(line)
+            expected += Array(line.utf8)
+            if i == 100_000 {
+                sink.flush()
+                let written = try Data(contentsOf: URL(fileURLWithPath: path))
+                #expect(written.count == expected.count, "flush returns once everything before it is written")
+            }
+            if i % 50_000 == 7 {
+                let n = 150_000 + i % 1000
+                sink.reserving(n) { c in for _ in 0..<n { c.byte(0x41) } }
+                expected += [UInt8](repeating: 0x41, count: n)
+            }
+        }
+        try sink.finish()
+        #expect(expected.count > 4 << 20)     // ~100 buffers: all but the first few through the writer thread
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(written.count == expected.count)
+        #expect(written == Data(expected))
+    }
+
+    /// A write error on the writer thread (a full device) is reported by ``ByteSink/finish()``.
+    @Test("a write error on the writer thread is reported by finish")
+    func writerThreadError() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let sink = try ByteSink(creating: "/dev/full")
+        for _ in 0..<100_000 { sink.write("0123456789abcdef0123456789abcdef\n") }
+        #expect(sink.writeError == ENOSPC)
+        #expect(throws: ByteSinkError.self) { try sink.finish() }
+    }
+}
