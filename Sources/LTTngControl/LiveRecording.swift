@@ -32,7 +32,8 @@ public enum LiveRecordingError: Error, CustomStringConvertible, Sendable, Equata
 ///
 /// ``start(sessionName:channels:livePeriodMicroseconds:relay:cli:)`` starts the relay daemon when
 /// asked, then the session; ``waitUntilListed(timeout:list:name:)`` waits until the relay daemon's
-/// live port lists it (what a viewer can attach to); ``end()`` stops and destroys the session
+/// live port lists it (what a viewer can attach to); ``stop()`` stops recording, the session kept;
+/// ``end()`` stops and destroys the session
 /// once everything was sent (the traced program is over); ``discard()`` destroys it without
 /// waiting (the viewer quit early); ``stopRelay()`` stops the relay daemon started for it, after
 /// the session daemon (its only client) is gone.
@@ -44,7 +45,7 @@ public final class LiveRecording: @unchecked Sendable {
     /// Where the relay daemon's live port listens.
     public let liveHost: String, livePort: Int
     private let lock = NSLock()
-    private var over = false
+    private var over = false, stopped = false
 
     /// `HOST:PORT` of the relay daemon's live port, for messages.
     public var endpoint: String { "\(liveHost):\(livePort)" }
@@ -106,13 +107,28 @@ public final class LiveRecording: @unchecked Sendable {
         }
     }
 
-    /// Stops the session, waiting until everything was sent to the relay daemon, and destroys it
-    /// (once; nothing after ``discard()``). The relay daemon then hangs its streams up.
+    /// Stops recording, waiting until everything was sent to the relay daemon (once; nothing after
+    /// ``end()`` or ``discard()``). The session stays, so the relay daemon keeps it and still
+    /// announces its streams to a viewer that has not received them yet: a program that ran for
+    /// less than the relay daemon takes to announce them (about a second) is still seen.
+    ///
+    /// - Throws: the command's ``LTTngCommandError``.
+    public func stop() throws {
+        lock.lock()
+        if over || stopped { lock.unlock(); return }
+        stopped = true
+        lock.unlock()
+        try recording.session.stop()
+    }
+
+    /// Stops the session (unless ``stop()`` did), waiting until everything was sent to the relay
+    /// daemon, and destroys it (once; nothing after ``discard()``). The relay daemon then hangs
+    /// its streams up.
     ///
     /// - Throws: the first failing command's ``LTTngCommandError``.
     public func end() throws {
+        try stop()
         guard markOver() else { return }
-        try recording.session.stop()
         try recording.session.destroy()
     }
 

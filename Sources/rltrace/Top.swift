@@ -273,7 +273,7 @@ struct TopCommand: ParsableCommand {
             throw ExitCode(127)
         }
         program = p
-        let child = TopChild(process: p, recording: rec)
+        let child = TopChild(process: p, recording: rec, live: l)
         let driver = TopDriver(pipelines: [LivePipeline(l, filter: selectionFilter, options: options, intervalNs: intervalNs)], view: view, intervalNs: intervalNs, count: count)
         try driver.run(child: child)
         if p.isRunning { kill(p.processIdentifier, SIGTERM) }
@@ -292,14 +292,31 @@ struct TopCommand: ParsableCommand {
 final class TopChild {
     let process: Process
     let recording: LiveRecording
+    /// The viewer's session of the recording.
+    let live: LiveSession
     var sessionEnded = false
     /// When the session was ended (CLOCK_MONOTONIC ns; 0 while the program runs).
     var sessionEndedAt: UInt64 = 0
-    init(process: Process, recording: LiveRecording) { self.process = process; self.recording = recording }
+    /// When the program was seen exited and recording stopped (0 before).
+    private var stoppedAt: UInt64 = 0
+    /// How long a stopped session is kept for the viewer to receive its streams.
+    static let streamsGraceNs: UInt64 = 3_000_000_000
 
-    /// When the program has exited: stop and destroy the session (once).
+    init(process: Process, recording: LiveRecording, live: LiveSession) {
+        self.process = process; self.recording = recording; self.live = live
+    }
+
+    /// When the program has exited: stop recording, then, once the viewer has the session's
+    /// streams (the relay daemon announces them about a second after the program registered, so
+    /// a short program may be over before), destroy the session (once).
     func endSessionIfExited() {
         guard !sessionEnded, !process.isRunning else { return }
+        let now = monotonicNanoseconds()
+        if stoppedAt == 0 {
+            try? recording.stop()
+            stoppedAt = now
+        }
+        guard live.streamCount > 0 || now &- stoppedAt >= Self.streamsGraceNs else { return }
         sessionEnded = true
         try? recording.end()
         sessionEndedAt = monotonicNanoseconds()

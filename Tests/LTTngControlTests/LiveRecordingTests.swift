@@ -51,7 +51,7 @@ struct LiveRecordingTests {
         ])
     }
 
-    @Test("a live session streaming to a relay daemon started for it: listed by the relay daemon with its live timer, the events written there, destroyed by end()")
+    @Test("a live session streaming to a relay daemon started for it: listed by the relay daemon with its live timer, the events written there, stopped by stop(), destroyed by end()")
     func startedRelayListsAndEnds() throws {
         recordingLock.lock(); defer { recordingLock.unlock() }
         let daemon = try SharedDaemon.get()
@@ -68,6 +68,11 @@ struct LiveRecordingTests {
         #expect(listed.name == name && listed.timer == "timer = 200000", "\(listed)")
         let r = try runTool(try builtProduct("ctf-testgen"), ["mixed", "3", "2"], environment: daemon.applicationEnvironment)
         #expect(r.status == 0, "\(r.err)")
+        // stop(): recording stopped, the session kept (the relay daemon still lists it).
+        try rec.stop()
+        #expect(try !rec.isOver && sessionNames(daemon).contains(name))
+        #expect(try daemon.cli.run(["list", name]).contains("[inactive]"))
+        #expect(try relayListing(host: rec.liveHost, port: rec.livePort).contains { $0.name == name })
         try rec.end()
         #expect(rec.isOver)
         #expect(try !sessionNames(daemon).contains(name))
