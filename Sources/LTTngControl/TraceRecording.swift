@@ -9,6 +9,11 @@ public enum RecordingDestination: Sendable, Equatable {
     /// lttng-create(1)'s network URLs: `lttng create --set-url=URL`. The trace is written on the
     /// relay daemon's host, below its output directory.
     case relayDaemon(String)
+    /// A live session streaming to a relay daemon's `net://HOST:CONTROL:DATA` URL, its buffers
+    /// flushed every `livePeriodMicroseconds` so that a viewer attached to the relay daemon's live
+    /// port sees the events as they come: `lttng create --live=PERIOD --set-url=URL`. Not with
+    /// snapshot mode. ``LiveRecording`` starts one and waits until the relay daemon lists it.
+    case live(url: String, livePeriodMicroseconds: Int)
 }
 
 /// One user-space channel of a ``RecordingPlan``: its buffers, the events it records and the
@@ -99,6 +104,7 @@ public struct RecordingPlan: Sendable, Equatable {
         switch destination {
         case .directory(let dir): args.append("--output=\(dir.path)")
         case .relayDaemon(let url): args.append("--set-url=\(url)")
+        case .live(let url, let period): args += ["--live=\(period)", "--set-url=\(url)"]
         }
         return args
     }
@@ -141,6 +147,8 @@ public struct RecordingPlan: Sendable, Equatable {
             session = LTTngSession(name: sessionName, cli: cli, outputDirectory: dir, isSnapshot: snapshotMode)
         case .relayDaemon(let url):
             session = LTTngSession(name: sessionName, cli: cli, outputDirectory: nil, isSnapshot: snapshotMode, outputURL: url)
+        case .live(let url, _):
+            session = LTTngSession(name: sessionName, cli: cli, outputDirectory: nil, isSnapshot: false, outputURL: url)
         }
         do {
             for c in commands.dropFirst() { try cli.run(c) }
@@ -167,5 +175,13 @@ public struct TraceRecording: Sendable {
         if plan.snapshotMode { try session.recordSnapshot() }
         try session.stop()
         try session.destroy()
+    }
+
+    /// Destroys the session without waiting for its buffers to be consumed (`lttng destroy
+    /// --no-wait`): for a recording whose rest is not wanted (a live viewer that quit early).
+    ///
+    /// - Throws: the command's ``LTTngCommandError``.
+    public func discard() throws {
+        try session.cli.run(["destroy", "--no-wait", session.name])
     }
 }

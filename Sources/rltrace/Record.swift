@@ -220,11 +220,18 @@ func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, co
 /// state dump in a channel of its own (which binary is mapped where in each process, so that
 /// stack samples can be symbolized from the trace alone), limited to `processes` when not empty.
 func recordingPlan(output: RecordOutput, snapshot: Bool, contexts: [String], events: String, processes: [Int32]) -> RecordingPlan {
+    RecordingPlan(sessionName: "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", destination: output.destination,
+                  snapshotMode: snapshot, channels: recordingChannels(contexts: contexts, events: events), trackedProcesses: processes)
+}
+
+/// The channels `record` records (and `top -- COMMAND` too): the `runloop` channel recording
+/// `events` with `contexts`, then, when `events` records the `runloop` provider, LTTng-UST's
+/// state dump in a channel of its own.
+func recordingChannels(contexts: [String] = defaultContexts(), events: String = "runloop:*") -> [RecordingChannel] {
     let ctx = contexts.filter { !$0.isEmpty }
     var channels = [RecordingChannel(name: "runloop", eventPatterns: [events], contexts: ctx)]
     if events.contains("runloop") { channels.append(.statedump(alongside: ctx)) }
-    return RecordingPlan(sessionName: "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", destination: output.destination,
-                         snapshotMode: snapshot, channels: channels, trackedProcesses: processes)
+    return channels
 }
 
 /// Creates, sets up and starts `record`'s session (``recordingPlan(output:snapshot:contexts:events:processes:)``)

@@ -129,6 +129,10 @@ struct TopCommand: ParsableCommand {
             view.restoreTerminal()
             warn("rltrace: LTTng set-up failed: \(e)")
             throw ExitCode(6)
+        } catch let e as LiveRecordingError {
+            view.restoreTerminal()
+            warn("rltrace: LTTng set-up failed: \(e)")
+            throw ExitCode(6)
         }
     }
 
@@ -192,10 +196,9 @@ struct TopCommand: ParsableCommand {
             throw ExitCode(2)
         }
         var daemon: PrivateSessionDaemon?
-        var relay: PrivateRelayDaemon?
         var cli = LTTngCLI.ambient
         var env = ProcessInfo.processInfo.environment
-        var session: LTTngSession?
+        var recording: LiveRecording?
         var live: LiveSession?
         var tempOutput: URL?
         var program: Process?
@@ -204,10 +207,10 @@ struct TopCommand: ParsableCommand {
             if let p = program, p.isRunning { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
             live?.close()
             // Nothing more is read: do not wait for the data to be consumed.
-            if let s = session { _ = try? s.cli.run(["destroy", "--no-wait", s.name]) }
+            recording?.discard()
             // The session daemon first: the relay daemon's only client.
             daemon?.stop()
-            relay?.stop()
+            recording?.stopRelay()
             if let t = tempOutput { try? FileManager.default.removeItem(at: t) }
         }
         let say: (String) -> Void = { m in if !view.json { warn(m) } }
@@ -216,46 +219,30 @@ struct TopCommand: ParsableCommand {
             let d = try PrivateSessionDaemon.start()
             daemon = d; cli = d.cli; env = d.applicationEnvironment
         }
-        let sessionURL: String, liveHost: String, livePortUsed: Int
+        let relay: LiveRelay
         if let r = relayd {
             let parts = r.replacingOccurrences(of: "net://", with: "").split(separator: ":")
             guard parts.count == 3, Int(parts[1]) != nil, Int(parts[2]) != nil else {
                 warn("rltrace: --relayd \(r.debugDescription): expected net://HOST:CONTROL:DATA")
                 throw ExitCode(64)
             }
-            sessionURL = r.hasPrefix("net://") ? r : "net://" + r
-            liveHost = String(parts[0]); livePortUsed = livePort
+            relay = .running(sessionURL: r.hasPrefix("net://") ? r : "net://" + r, liveHost: String(parts[0]), livePort: livePort)
+        } else if let o = output {
+            relay = .start(outputDirectory: URL(fileURLWithPath: try localTraceDirectory(o)))
         } else {
-            let out: URL
-            if let o = output { out = URL(fileURLWithPath: try localTraceDirectory(o)) } else {
-                out = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-                tempOutput = out
-            }
-            let r = try PrivateRelayDaemon.start(outputDirectory: out)
-            relay = r
-            sessionURL = r.sessionURL; liveHost = "127.0.0.1"; livePortUsed = r.livePort
+            let t = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            tempOutput = t
+            relay = .start(outputDirectory: t)
         }
-        let name = "rltrace-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // What is recorded is what `record` records (recordingChannels); LTTngControl runs the
+        // session (LiveRecording) and waits until the relay daemon lists it.
         let period = Int(try parseThreshold(livePeriod, "--live-period") / 1000)
-        let s = try LTTngSession.createLive(name: name, url: sessionURL, livePeriodMicroseconds: period, cli: cli)
-        session = s
-        try s.enableUserspaceEvents("runloop:*")
-        try s.addContexts(defaultContexts())
-        try s.start()
-        // The relay daemon knows the session once the session daemon connected to it.
-        var found: ViewerSession?
-        let deadline = Date().addingTimeInterval(10)
-        while found == nil {
-            found = try LiveSession.list(host: liveHost, port: livePortUsed).first { $0.name == name }
-            if found == nil {
-                guard Date() < deadline else {
-                    throw LiveError.unknownSession(endpoint: "\(liveHost):\(livePortUsed)", wanted: name, available: [])
-                }
-                usleep(50_000)
-            }
-        }
-        let l = try LiveSession(url: LiveURL(host: liveHost, port: livePortUsed, targetHost: found!.hostname, session: name),
-                                session: found!, fromBeginning: true)
+        let rec = try LiveRecording.start(sessionName: "rltrace-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                                          channels: recordingChannels(), livePeriodMicroseconds: period, relay: relay, cli: cli)
+        recording = rec
+        let found = try rec.waitUntilListed(list: { try LiveSession.list(host: $0, port: $1) }, name: \.name)
+        let l = try LiveSession(url: LiveURL(host: rec.liveHost, port: rec.livePort, targetHost: found.hostname, session: found.name),
+                                session: found, fromBeginning: true)
         live = l
         // The program: its output must not garble the view (or the JSON).
         let p = Process()
@@ -286,41 +273,52 @@ struct TopCommand: ParsableCommand {
             throw ExitCode(127)
         }
         program = p
-        let child = TopChild(process: p, session: s)
+        let child = TopChild(process: p, recording: rec, live: l)
         let driver = TopDriver(pipelines: [LivePipeline(l, filter: selectionFilter, options: options, intervalNs: intervalNs)], view: view, intervalNs: intervalNs, count: count)
         try driver.run(child: child)
         if p.isRunning { kill(p.processIdentifier, SIGTERM) }
         p.waitUntilExit()
-        if !child.sessionEnded {
-            // Quit (or --count) before the program ended: the rest of the trace is not wanted.
-            session = nil
-            _ = try? s.cli.run(["destroy", "--no-wait", s.name])
-        } else {
-            session = nil
-        }
+        // Quit (or --count) before the program ended: the rest of the trace is not wanted.
+        rec.discard()
         l.close()
         live = nil
         if let logPath { say("rltrace: the program's output is in \(logPath)") }
-        if output != nil, let r = relay { r.stop(); say("rltrace: trace written below \(r.outputDirectory.path)") }
+        if output != nil, let r = rec.relay { r.stop(); say("rltrace: trace written below \(r.outputDirectory.path)") }
     }
 }
 
-/// The program `top -- COMMAND` runs, and its session (stopped when the program exits, so the
-/// rest of the trace is flushed and the streams hang up).
+/// The program `top -- COMMAND` runs, and its live recording (ended when the program exits, so
+/// the rest of the trace is sent and the streams hang up).
 final class TopChild {
     let process: Process
-    let session: LTTngSession
+    let recording: LiveRecording
+    /// The viewer's session of the recording.
+    let live: LiveSession
     var sessionEnded = false
     /// When the session was ended (CLOCK_MONOTONIC ns; 0 while the program runs).
     var sessionEndedAt: UInt64 = 0
-    init(process: Process, session: LTTngSession) { self.process = process; self.session = session }
+    /// When the program was seen exited and recording stopped (0 before).
+    private var stoppedAt: UInt64 = 0
+    /// How long a stopped session is kept for the viewer to receive its streams.
+    static let streamsGraceNs: UInt64 = 3_000_000_000
 
-    /// When the program has exited: stop and destroy the session (once).
+    init(process: Process, recording: LiveRecording, live: LiveSession) {
+        self.process = process; self.recording = recording; self.live = live
+    }
+
+    /// When the program has exited: stop recording, then, once the viewer has the session's
+    /// streams (the relay daemon announces them about a second after the program registered, so
+    /// a short program may be over before), destroy the session (once).
     func endSessionIfExited() {
         guard !sessionEnded, !process.isRunning else { return }
+        let now = monotonicNanoseconds()
+        if stoppedAt == 0 {
+            try? recording.stop()
+            stoppedAt = now
+        }
+        guard live.streamCount > 0 || now &- stoppedAt >= Self.streamsGraceNs else { return }
         sessionEnded = true
-        try? session.stop()
-        try? session.destroy()
+        try? recording.end()
         sessionEndedAt = monotonicNanoseconds()
     }
 

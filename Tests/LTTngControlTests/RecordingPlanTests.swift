@@ -8,7 +8,7 @@ import TestSupport
 // a real relay daemon, recording ctf-testgen (6 `rltest:*` events per thread and iteration).
 
 /// The session names `lttng list` shows on `daemon`.
-private func sessionNames(_ daemon: PrivateSessionDaemon) throws -> [String] {
+func sessionNames(_ daemon: PrivateSessionDaemon) throws -> [String] {
     try daemon.cli.run(["list"]).split(separator: "\n").compactMap { line in
         // `  1) NAME [active|inactive]`
         guard let paren = line.firstIndex(of: ")"), line[..<paren].allSatisfy({ $0 == " " || $0.isNumber }) else { return nil }
