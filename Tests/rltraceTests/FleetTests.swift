@@ -160,14 +160,9 @@ struct FleetTests {
     @Test("two hosts (session daemons with host names of their own) streaming to one relay daemon, one a flight recorder: report on its tree names both, and equals each host's report")
     func twoHostsToOneRelay() throws {
         guard geteuid() == 0 else { return }    // a host name of its own needs a UTS namespace
-        let relayOut = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-fleet-relayd-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: relayOut) }
-        let relay = try PrivateRelayDaemon.start(outputDirectory: relayOut)
-        defer { relay.stop() }
-        let names = ["rl-fleet-a", "rl-fleet-b"]
-        var daemons: [PrivateSessionDaemon] = []
-        defer { for d in daemons { d.stop() } }
-        for n in names { daemons.append(try PrivateSessionDaemon.start(hostname: n)) }
+        let hosts = try TwoHostFleet(tag: "fleet")
+        defer { hosts.stop() }
+        let relayOut = hosts.relayOut, relay = hosts.relay, names = TwoHostFleet.names, daemons = hosts.daemons
         // Host a records everything; host b is a flight recorder sending a snapshot per hang.
         let recorders = try daemons.enumerated().map { i, d in
             try BackgroundRecorder(d, ["record", "--all"] + (i == 1 ? ["--on-hang", "250ms"] : []) + ["-o", relay.sessionURL])

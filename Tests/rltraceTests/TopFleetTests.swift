@@ -21,14 +21,9 @@ struct TopFleetTests {
     @Test("top net://… --all --host GLOB: only that host's sessions and loops; without --host both hosts', each named by host as report names it, its totals report's")
     func hostSelectionOnTwoHosts() throws {
         guard geteuid() == 0 else { return }    // a host name of its own needs a UTS namespace
-        let relayOut = FileManager.default.temporaryDirectory.appendingPathComponent("rltrace-topfleet-relayd-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: relayOut) }
-        let relay = try PrivateRelayDaemon.start(outputDirectory: relayOut)
-        defer { relay.stop() }
-        let names = ["rl-fleet-a", "rl-fleet-b"]
-        var daemons: [PrivateSessionDaemon] = []
-        defer { for d in daemons { d.stop() } }
-        for n in names { daemons.append(try PrivateSessionDaemon.start(hostname: n)) }
+        let fleet = try TwoHostFleet(tag: "topfleet")
+        defer { fleet.stop() }
+        let relayOut = fleet.relayOut, relay = fleet.relay, names = TwoHostFleet.names, daemons = fleet.daemons
         let sessions = names.map { "top-fleet-\($0.suffix(1))-\(getpid())" }
         var recordings: [LiveRecording] = []
         defer { for r in recordings { r.discard() } }
