@@ -4,8 +4,8 @@ import Glibc
 
 /// Where every writer writes — `rltrace dump`'s event formatter (``CTFEventFormatter``) and the
 /// renderers of the other commands: bytes gathered in a buffer and written to a file descriptor in
-/// chunks as the output grows (1 MiB to a regular file, 64 KiB to a pipe, terminal or device; or
-/// kept in memory when there is no descriptor), with the number formatting done by hand
+/// chunks as the output grows (1 MiB to a regular file or a device that is no terminal, 64 KiB to
+/// a pipe or terminal; or kept in memory when there is no descriptor), with the number formatting done by hand
 /// (``ByteCursor``) and text from a trace escaped by ``UntrustedText`` — no `String` per field,
 /// nothing per event but bytes.
 ///
@@ -13,7 +13,7 @@ import Glibc
 /// (`@exclusivity(unchecked)`): a sink is used by one thread, and a check per write was a tenth of
 /// a formatting loop's time (docs/benchmarks.md).
 public final class ByteSink {
-    /// Chunk sizes: to a regular file, and to anything else. (A 228 MB Chrome export written in
+    /// Chunk sizes: to a regular file (or a device that is no terminal), and to a pipe or terminal. (A 228 MB Chrome export written in
     /// 64 KiB chunks spent a third more wall time than in 1 MiB ones: each chunk is a hand-over to
     /// the writer thread, a wake-up of it and a `write` through the file system's per-call work.
     /// A pipe holds 64 KiB: larger chunks there would only delay what a reader sees.)
@@ -70,7 +70,10 @@ public final class ByteSink {
     /// included), the buffer's capacity and the buffer.
     private static func buffer(for fd: Int32) -> (Int, Int, UnsafeMutablePointer<UInt8>) {
         var st = stat()
-        let chunk = fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG ? fileChunk : streamChunk
+        // A regular file, or a device that is no terminal (/dev/null: nobody waits for its bytes),
+        // takes the large chunks; a pipe or a terminal the small ones.
+        let kind = fd >= 0 && fstat(fd, &st) == 0 ? st.st_mode & S_IFMT : 0
+        let chunk = kind == S_IFREG || (kind == S_IFCHR && isatty(fd) == 0) ? fileChunk : streamChunk
         return (chunk, 2 * chunk, .allocate(capacity: 2 * chunk))
     }
 
