@@ -5,18 +5,19 @@ import Glibc
 /// Where every writer writes — `rltrace dump`'s event formatter (``CTFEventFormatter``) and the
 /// renderers of the other commands: bytes gathered in a buffer and written to a file descriptor in
 /// chunks as the output grows (1 MiB to a regular file or a device that is no terminal, 64 KiB to
-/// a pipe or terminal; or kept in memory when there is no descriptor), with the number formatting done by hand
-/// (``ByteCursor``) and text from a trace escaped by ``UntrustedText`` — no `String` per field,
-/// nothing per event but bytes.
+/// a pipe or terminal; or kept in memory when there is no descriptor), with the number formatting
+/// done by hand (``ByteCursor``) and text from a trace escaped by ``UntrustedText`` — no `String`
+/// per field, nothing per event but bytes.
 ///
 /// The buffer's position and bounds are read and written with no exclusivity check
 /// (`@exclusivity(unchecked)`): a sink is used by one thread, and a check per write was a tenth of
 /// a formatting loop's time (docs/benchmarks.md).
 public final class ByteSink {
-    /// Chunk sizes: to a regular file (or a device that is no terminal), and to a pipe or terminal. (A 228 MB Chrome export written in
-    /// 64 KiB chunks spent a third more wall time than in 1 MiB ones: each chunk is a hand-over to
-    /// the writer thread, a wake-up of it and a `write` through the file system's per-call work.
-    /// A pipe holds 64 KiB: larger chunks there would only delay what a reader sees.)
+    /// Chunk sizes: to a regular file (or a device that is no terminal), and to a pipe or a
+    /// terminal. (A 228 MB Chrome export written in 64 KiB chunks spent a third more wall time than
+    /// in 1 MiB ones: each chunk is a hand-over to the writer thread, a wake-up of it and a `write`
+    /// through the file system's per-call work. A pipe holds 64 KiB: larger chunks there would only
+    /// delay what a reader sees.)
     private static let fileChunk = 1 << 20, streamChunk = 1 << 16
     /// Pending bytes are written once they pass this (the chunk size); any one write of up to this
     /// many bytes fits the buffer.
@@ -66,8 +67,8 @@ public final class ByteSink {
         (flushAt, rawCapacity, raw) = ByteSink.buffer(for: f)
     }
 
-    /// The chunk size for `fd` (a regular file's, or a stream's for anything else, memory
-    /// included), the buffer's capacity and the buffer.
+    /// The chunk size for `fd` (a file's for a regular file or a device that is no terminal, a
+    /// stream's for anything else, memory included), the buffer's capacity and the buffer.
     private static func buffer(for fd: Int32) -> (Int, Int, UnsafeMutablePointer<UInt8>) {
         var st = stat()
         // A regular file, or a device that is no terminal (/dev/null: nobody waits for its bytes),
