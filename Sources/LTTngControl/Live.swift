@@ -122,12 +122,3 @@ public final class PrivateRelayDaemon: @unchecked Sendable {
 
     deinit { stop() }
 }
-
-extension LTTngSession {
-    /// Creates a live session streaming to a relay daemon
-    /// (`lttng create NAME --live=PERIOD_US --set-url=URL`, URL `net://HOST:CONTROL:DATA`).
-    public static func createLive(name: String, url: String, livePeriodMicroseconds: Int, cli: LTTngCLI = .ambient) throws -> LTTngSession {
-        try cli.run(["create", name, "--live=\(livePeriodMicroseconds)", "--set-url=\(url)"])
-        return LTTngSession(name: name, cli: cli, outputDirectory: nil, isSnapshot: false)
-    }
-}

@@ -46,15 +46,15 @@ struct Live {
         defer { relay.stop() }
         let daemon = try PrivateSessionDaemon.start()
         defer { daemon.stop() }
-        var sessions: [LTTngSession] = []
+        var sessions: [LiveRecording] = []
         // Without waiting for the data to be consumed (nobody reads these sessions any more).
-        defer { for s in sessions { _ = try? daemon.cli.run(["destroy", "--no-wait", s.name]) } }
+        defer { for s in sessions { s.discard() } }
         for name in ["top-a-\(getpid())", "top-b-\(getpid())"] {
-            let s = try LTTngSession.createLive(name: name, url: relay.sessionURL, livePeriodMicroseconds: 100_000, cli: daemon.cli)
-            sessions.append(s)
-            try s.enableUserspaceEvents("runloop:*")
-            try s.addContexts(["vpid", "vtid", "procname"])
-            try s.start()
+            sessions.append(try LiveRecording.start(
+                sessionName: name,
+                channels: [RecordingChannel(name: "runloop", eventPatterns: ["runloop:*"], contexts: ["vpid", "vtid", "procname"])],
+                livePeriodMicroseconds: 100_000,
+                relay: .running(sessionURL: relay.sessionURL, liveHost: "127.0.0.1", livePort: relay.livePort), cli: daemon.cli))
         }
         // Listing.
         let list = try rltraceTop(["top", "net://127.0.0.1:\(relay.livePort)"])
