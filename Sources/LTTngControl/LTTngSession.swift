@@ -83,9 +83,11 @@ public struct LTTngSession: Sendable {
                                                 buffers: buffers, overwrite: overwrite, blocking: blocking))
     }
 
-    /// Enables userspace events matching `pattern` (e.g. `"rlrunloop:*"` or `"*"`), on `channel` if given.
-    public func enableUserspaceEvents(_ pattern: String, channel: String? = nil) throws {
-        try cli.run(Self.enableEventArguments(session: name, pattern: pattern, channel: channel))
+    /// Enables userspace events matching `pattern` (e.g. `"rlrunloop:*"` or `"*"`), on `channel` if
+    /// given, but the events named in `excluding` (LTTng's `--exclude`: only with a wildcard
+    /// `pattern` that matches them).
+    public func enableUserspaceEvents(_ pattern: String, channel: String? = nil, excluding: [String] = []) throws {
+        try cli.run(Self.enableEventArguments(session: name, pattern: pattern, channel: channel, excluding: excluding))
     }
 
     /// Adds context fields (e.g. `["vtid", "procname"]`) to the userspace events of `channel` (or of every channel).
@@ -121,10 +123,11 @@ extension LTTngSession {
         return args
     }
 
-    /// `enable-event --userspace --session=SESSION [--channel=CHANNEL] PATTERN`.
-    static func enableEventArguments(session: String, pattern: String, channel: String?) -> [String] {
+    /// `enable-event --userspace --session=SESSION [--channel=CHANNEL] [--exclude=E,…] PATTERN`.
+    static func enableEventArguments(session: String, pattern: String, channel: String?, excluding: [String] = []) -> [String] {
         var args = ["enable-event", "--userspace", "--session=\(session)"]
         if let c = channel { args.append("--channel=\(c)") }
+        if !excluding.isEmpty { args.append("--exclude=" + excluding.joined(separator: ",")) }
         args.append(pattern)
         return args
     }

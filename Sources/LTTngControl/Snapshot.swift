@@ -35,7 +35,7 @@ public struct FlightRecorder: Sendable {
     }
 
     /// Adds one per-user channel of `subbufferCount` sub-buffers of `subbufferSize` bytes per
-    /// CPU, recording `patterns` with `contexts`.
+    /// CPU, recording `patterns` (but the events in `excluding`, LTTng's `--exclude`) with `contexts`.
     ///
     /// `overwrite` (the default) keeps the newest events: the ring of the flight recorder. A
     /// channel in discard mode keeps its *first* events instead — what a snapshot needs of events
@@ -43,10 +43,11 @@ public struct FlightRecorder: Sendable {
     /// current packet and opens the next sub-buffer, so in overwrite mode the packet holding the
     /// state dump is overwritten by empty packets after `subbufferCount` snapshots, while in
     /// discard mode a full ring refuses the new packet and keeps it.
-    public func addChannel(_ channel: String, subbufferSize: Int, subbufferCount: Int, patterns: [String], contexts: [String],
-                           overwrite: Bool = true) throws {
+    public func addChannel(_ channel: String, subbufferSize: Int, subbufferCount: Int, patterns: [String], excluding: [String] = [],
+                           contexts: [String], overwrite: Bool = true) throws {
         try session.enableChannel(channel, subbufferSize: subbufferSize, subbufferCount: subbufferCount, buffers: .perUID, overwrite: overwrite)
-        for p in patterns { try session.enableUserspaceEvents(p, channel: channel) }
+        let selection = RecordingChannel(name: channel, eventPatterns: patterns, excludedEvents: excluding)
+        for p in patterns { try session.enableUserspaceEvents(p, channel: channel, excluding: selection.excludedEvents(for: p)) }
         try session.addContexts(contexts, channel: channel)
     }
 

@@ -23,6 +23,9 @@ public struct RecordingChannel: Sendable, Equatable {
     public var name: String
     /// The event patterns enabled on it (e.g. `"runloop:*"`), in order.
     public var eventPatterns: [String]
+    /// Events left out of the wildcard patterns that match them (LTTng's `enable-event --exclude`),
+    /// e.g. `["runloop:timer_armed"]`; empty: none.
+    public var excludedEvents: [String]
     /// Context fields added to its events (e.g. `["vtid", "procname"]`); empty: none.
     public var contexts: [String]
     /// Bytes per sub-buffer (a power of two), or nil for LTTng's default.
@@ -33,10 +36,11 @@ public struct RecordingChannel: Sendable, Equatable {
     public var overwrite: Bool
 
     /// Creates a per-user channel description (LTTng's default buffers unless sizes are given).
-    public init(name: String, eventPatterns: [String], contexts: [String] = [], subbufferSize: Int? = nil,
-                subbufferCount: Int? = nil, overwrite: Bool = false) {
+    public init(name: String, eventPatterns: [String], excludedEvents: [String] = [], contexts: [String] = [],
+                subbufferSize: Int? = nil, subbufferCount: Int? = nil, overwrite: Bool = false) {
         self.name = name
         self.eventPatterns = eventPatterns
+        self.excludedEvents = excludedEvents
         self.contexts = contexts
         self.subbufferSize = subbufferSize
         self.subbufferCount = subbufferCount
@@ -55,6 +59,14 @@ public struct RecordingChannel: Sendable, Equatable {
     /// the other channel's contexts but `vpid` and its perf counters.
     public static func statedumpContexts(alongside contexts: [String]) -> [String] {
         ["vpid"] + contexts.filter { $0 != "vpid" && !$0.hasPrefix("perf:") }
+    }
+
+    /// The excluded events that `pattern` (a wildcard) matches: LTTng refuses an exclusion a
+    /// pattern does not match, so each pattern takes only its own.
+    public func excludedEvents(for pattern: String) -> [String] {
+        guard pattern.hasSuffix("*") else { return [] }
+        let prefix = pattern.dropLast()
+        return excludedEvents.filter { $0.hasPrefix(prefix) }
     }
 
     /// The state dump's channel (``statedumpPatterns`` with ``statedumpContexts(alongside:)``)
@@ -117,7 +129,8 @@ public struct RecordingPlan: Sendable, Equatable {
                                                                 subbufferCount: c.subbufferCount, buffers: .perUID,
                                                                 overwrite: c.overwrite, blocking: false))
             for p in c.eventPatterns {
-                commands.append(LTTngSession.enableEventArguments(session: sessionName, pattern: p, channel: c.name))
+                commands.append(LTTngSession.enableEventArguments(session: sessionName, pattern: p, channel: c.name,
+                                                                  excluding: c.excludedEvents(for: p)))
             }
             if !c.contexts.isEmpty {
                 commands.append(LTTngSession.addContextArguments(session: sessionName, contexts: c.contexts, channel: c.name))

@@ -121,7 +121,7 @@ func announceEnd(_ end: AttachEnd) {
 
 /// `record --pid|--all`: records the programs of `target` into `output` until a signal, the
 /// duration, or the processes' end; the session is then stopped and destroyed (the trace kept).
-func recordAttached(_ target: AttachTarget, output: RecordOutput, snapshot: Bool, contexts: [String], events: String,
+func recordAttached(_ target: AttachTarget, output: RecordOutput, snapshot: Bool, contexts: [String], events: RecordedEvents,
                     durationNs: Int64?, announce: Bool) throws {
     let (daemon, cli) = try reachAttachDaemon(target)
     defer { daemon?.stop() }

@@ -43,7 +43,7 @@ struct DemoCommand: ParsableCommand {
         var args = [example, "--duration", String(duration), "--clients", "4", "--requests", "300"]
         if inject != "none" { args += ["--inject", inject] }
         let status = try recordProgram(args, output: .directory(trace), snapshot: false, contexts: defaultContexts(),
-                                       events: "runloop:*", announce: true)
+                                       events: .standard, announce: true)
         if status != 0 { warn("rltrace: rl-example exited with status \(status)") }
         let strips = BusyStripCollector()
         let report = try runAnalysis { try analyze(paths: [trace.path], also: strips) }

@@ -14,6 +14,8 @@ struct FlightRecorderSettings {
     var subbufferSize: Int, subbufferCount: Int
     /// The most snapshots (one per hang).
     var maxSnapshots: Int
+    /// The events the `runloop` channel records (``RecordedEvents/withHangEvents`` of `--events`).
+    var events: RecordedEvents = .standard
 
     /// The event whose occurrence records a snapshot. `hang_end`, not `hang_begin`: the watchdog
     /// emits its stack samples while the hang goes on, so a snapshot at the end holds the whole
@@ -101,8 +103,9 @@ func startFlightRecorder(output: RecordOutput, settings: FlightRecorderSettings,
     }
     do {
         let ctx = contexts.filter { !$0.isEmpty }
+        let events = settings.events.withHangEvents
         try recorder.addChannel("runloop", subbufferSize: settings.subbufferSize, subbufferCount: settings.subbufferCount,
-                                patterns: ["runloop:*"], contexts: ctx)
+                                patterns: events.patterns, excluding: events.excluded, contexts: ctx)
         try recorder.addChannel(RecordingChannel.statedumpName, subbufferSize: FlightRecorderSettings.statedumpSubbuffer,
                                 subbufferCount: FlightRecorderSettings.statedumpSubbuffers,
                                 patterns: RecordingChannel.statedumpPatterns, contexts: RecordingChannel.statedumpContexts(alongside: ctx),

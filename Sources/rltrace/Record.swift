@@ -29,7 +29,7 @@ struct RecordCommand: ParsableCommand {
           rltrace record --pid 4242 --duration 30s -o /tmp/trace
           rltrace record --all --on-hang 250ms -o net://collector
 
-        By default no context is added to the events: each loop's process and thread and each item's name are described once (`loop_info`, `item_info`, re-described every second and after each hang, so a snapshot still names them), and the program's hang watchdog reads the CPU time of every long callout (`callout_cpu`), so the report still tells a hang or a slow callout that computed from one that blocked (docs/tracepoints.md, "Constant pools"). --context adds LTTng contexts to every event, e.g. perf:thread:task-clock for the CPU time of every callout (one read(2) per event: about 2 µs per callout, docs/benchmarks.md).
+        By default no context is added to the events: each loop's process and thread and each item's name are described once (`loop_info`, `item_info`, re-described every second and after each hang, so a snapshot still names them), and the program's hang watchdog reads the CPU time of every long callout (`callout_cpu`), so the report still tells a hang or a slow callout that computed from one that blocked (docs/tracepoints.md, "Constant pools"). --context adds LTTng contexts to every event, e.g. perf:thread:task-clock for the CPU time of every callout (one read(2) per event: about 2 µs per callout, docs/benchmarks.md). Every runloop event is recorded but runloop:timer_armed (a timer's re-scheduling, which no report reads; --events 'runloop:*' records it too).
 
         --snapshot is a flight recorder that keeps only the last buffers when the program ends. --on-hang records a snapshot per hang instead (docs/hangs.md): the program's hang watchdog (RLTRACE_HANG_THRESHOLD, set to the threshold) reports each hang with stack samples, and each hang leaves one snapshot (a trace in a subdirectory of DIR) holding the seconds before it; `rltrace hangs DIR` reads them all. The threshold follows --on-hang as --on-hang=100ms or --on-hang 100ms (default 250ms).
 
@@ -45,8 +45,8 @@ struct RecordCommand: ParsableCommand {
     var snapshot = false
     @Option(help: "Comma-separated LTTng context fields to add to every event, e.g. vpid,vtid,procname or perf:thread:task-clock (default: none).")
     var context: String?
-    @Option(help: "Event pattern to enable.")
-    var events = "runloop:*"
+    @Option(help: "Event pattern to enable (default: runloop:* but runloop:timer_armed, a timer's re-scheduling, which no report reads; --events 'runloop:*' records it too). With --on-hang, what a hang's snapshot needs is recorded as well: runloop:hang_*, callout_cpu, loop_info, item_info.")
+    var events: String?
     @Flag(help: "Do not print the summary at the end.")
     var quiet = false
     @Flag(help: "Write into the output directory even if it already holds a trace.")
@@ -115,7 +115,8 @@ struct RecordCommand: ParsableCommand {
         var sub = 4096
         while sub * 4 < total { sub <<= 1 }
         return FlightRecorderSettings(threshold: threshold, thresholdNs: try parseThreshold(threshold, "--on-hang"),
-                                      subbufferSize: sub, subbufferCount: 4, maxSnapshots: maxSnapshots ?? 10)
+                                      subbufferSize: sub, subbufferCount: 4, maxSnapshots: maxSnapshots ?? 10,
+                                      events: RecordedEvents(option: events))
     }
 
     func run() throws {
@@ -137,7 +138,7 @@ struct RecordCommand: ParsableCommand {
             if onHangGiven {
                 try recordAttachedOnHang(target, output: out, settings: try flightRecorderSettings(), contexts: contexts, durationNs: limit, announce: !quiet)
             } else {
-                try recordAttached(target, output: out, snapshot: snapshot, contexts: contexts, events: events, durationNs: limit, announce: !quiet)
+                try recordAttached(target, output: out, snapshot: snapshot, contexts: contexts, events: RecordedEvents(option: events), durationNs: limit, announce: !quiet)
             }
             return
         }
@@ -150,7 +151,7 @@ struct RecordCommand: ParsableCommand {
             if status != 0 { throw ExitCode(status) }
             return
         }
-        let status = try recordProgram(command, output: out, snapshot: snapshot, contexts: contexts, events: events, announce: !quiet)
+        let status = try recordProgram(command, output: out, snapshot: snapshot, contexts: contexts, events: RecordedEvents(option: events), announce: !quiet)
         try finishSummary(output: out, contexts: contexts, quiet: quiet)
         if status != 0 { throw ExitCode(status) }
     }
@@ -185,7 +186,7 @@ func defaultTraceDirectory() -> String {
 }
 
 /// Records `command` into `output`; returns the program's exit status (128+signal if killed).
-func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, contexts: [String], events: String,
+func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, contexts: [String], events: RecordedEvents,
                    announce: Bool) throws -> Int32 {
     let (daemon, cli, env) = try reachSessionDaemon(announce: announce)
     defer { daemon?.stop() }
@@ -219,7 +220,7 @@ func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, co
 /// `events` with `contexts`, then, when `events` records the `runloop` provider, LTTng-UST's
 /// state dump in a channel of its own (which binary is mapped where in each process, so that
 /// stack samples can be symbolized from the trace alone), limited to `processes` when not empty.
-func recordingPlan(output: RecordOutput, snapshot: Bool, contexts: [String], events: String, processes: [Int32]) -> RecordingPlan {
+func recordingPlan(output: RecordOutput, snapshot: Bool, contexts: [String], events: RecordedEvents, processes: [Int32]) -> RecordingPlan {
     RecordingPlan(sessionName: "rltrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", destination: output.destination,
                   snapshotMode: snapshot, channels: recordingChannels(contexts: contexts, events: events), trackedProcesses: processes)
 }
@@ -227,16 +228,60 @@ func recordingPlan(output: RecordOutput, snapshot: Bool, contexts: [String], eve
 /// The channels `record` records (and `top -- COMMAND` too): the `runloop` channel recording
 /// `events` with `contexts`, then, when `events` records the `runloop` provider, LTTng-UST's
 /// state dump in a channel of its own.
-func recordingChannels(contexts: [String] = defaultContexts(), events: String = "runloop:*") -> [RecordingChannel] {
+func recordingChannels(contexts: [String] = defaultContexts(), events: RecordedEvents = .standard) -> [RecordingChannel] {
     let ctx = contexts.filter { !$0.isEmpty }
-    var channels = [RecordingChannel(name: "runloop", eventPatterns: [events], contexts: ctx)]
-    if events.contains("runloop") { channels.append(.statedump(alongside: ctx)) }
+    var channels = [RecordingChannel(name: "runloop", eventPatterns: events.patterns, excludedEvents: events.excluded, contexts: ctx)]
+    if events.pattern.contains("runloop") { channels.append(.statedump(alongside: ctx)) }
     return channels
+}
+
+/// The events `record`, `record --on-hang` and `top` enable in the `runloop` channel: `--events`'
+/// pattern as given, else ``standard``.
+struct RecordedEvents: Equatable {
+    /// The pattern (`lttng enable-event` syntax).
+    var pattern: String
+    /// Events the pattern matches that are left out (`enable-event --exclude`).
+    var excluded: [String] = []
+    /// Further patterns enabled next to it (the flight recorder's hang events).
+    var extra: [String] = []
+
+    /// The default: every `runloop` event but `timer_armed` — a timer's re-scheduling, one event a
+    /// request for a service that re-arms an idle timer per request (docs/benchmarks.md, "The whole
+    /// service"), which no report reads: a late timer is measured from `timer_entry`'s own
+    /// scheduled time.
+    static let standard = RecordedEvents(pattern: "runloop:*", excluded: ["runloop:timer_armed"])
+
+    /// `--events`: the pattern given, nothing excluded; none given: ``standard``.
+    init(option: String?) { self = option.map { RecordedEvents(pattern: $0) } ?? .standard }
+    init(pattern: String, excluded: [String] = []) { self.pattern = pattern; self.excluded = excluded }
+
+    /// The patterns to enable, in order.
+    var patterns: [String] { [pattern] + extra }
+
+    /// Whether `event` (a full name, e.g. `runloop:hang_end`) is recorded.
+    func records(_ event: String) -> Bool {
+        guard !excluded.contains(event) else { return false }
+        return patterns.contains { $0 == event || ($0.hasSuffix("*") && event.hasPrefix($0.dropLast())) }
+    }
+
+    /// These events and those of them a snapshot per hang must hold that they leave out: the hang's
+    /// (`runloop:hang_*`: its begin, stack samples and end), the watchdog's reading of the hung
+    /// callout's CPU time (`callout_cpu`: computing or blocked) and the descriptions that name its
+    /// loop and item (`loop_info`, `item_info`).
+    var withHangEvents: RecordedEvents {
+        var e = self
+        if !["runloop:hang_begin", "runloop:hang_stack", "runloop:hang_end"].allSatisfy(records) { e.extra.append("runloop:hang_*") }
+        for n in ["runloop:callout_cpu", "runloop:loop_info", "runloop:item_info"] where !records(n) { e.extra.append(n) }
+        return e
+    }
+
+    /// As the user reads it in a message.
+    var description: String { excluded.isEmpty ? patterns.joined(separator: ", ") : "\(pattern) but \(excluded.joined(separator: ", "))" }
 }
 
 /// Creates, sets up and starts `record`'s session (``recordingPlan(output:snapshot:contexts:events:processes:)``)
 /// on the daemon `cli` reaches; exit 6 (naming the failed `lttng` command) when LTTng refuses.
-func startRecordingSession(output: RecordOutput, snapshot: Bool, contexts: [String], events: String, processes: [Int32],
+func startRecordingSession(output: RecordOutput, snapshot: Bool, contexts: [String], events: RecordedEvents, processes: [Int32],
                            cli: LTTngCLI) throws -> TraceRecording {
     do {
         return try recordingPlan(output: output, snapshot: snapshot, contexts: contexts, events: events, processes: processes).start(cli: cli)
@@ -250,7 +295,7 @@ func startRecordingSession(output: RecordOutput, snapshot: Bool, contexts: [Stri
 }
 
 /// Stops and destroys `record`'s session (a snapshot first, in snapshot mode); says where the trace went.
-func finishRecordingSession(_ recording: TraceRecording, output: RecordOutput, events: String, announce: Bool) {
+func finishRecordingSession(_ recording: TraceRecording, output: RecordOutput, events: RecordedEvents, announce: Bool) {
     do {
         try recording.finish()
     } catch {
@@ -260,7 +305,7 @@ func finishRecordingSession(_ recording: TraceRecording, output: RecordOutput, e
     switch output {
     case .directory(let dir):
         if holdsTrace(dir.path) { warn("rltrace: trace written to \(dir.path)") }
-        else { warn("rltrace: no trace was written to \(dir.path) (no event of \(events) was recorded)") }
+        else { warn("rltrace: no trace was written to \(dir.path) (no event of \(events.description) was recorded)") }
     case .relayDaemon(let url):
         warn("rltrace: trace sent to the relay daemon at \(url) (on its host, below its output directory: \(localHostName())/\(recording.session.name)-DATE-TIME)")
     }

@@ -47,6 +47,22 @@ struct RecordingPlanTests {
         #expect(snapshot.startCommands.contains { $0.first == "track" } == false)
     }
 
+    @Test("excluded events: --exclude on each wildcard pattern that matches them, on no other pattern")
+    func exclusions() {
+        let plan = RecordingPlan(sessionName: "s", destination: .directory(URL(fileURLWithPath: "/tmp/out")), channels: [
+            RecordingChannel(name: "runloop", eventPatterns: ["runloop:*", "runloop:hang_*", "other:x"],
+                             excludedEvents: ["runloop:timer_armed", "runloop:hang_stack"]),
+        ])
+        #expect(plan.startCommands == [
+            ["create", "s", "--output=/tmp/out"],
+            ["enable-channel", "--userspace", "--session=s", "--buffers-uid", "--discard", "runloop"],
+            ["enable-event", "--userspace", "--session=s", "--channel=runloop", "--exclude=runloop:timer_armed,runloop:hang_stack", "runloop:*"],
+            ["enable-event", "--userspace", "--session=s", "--channel=runloop", "--exclude=runloop:hang_stack", "runloop:hang_*"],
+            ["enable-event", "--userspace", "--session=s", "--channel=runloop", "other:x"],
+            ["start", "s"],
+        ])
+    }
+
     @Test("a net:// plan creates its session with lttng create --set-url=URL (--snapshot before it in snapshot mode)")
     func relayURLArguments() {
         let url = "net://collector.example:5342:5343"
