@@ -222,6 +222,14 @@ public enum RLHangWatchdog {
     private static let nextHangID = Atomic<UInt64>(0)
     private static let signal = Atomic<Int32>(0)
     private static let started = Atomic<Bool>(false)
+    /// The process's exit (``flushAtExit()``): 0 running, 1 asked the thread for its last look, 2 done.
+    private static let exitState = Atomic<Int>(0)
+    /// Wakes the thread's sleep early (an eventfd; -1 until the thread starts).
+    private static let wakeFD = Atomic<Int32>(-1)
+    /// The process the thread runs in: a child forked later inherits the exit handler, not the thread.
+    private static let threadPID = Atomic<Int32>(0)
+    /// How long the process's exit waits for the watchdog's last look at most.
+    static let exitFlushTimeoutNs: UInt64 = 200_000_000
     private static let loops = Mutex<[WatchedLoop]>([])
     /// How often the thread checks whether a session records the hang events, while none does.
     static let idleCheckNs: UInt64 = 200_000_000
@@ -274,7 +282,28 @@ public enum RLHangWatchdog {
     }
 
     #if !RLTRACE_DISABLED
+    /// At the process's exit (`atexit`, registered when the thread starts): the watchdog takes one
+    /// last look, so that a hang that ended (or is still going on) when the program exits is
+    /// closed with its `hang_end` — which is what `rltrace record --on-hang`'s trigger waits for —
+    /// instead of being lost with the thread. The exit waits for it at most ``exitFlushTimeoutNs``.
+    /// Tested by `FlightRecorderTests` ("a hang that ends as the program exits…").
+    static func flushAtExit() {
+        guard threadPID.load(ordering: .relaxed) == getpid(),
+              exitState.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else { return }
+        let fd = wakeFD.load(ordering: .acquiring)
+        guard fd >= 0 else { return }
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+        let deadline = rl_monotonic_ns() &+ exitFlushTimeoutNs
+        while exitState.load(ordering: .acquiring) != 2 && rl_monotonic_ns() < deadline { usleep(500) }
+    }
+
     private static func startThread() {
+        threadPID.store(getpid(), ordering: .relaxed)
+        if wakeFD.load(ordering: .relaxed) < 0 {
+            wakeFD.store(eventfd(0, Int32(EFD_CLOEXEC)), ordering: .releasing)
+            atexit { RLHangWatchdog.flushAtExit() }
+        }
         var attr = pthread_attr_t()
         pthread_attr_init(&attr)
         pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
@@ -344,7 +373,21 @@ public enum RLHangWatchdog {
                 if hangs { period = min(period, max(1_000_000, threshold / 4)) }
                 if cpu { period = min(period, RLHangWatchdog.cpuTickNs) }
                 sleep(ns: period)
+                if RLHangWatchdog.exitState.load(ordering: .acquiring) == 1 {
+                    lastLook()
+                    RLHangWatchdog.exitState.store(2, ordering: .releasing)
+                    return
+                }
             }
+        }
+
+        /// The process exits: what the loops do now ends or goes on with the hangs seen so far
+        /// (one more tick), then every hang still open ends here.
+        func lastLook() {
+            let hangs = RLHangWatchdog.isEnabled && RLTrace.isHangTraced
+            let cpu = RLHangWatchdog.isEnabled && RLTrace.isEnabled(.calloutCpu)
+            if hangs || cpu { tick(threshold: RLHangWatchdog.thresholdNs.load(ordering: .relaxed), hangs: hangs, cpu: cpu) }
+            closeAll(now: rl_monotonic_ns())
         }
 
         /// Describes every watched loop and its items, and the block-name pool; false if some
@@ -364,10 +407,23 @@ public enum RLHangWatchdog {
             RLHangWatchdog.signal.store(RLHangSampler.installCapture(), ordering: .relaxed)
         }
 
+        /// Sleeps `ns`, or until the process's exit wakes it (``flushAtExit()``).
         func sleep(ns: UInt64) {
-            var ts = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
-            var rest = timespec()
-            while nanosleep(&ts, &rest) != 0 && errno == EINTR { ts = rest }
+            let fd = RLHangWatchdog.wakeFD.load(ordering: .acquiring)
+            let end = rl_monotonic_ns() &+ ns
+            while true {
+                let now = rl_monotonic_ns()
+                guard now < end, RLHangWatchdog.exitState.load(ordering: .acquiring) == 0 else { return }
+                let left = end &- now
+                // poll's timeout is in ms: whole ms by poll (woken early by the exit), the rest asleep.
+                if fd < 0 || left < 1_000_000 {
+                    var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
+                    _ = nanosleep(&ts, nil)
+                    continue
+                }
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&p, 1, Int32(min(left / 1_000_000, UInt64(Int32.max))))
+            }
         }
 
         /// The thread CPU time `clock` reads now, or -1.

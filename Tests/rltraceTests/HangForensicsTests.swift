@@ -155,6 +155,27 @@ struct FlightRecorderTests {
         }.map { dir + "/" + $0 }
     }
 
+    @Test("a hang that ends as the program exits (before the watchdog's next tick) still ends: its snapshot is taken, a file trace holds its hang_end")
+    func hangEndingAtExit() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-fr-exit-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The run's 700 ms end passes during the 300 ms hang begun at 400 ms: the program returns
+        // and exits within a millisecond of the hang's end, the watchdog ticking every 25 ms.
+        let workload = [binDir.appendingPathComponent("hang-workload").path, "--hangs", "1", "--first", "400", "--hold", "300", "--duration", "700"]
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let r = try rltraceWatched(["record", "--on-hang", "100ms", "-o", dir + "/oh", "--"] + workload)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(snapshots(dir + "/oh").count == 1, "\(r.err)")
+        let j = try run("rltrace", ["hangs", dir + "/oh", "--format", "json"])
+        let watched = try hangRows(j.out).compactMap { ($0["hang"] as? [String: Any])?["watchdog"] as? [String: Any] }
+        #expect(watched.count == 1 && (watched.first?["durationNs"] as? Int64 ?? 0) >= 290_000_000, "\(j.out)")
+        let f = try rltraceWatched(["record", "-o", dir + "/file", "--quiet", "--"] + workload)
+        #expect(f.status == 0, "\(f.err)")
+        let counts = try eventNameCounts(dir + "/file")
+        #expect(counts["runloop:hang_begin"] == 1 && counts["runloop:hang_end"] == 1, "\(counts)")
+    }
+
     @Test func twoHangsLeaveTwoSnapshotsEachWithItsHangAndWhatCameBefore() throws {
         let dir = NSTemporaryDirectory() + "rltrace-fr-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)
