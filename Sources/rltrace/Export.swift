@@ -12,7 +12,7 @@ struct ExportCommand: ParsableCommand {
           rltrace export TRACE --format perfetto -o trace.pftrace
           rltrace export TRACE --format chrome -o trace.json
 
-        Then open trace.pftrace or trace.json in ui.perfetto.dev (the JSON also in chrome://tracing); perfetto is a few times smaller and opens traces too long for JSON. The export is written as the trace is read (memory does not grow with the trace), to standard output unless -o names a file, which appears complete when the export ends (an existing one is replaced only with --force). For the report as JSON use `rltrace report --format json`.
+        Then open trace.pftrace or trace.json in ui.perfetto.dev (the JSON also in chrome://tracing); perfetto is about a fifteenth of the JSON's size and opens traces too long for JSON. Its packets are deflated into compressed_packets, as Perfetto's own traced writes them (Perfetto's trace processor and UI read them); --compression none writes each packet as it is, for tools that decode Perfetto's protos themselves (protoc --decode=perfetto.protos.Trace). The export is written as the trace is read (memory does not grow with the trace), to standard output unless -o names a file, which appears complete when the export ends (an existing one is replaced only with --force). For the report as JSON use `rltrace report --format json`.
 
         \(exitCodesHelp)
         """
@@ -23,12 +23,21 @@ struct ExportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Export format: perfetto or chrome (the report as JSON is `rltrace report --format json`).", valueName: "format"),
             transform: ExportCommand.format(_:))
     var format: Format = .chrome
+    @Option(help: ArgumentHelp("With --format perfetto: deflate (the default: Perfetto's compressed_packets) or none.", valueName: "compression"),
+            transform: ExportCommand.compression(_:))
+    var compression: PerfettoCompression?
     @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        if compression != nil && format != .perfetto {
+            throw ValidationError("--compression applies to --format perfetto (Perfetto's compressed_packets); the Chrome export is JSON text")
+        }
+    }
 
     func run() throws {
         try output.write { out in
             let sink: LoopModelSink = format == .perfetto
-                ? PerfettoTraceSink(out: out, options: try thresholds.options()) : ChromeTraceSink(out: out)
+                ? PerfettoTraceSink(out: out, options: try thresholds.options(), compression: compression ?? .deflate) : ChromeTraceSink(out: out)
             try stream(analysis, into: sink)      // the sink closes the document at the end of the stream
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RLAnalysis
 
 // Option values whose refusal names the command the user wanted.
 
@@ -12,5 +13,11 @@ extension ExportCommand {
             throw ValidationError("export writes Chrome Trace Event JSON (--format chrome) or a native Perfetto trace (--format perfetto); for the report as \(text) use `rltrace report --format \(text)`")
         }
         throw ValidationError("unknown export format \(text.debugDescription) (chrome, perfetto); for the report as JSON, CSV or HTML use `rltrace report --format json|csv|html`")
+    }
+
+    /// `--compression`: `deflate` or `none`.
+    static func compression(_ text: String) throws -> PerfettoCompression {
+        if let c = PerfettoCompression(rawValue: text) { return c }
+        throw ValidationError("unknown --compression \(text.debugDescription) (deflate: Perfetto's compressed_packets, as its traced writes them; none: every packet as it is)")
     }
 }

@@ -85,4 +85,41 @@ struct ByteSinkTests {
         #expect(sink.writeError == ENOSPC)
         #expect(throws: ByteSinkError.self) { try sink.finish() }
     }
+
+    /// An encoder that flips every byte and holds back the last 3 bytes of each buffer until the
+    /// next one (or ``finish(_:)``): what a ``ByteSinkEncoder`` may do.
+    final class FlipHolding: ByteSinkEncoder {
+        var held: [UInt8] = []
+        var calls = 0
+        func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+            calls += 1
+            var all = held + bytes.map { ~$0 }
+            held = Array(all.suffix(3))
+            all.removeLast(held.count)
+            all.withUnsafeBufferPointer { emit($0) }
+        }
+        func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void) { held.withUnsafeBufferPointer { emit($0) }; held = [] }
+    }
+
+    @Test("an encoder sees every byte once and in order — on the caller's thread, then the writer thread — and what it holds is written at finish", arguments: [false, true])
+    func encoder(inMemory: Bool) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bytesink-enc-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        let sink = inMemory ? ByteSink() : try ByteSink(creating: path)
+        let e = FlipHolding()
+        sink.encoder = e
+        var expected: [UInt8] = []
+        for i in 0..<(inMemory ? 20_000 : 400_000) {
+            let line = "line \(i) \(String(repeating: "y", count: i % 29))\n"
+            sink.write(line)
+            expected += Array(line.utf8)
+        }
+        try sink.finish()
+        var kept: [UInt8] = []
+        if inMemory { sink.moveWritten(appendingTo: &kept) }     // (not `text`: the flipped bytes are no UTF-8)
+        let written = inMemory ? kept : [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(written.count == expected.count)
+        #expect(written.map { ~$0 } == expected)
+        if !inMemory { #expect(e.calls > 4, "the writer thread encoded buffers too (\(e.calls) calls)") }
+    }
 }

@@ -76,6 +76,7 @@ struct ExportedSlice: Hashable {
 /// from the `ClockSnapshot`'s value), then each track's events sorted by time, equal times kept in
 /// file order.
 struct DecodedPerfetto {
+    static let calloutCategories: Set<String> = ["observer", "source0", "source1", "timer", "main_queue", "block"]
     var slices: [ExportedSlice] = []
     var sliceCountByTrack: [UInt64: Int] = [:]
     /// Loop thread tracks by loop id, and their thread ids.
@@ -191,7 +192,17 @@ struct DecodedPerfetto {
                 case "TYPE_SLICE_BEGIN":
                     // A slice carries no category: its name begins with it.
                     #expect(ev.category.isEmpty, "slice \(ev.name) has a category")
-                    open.append((ts, ev.name, String(ev.name.prefix { $0 != " " })))
+                    let category = String(ev.name.prefix { $0 != " " })
+                    var name = ev.name
+                    if DecodedPerfetto.calloutCategories.contains(category) {
+                        // A callout's item id is its one argument; named here as the Chrome
+                        // export's slices are compared (`kind name #item`).
+                        #expect(Set(ev.args.keys) == ["item"], "callout \(ev.name): arguments \(ev.args)")
+                        name += " #\(ev.args["item"] ?? "?")"
+                    } else if category != "run" {
+                        #expect(ev.args.isEmpty, "slice \(ev.name): arguments \(ev.args)")
+                    }
+                    open.append((ts, name, category))
                     // A signal's flow ends on its perform's slice.
                     flowEnds += e.values("terminating_flow_ids").map { UInt64($0)! }
                     #expect(e.values("flow_ids").isEmpty)
@@ -231,11 +242,11 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
     for e in doc["traceEvents"] as! [[String: Any]] {
         switch e["ph"] as? String {
         case "X" where e["cat"] as? String != "flow":
-            // The Perfetto export names a callout with its item's id (`kind name #id`; the Chrome
-            // export has the id as an argument), but a block's and the main queue's.
+            // Both exports name a callout `kind name` and give its item's id as the argument
+            // `item`: compared as `kind name #item` (``DecodedPerfetto`` does the same).
             let cat = e["cat"] as! String, item = (e["args"] as? [String: Any])?["item"] as? NSNumber
             var name = e["name"] as! String
-            if ["observer", "source0", "source1", "timer"].contains(cat), let item, !name.hasSuffix(" #\(item)") { name += " #\(item)" }
+            if DecodedPerfetto.calloutCategories.contains(cat), let item { name += " #\(item)" }
             slices.append(ExportedSlice(tid: (e["tid"] as! NSNumber).int64Value, category: cat, name: name,
                                         begin: ns(e["ts"]), duration: ns(e["dur"])))
         case "s": s += 1
@@ -252,9 +263,22 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
 @Suite struct PerfettoExportTests {
     static let protoDir = fixtures.appendingPathComponent("perfetto").path
 
+    /// The export with every `compressed_packets` inflated in place (Perfetto's reader does the
+    /// same), by /usr/bin/python3's zlib (Fixtures/perfetto/inflate.py): the packets as they are,
+    /// and how many compressed runs there were and the largest run's size.
+    func inflate(_ file: String) throws -> (path: String, runs: Int, largest: Int) {
+        let out = file + ".inflated"
+        let r = try runProgram("/bin/sh", ["-c", "exec /usr/bin/python3 \"$0\" \"$1\" > \"$2\"", Self.protoDir + "/inflate.py", file, out])
+        #expect(r.status == 0, "inflate.py: \(r.stderr)")
+        // `runs=N largest=M`
+        let nums = r.stderr.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        return (out, nums.first ?? -1, nums.dropFirst().first ?? -1)
+    }
+
     func decode(_ file: String) throws -> ProtoText {
+        let plain = try inflate(file).path
         let r = try runProgram("/usr/bin/protoc", ["--proto_path=\(Self.protoDir)", "--decode=perfetto.protos.Trace", "perfetto_subset.proto"],
-                               stdin: FileHandle(forReadingAtPath: file))
+                               stdin: FileHandle(forReadingAtPath: plain))
         #expect(r.status == 0, "protoc (apt protobuf-compiler): \(r.stderr)")
         return try ProtoText.parse(r.stdout)
     }
@@ -288,7 +312,7 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         // How a loop nests: a sleep in an iteration, an iteration in a run (or at the top), a callout
         // in an iteration or a run (a run's entry and exit observers) or at the top, a run at the top
         // or in a callout (a nested run) — never an iteration inside a callout or a sleep elsewhere.
-        let calloutCategories: Set<String> = ["observer", "source0", "source1", "timer", "main_queue", "block"]
+        let calloutCategories = DecodedPerfetto.calloutCategories
         for n in p.nesting {
             switch n.category {
             case "sleep": #expect(n.parent == "iteration", "a sleep in \(n.parent)")
@@ -322,7 +346,8 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
             let slow = p.instants["slow callout"]?[track] ?? []
             let chromeSlow = ch.slices.filter { $0.tid == tid && calloutCategories.subtracting(["observer"]).contains($0.category) && $0.duration >= slowCalloutNs }
             #expect(slow.count == chromeSlow.count, "loop \(id) slow callouts")
-            #expect(Set(slow.map { ExportedSlice(tid: tid, category: "", name: $0.args["callout"] ?? "", begin: $0.ts, duration: Int64($0.args["duration_ns"] ?? "") ?? -1) })
+            #expect(Set(slow.map { ExportedSlice(tid: tid, category: "", name: "\($0.args["callout"] ?? "") #\($0.args["item"] ?? "")", begin: $0.ts,
+                                                 duration: Int64($0.args["duration_ns"] ?? "") ?? -1) })
                     == Set(chromeSlow.map { ExportedSlice(tid: tid, category: "", name: $0.name, begin: $0.begin, duration: $0.duration) }))
             let items = l["items"] as! [[String: Any]]
             #expect(Set(slow.filter { !($0.args["callout"] ?? "").hasPrefix("block ") }.map { "\($0.args["callout"]!.prefix { $0 != " " }) \($0.args["item"]!)" })
@@ -356,13 +381,13 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
             // the hang's timer, which the text report names as the hang only), late timers
             // (heartbeat, late-timer), a spin of 201 iterations.
             let loop17 = p.loopTracks[17] ?? 0
-            // (named as the callout slices are: `kind name #id`, a block without its id)
+            // (named as the callout slices are: `kind name`)
             func named(_ i: [(ts: Int64, args: [String: String])]) -> Set<String> {
                 Set(i.map { ($0.args["callout"] ?? "").replacingOccurrences(of: #" #[0-9]+$"#, with: "", options: .regularExpression) })
             }
             #expect(named(p.instants["slow callout"]?[loop17] ?? []) == ["source0 compute-results", "block blocking-block", "timer hang-timer"])
             #expect(named(p.instants["late timer"]?[loop17] ?? []) == ["timer heartbeat", "timer late-timer"])
-            #expect((p.instants["late timer"]?[loop17] ?? []).allSatisfy { $0.args["callout"]?.contains(" #") == true }, "the item's id")
+            #expect((p.instants["late timer"]?[loop17] ?? []).allSatisfy { UInt64($0.args["item"] ?? "") != nil }, "the item's id")
             #expect((p.instants["spin"]?[loop17] ?? []).map { $0.args["iterations"] } == ["201"])
             // Every loop its own sequence, every thread a flow starts on too (here: the loops' own
             // or others), besides the global one and the counters'; nearly every packet timestamped
@@ -370,5 +395,54 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
             #expect(p.sequences >= loops.count + 3)
             #expect(p.absolutePackets * 100 < p.incrementalPackets, "\(p.absolutePackets) absolute, \(p.incrementalPackets) incremental")
         }
+    }
+
+    @Test("the default export deflates its packets into compressed_packets: inflated, byte for byte the --compression none export; each run under Perfetto's 512 KB")
+    func compressedIsTheUncompressedDeflated() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-perfetto-z-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for selection in [[], ["--loop", "17", "--begin", "400ms"]] {
+            let z = dir + "/z.pftrace", n = dir + "/n.pftrace", c = dir + "/c.json"
+            for (path, extra) in [(z, [String]()), (n, ["--compression", "none"])] {
+                let r = try run("rltrace", ["export", demoTrace, "--format", "perfetto", "-o", path, "--force"] + extra + selection)
+                #expect(r.status == 0, "\(r.err)")
+            }
+            #expect(try run("rltrace", ["export", demoTrace, "-o", c, "--force"] + selection).status == 0)
+            let inflated = try inflate(z)
+            #expect(inflated.runs >= 1 && inflated.largest < 512 * 1024, "\(inflated)")
+            #expect(FileManager.default.contents(atPath: inflated.path) == FileManager.default.contents(atPath: n), "\(selection)")
+            // The uncompressed export holds no compressed run.
+            #expect(try inflate(n).runs == 0)
+            let size = { (p: String) in ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? Int) ?? 0 }
+            #expect(size(z) * 10 < size(c), "deflated \(size(z)) bytes against the Chrome export's \(size(c))")
+            #expect(size(z) * 2 < size(n))
+        }
+    }
+
+    @Test("--compression: refused with --format chrome and for an unknown value (exit 64, naming the option)")
+    func compressionOptionCombinations() throws {
+        let chrome = try run("rltrace", ["export", demoTrace, "--format", "chrome", "--compression", "none"])
+        #expect(chrome.status == 64 && chrome.err.contains("--compression applies to --format perfetto"), "\(chrome.status) \(chrome.err)")
+        let unknown = try run("rltrace", ["export", demoTrace, "--format", "perfetto", "--compression", "gzip"])
+        #expect(unknown.status == 64 && unknown.err.contains("unknown --compression \"gzip\""), "\(unknown.status) \(unknown.err)")
+        // The default format (chrome) with the option: refused too.
+        #expect(try run("rltrace", ["export", demoTrace, "--compression", "deflate"]).status == 64)
+    }
+
+    @Test("a deflated export that cannot be written (standard output on a full device) is named, exit 1", arguments: [[], ["--compression", "none"]])
+    func writeErrorIsReported(extra: [String]) throws {
+        guard let full = FileHandle(forWritingAtPath: "/dev/full") else { return }
+        let p = Process()
+        p.executableURL = binDir.appendingPathComponent("rltrace")
+        p.arguments = ["export", demoTrace, "--format", "perfetto"] + extra
+        p.standardOutput = full
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1 && message.contains("No space left on device"), "\(p.terminationStatus) \(message)")
     }
 }

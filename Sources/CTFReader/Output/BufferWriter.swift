@@ -15,6 +15,8 @@ final class BufferWriter: @unchecked Sendable {
     static let depth = 3
 
     private let fd: Int32
+    /// Encodes each buffer before it is written (``ByteSink/encoder``), on this thread.
+    private let encoder: ByteSinkEncoder?
     private let cond = NSCondition()
     private var queued: [Buffer] = []
     private var spare: [Buffer] = []
@@ -24,8 +26,9 @@ final class BufferWriter: @unchecked Sendable {
     /// The first write error (errno), 0 if none: later buffers are dropped.
     private var failure: Int32 = 0
 
-    init(fd: Int32) {
+    init(fd: Int32, encoder: ByteSinkEncoder? = nil) {
         self.fd = fd
+        self.encoder = encoder
         let t = Thread { [self] in run() }
         t.name = "rltrace-writer"
         t.start()
@@ -85,14 +88,7 @@ final class BufferWriter: @unchecked Sendable {
             let failed = failure != 0
             cond.unlock()
             var error: Int32 = 0
-            if !failed {
-                var off = 0
-                while off < b.count {
-                    let n = Glibc.write(fd, b.p + off, b.count - off)
-                    if n < 0 { if errno == EINTR { continue }; error = errno; break }
-                    off += n
-                }
-            }
+            if !failed { error = ByteSink.write(UnsafeBufferPointer(start: b.p, count: b.count), to: fd, through: encoder) }
             cond.lock()
             if error != 0 && failure == 0 { failure = error }
             writing = false

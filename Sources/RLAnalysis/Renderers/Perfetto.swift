@@ -9,8 +9,9 @@ import CTFReader
 /// - a process track per process, a thread track per loop (named as the Chrome export names it:
 ///   `thread — loop N`);
 /// - iterations, sleeps (`sleep → reason`), runs (their depth and result as arguments) and callouts
-///   (`kind item-name #id`) as slices on the loop's track, strictly nested (``PendingSlice`` tells why
-///   they wait for their top-level iteration);
+///   (`kind item-name`, as the Chrome export names them, the item's id as the argument `item`) as
+///   slices on the loop's track, strictly nested (``PendingSlice`` tells why they wait for their
+///   top-level iteration);
 /// - the Chrome export's flows (signal → perform, wakeUp → wake), each an instant with `flow_ids`
 ///   on the asking thread (a sequence per thread) and `terminating_flow_ids` on the perform's slice
 ///   or on an instant at the wake on the loop's thread;
@@ -25,9 +26,11 @@ import CTFReader
 /// the sequence's packet before; one that would go back in time is written absolute, on the trace
 /// clock); event names, categories and argument names interned per sequence, each written once; a
 /// slice carries no category (its name begins with it: `iteration`, `sleep → …`, `run …`,
-/// `timer …`) nor arguments but a run's (the Chrome export's per-slice arguments would double the
-/// file), a flow's instants neither (named `signal`, `wakeUp`); the findings' instants have both
-/// (categories `hang`, `finding`).
+/// `timer …`) and no argument but a run's (depth, result) and a callout's item id (the Chrome
+/// export's other per-slice arguments would double the file), a flow's instants neither (named
+/// `signal`, `wakeUp`); the findings' instants have both (categories `hang`, `finding`). With
+/// ``PerfettoCompression/deflate`` (rltrace's default) the packets are then deflated in runs
+/// (``PerfettoDeflater``), as Perfetto's own service writes them.
 ///
 /// Times are ns after the trace's first event (the Chrome export's origin).
 public final class PerfettoTraceSink: LoopModelSink, NameResolving {
@@ -97,8 +100,11 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         self.init(out: out, options: o)
     }
 
-    /// An export written to `out`, its findings by the report's thresholds `options`.
-    public init(out: ByteSink, options: ReportOptions) {
+    /// An export written to `out`, its findings by the report's thresholds `options`, its packets
+    /// deflated into `compressed_packets` with ``PerfettoCompression/deflate`` (`out` must not
+    /// have been written to: it takes a ``PerfettoDeflater`` as its encoder).
+    public init(out: ByteSink, options: ReportOptions, compression: PerfettoCompression = .none) {
+        if compression == .deflate { out.encoder = PerfettoDeflater() }
         self.out = out
         self.options = options
         global = PerfettoSequence(id: 1, track: 0)
@@ -237,18 +243,15 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         endPacket()
     }
 
-    /// A callout's name: the Chrome export's `kind item-name` with the item's id, `kind item-name
-    /// #id` — interned once per item and sequence, so the id costs nothing per slice (as an
-    /// argument it would cost ~5 bytes a slice: docs/benchmarks.md, the export_perfetto row);
-    /// `kind #item` while the item has no name; a block's and the main queue's without an id (a
-    /// block's id is its own, one per perform).
+    /// A callout's name, as the Chrome export names it: `kind item-name`, `kind #item` while the
+    /// item has no name, `main_queue main-queue` — interned once per name and sequence; the item's
+    /// id is the slice's argument `item` (``writeSliceBegin(_:flowEnd:on:)``).
     @inline(__always)
     private func calloutName(_ cl: CalloutRecord, pid: Int64) -> UInt64 {
         if let r = calloutNames.range(of: cl, pid: pid, render: { cl in
             let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
             guard !name.isEmpty || !cl.namedByItem else { return nil }
-            let id = cl.kind == .block || cl.kind == .mainQueue ? "" : " #\(cl.item)"
-            return withUnsafeBytes(of: intern("\(cl.kind.label) \(name)\(id)")) { Array($0) }
+            return withUnsafeBytes(of: intern("\(cl.kind.label) \(name.isEmpty ? "#\(cl.item)" : name)")) { Array($0) }
         }) {
             return calloutNames.withBytes(r) { $0.loadUnaligned(as: UInt64.self) }
         }

@@ -172,16 +172,19 @@ extension PerfettoTraceSink {
 
     /// A slice's begin on its loop's sequence (whose default track is the loop's):
     /// `TYPE_SLICE_BEGIN` with its name — and a flow that ends where it begins (a signalled
-    /// source's perform), `flowEnd` when not 0. Only a run carries arguments (its depth and
-    /// result): the others' would be most of the file (docs/benchmarks.md, the Perfetto export),
-    /// and the report, the timeline and the Chrome export have them.
+    /// source's perform), `flowEnd` when not 0. A run carries its depth and result, a callout its
+    /// item's id (`item`, as in the Chrome export); the Chrome export's other arguments (a
+    /// callout's detail, an iteration's number and busy time, a sleep's fd) would be most of the
+    /// file (docs/benchmarks.md, the Perfetto export), and the report and the timeline have them.
     func writeSliceBegin(_ s: PendingSlice, flowEnd: UInt64, on sequence: PerfettoSequence) {
         internName(s.name, on: sequence)
         hotPacket(sequence, ts: s.begin) { c in
             let e = c.open(0x5A)                                    // track_event (11)
             c.byte(0x48); c.byte(1)                                 // type (9): TYPE_SLICE_BEGIN
             c.field(0x50, s.name)                                   // name_iid (10)
-            if s.shape == .run {
+            if s.shape == .callout {
+                PerfettoTraceSink.annotation(&c, .item, uint: UInt64(bitPattern: s.a))
+            } else if s.shape == .run {
                 PerfettoTraceSink.annotation(&c, .depth, int: s.a)
                 PerfettoTraceSink.annotation(&c, .result, int: s.b)
             }

@@ -1,0 +1,13 @@
+/// Transforms what a ``ByteSink`` writes on its way to the file (``ByteSink/encoder``): the sink
+/// hands over its buffers in order, each holding whole records unless a single write was larger
+/// than a buffer, and the encoder passes on what to write, in as many pieces as it likes.
+///
+/// Called on one thread at a time — the caller's while the output is small, then the sink's writer
+/// thread — so an encoder needs no lock; it may keep bytes between calls (an incomplete record)
+/// and gives them back in ``finish(_:)``.
+public protocol ByteSinkEncoder: AnyObject {
+    /// Encodes `bytes` (the next ones written), passing the encoded bytes to `emit`.
+    func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void)
+    /// The output ends: passes what is still held to `emit`.
+    func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void)
+}

@@ -1,0 +1,150 @@
+import CTFReader
+import CZlib
+
+/// How `rltrace export --format perfetto` writes its packets.
+public enum PerfettoCompression: String, Sendable, CaseIterable {
+    /// Each packet as it is (`Trace.packet`): what tools reading the protos without Perfetto's
+    /// reader expect (`protoc --decode=perfetto.protos.Trace`).
+    case none
+    /// Runs of packets deflated into `TracePacket.compressed_packets`, as Perfetto's `traced`
+    /// writes with `compression_type: COMPRESSION_TYPE_DEFLATE`; Perfetto's trace processor and
+    /// ui.perfetto.dev inflate them (docs/benchmarks.md, "The Perfetto export").
+    case deflate
+}
+
+/// The Perfetto export's ``ByteSinkEncoder`` for ``PerfettoCompression/deflate``: the `Trace.packet`
+/// fields the export writes, grouped in runs of at most ``groupLimit`` bytes, each run deflated
+/// (zlib format) into one `TracePacket { compressed_packets = 50 }` — a serialized `Trace` of those
+/// packets, as Perfetto's reader inflates and reads them in place (its trace_packet.proto: each
+/// such packet less than 512 KB). The packets' order, sequences and interned state are unchanged:
+/// inflating every run and concatenating gives the uncompressed export byte for byte
+/// (`PerfettoExportTests`). A packet larger than ``rawLimit`` (none the export writes) goes
+/// through as it is.
+///
+/// It runs where the sink writes: on the sink's writer thread once the output is large, so the
+/// deflate of one megabyte overlaps the analysis filling the next.
+public final class PerfettoDeflater: ByteSinkEncoder {
+    /// Uncompressed bytes a run holds at most.
+    static let groupLimit = 256 << 10
+    /// A packet larger than this is written uncompressed (its run could pass Perfetto's 512 KB).
+    static let rawLimit = 384 << 10
+    /// Room before the deflated bytes for the run's `Trace.packet` and `compressed_packets` headers.
+    static let headerRoom = 16
+
+    private var stream = z_stream()
+    private let out: UnsafeMutablePointer<UInt8>
+    private let outCapacity: Int
+    /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
+    private var pending: [UInt8] = []
+    /// Runs written, and the bytes in and out (for tests and benchmarks).
+    public private(set) var runs = 0, bytesIn = 0, bytesOut = 0
+
+    /// A deflater at zlib `level` (1, the fastest, by default: docs/benchmarks.md measures it
+    /// against Perfetto's own 6).
+    public init(level: Int32 = 1) {
+        let status = rl_deflate_init(&stream, level)
+        precondition(status == Z_OK, "zlib deflateInit failed: \(status)")
+        outCapacity = Self.headerRoom + Int(deflateBound(&stream, uLong(Self.rawLimit)))
+        out = .allocate(capacity: outCapacity)
+    }
+
+    deinit {
+        deflateEnd(&stream)
+        out.deallocate()
+    }
+
+    public func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        if pending.isEmpty {
+            let used = deflatePackets(bytes, emit: emit)
+            if used < bytes.count { pending.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[used...])) }
+            return
+        }
+        pending.append(contentsOf: bytes)
+        let held = pending
+        pending.removeAll(keepingCapacity: true)
+        held.withUnsafeBufferPointer { all in
+            let used = deflatePackets(all, emit: emit)
+            if used < all.count { pending.append(contentsOf: UnsafeBufferPointer(rebasing: all[used...])) }
+        }
+    }
+
+    public func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        // An incomplete packet at the very end (the sink never writes one): as it is.
+        if !pending.isEmpty { pending.withUnsafeBufferPointer { emit($0) }; pending.removeAll() }
+    }
+
+    /// Deflates the complete packets at the start of `b` in runs; returns the bytes consumed
+    /// (the rest: the start of a packet that continues in the next buffer).
+    private func deflatePackets(_ b: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void) -> Int {
+        guard let base = b.baseAddress else { return 0 }
+        var runStart = 0, at = 0
+        while at < b.count {
+            guard base[at] == 0x0A else {
+                // Not a `Trace.packet` field (the export writes nothing else): the rest as it is.
+                flushRun(base, runStart, at, emit: emit)
+                emit(UnsafeBufferPointer(rebasing: b[at...]))
+                return b.count
+            }
+            // The packet's length (a varint after the tag); incomplete: keep it for the next buffer.
+            var len = 0, shift = 0, p = at &+ 1
+            while true {
+                guard p < b.count, shift < 64 else { flushRun(base, runStart, at, emit: emit); return at }
+                let byte = base[p]
+                len |= Int(byte & 0x7F) << shift
+                p &+= 1
+                if byte < 0x80 { break }
+                shift &+= 7
+            }
+            let end = p &+ len
+            guard len >= 0, end <= b.count, end > at else { flushRun(base, runStart, at, emit: emit); return at }
+            if end &- at > Self.rawLimit {
+                flushRun(base, runStart, at, emit: emit)
+                emit(UnsafeBufferPointer(rebasing: b[at..<end]))
+                runStart = end
+            } else if end &- runStart > Self.groupLimit {
+                flushRun(base, runStart, at, emit: emit)
+                runStart = at
+            }
+            at = end
+        }
+        flushRun(base, runStart, at, emit: emit)
+        return at
+    }
+
+    /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet.
+    private func flushRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        guard to > from else { return }
+        deflateReset(&stream)
+        stream.next_in = UnsafeMutablePointer(mutating: base + from)
+        stream.avail_in = uInt(to &- from)
+        stream.next_out = out + Self.headerRoom
+        stream.avail_out = uInt(outCapacity &- Self.headerRoom)
+        let status = deflate(&stream, Z_FINISH)
+        precondition(status == Z_STREAM_END, "zlib deflate into its bound failed: \(status)")
+        let z = Int(stream.total_out)
+        // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
+        var header: [UInt8] = [0x0A]
+        header.reserveCapacity(Self.headerRoom)
+        Self.appendVarint(2 &+ Self.varintSize(z) &+ z, to: &header)
+        header += [0x92, 0x03]
+        Self.appendVarint(z, to: &header)
+        let start = out + Self.headerRoom - header.count
+        header.withUnsafeBufferPointer { start.update(from: $0.baseAddress!, count: header.count) }
+        emit(UnsafeBufferPointer(start: start, count: header.count &+ z))
+        runs &+= 1
+        bytesIn &+= to &- from
+        bytesOut &+= header.count &+ z
+    }
+
+    private static func varintSize(_ v: Int) -> Int {
+        var n = 1, v = UInt64(v)
+        while v >= 0x80 { v >>= 7; n &+= 1 }
+        return n
+    }
+
+    private static func appendVarint(_ v: Int, to a: inout [UInt8]) {
+        var v = UInt64(v)
+        while v >= 0x80 { a.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+        a.append(UInt8(v))
+    }
+}

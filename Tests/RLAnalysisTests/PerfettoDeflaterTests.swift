@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import CTFReader
+import CZlib
+@testable import RLAnalysis
+
+// PerfettoDeflater (Sources/RLAnalysis/Renderers/PerfettoDeflater.swift) on generated packet
+// streams cut into buffers at random places: what it writes, with every compressed_packets
+// inflated in place (zlib, as Perfetto's reader does), is the input byte for byte.
+
+/// A small deterministic generator (SplitMix64).
+struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+/// A `Trace.packet` field holding `body`.
+func tracePacket(_ body: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = [0x0A]
+    var v = UInt64(body.count)
+    while v >= 0x80 { out.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+    out.append(UInt8(v))
+    return out + body
+}
+
+/// The top-level fields of `b` (field number, the whole field's bytes, a length-delimited payload).
+func topLevelFields(_ b: [UInt8]) -> [(number: UInt64, raw: ArraySlice<UInt8>, payload: ArraySlice<UInt8>)] {
+    var out: [(UInt64, ArraySlice<UInt8>, ArraySlice<UInt8>)] = []
+    var i = 0
+    func varint() -> UInt64 {
+        var v: UInt64 = 0, s: UInt64 = 0
+        while true { let x = b[i]; i += 1; v |= UInt64(x & 0x7F) << s; s += 7; if x < 0x80 { return v } }
+    }
+    while i < b.count {
+        let start = i
+        let key = varint()
+        precondition(key & 7 == 2, "only length-delimited fields are written")
+        let n = Int(varint())
+        out.append((key >> 3, b[start..<(i + n)], b[i..<(i + n)]))
+        i += n
+    }
+    return out
+}
+
+/// ``topLevelFields(_:)``, or nil when `b` is not a run of length-delimited fields.
+func topLevelFieldsOrNil(_ b: [UInt8]) -> [(number: UInt64, raw: ArraySlice<UInt8>, payload: ArraySlice<UInt8>)]? {
+    var i = 0
+    func varint() -> UInt64? {
+        var v: UInt64 = 0, s: UInt64 = 0
+        while i < b.count && s < 64 { let x = b[i]; i += 1; v |= UInt64(x & 0x7F) << s; s += 7; if x < 0x80 { return v } }
+        return nil
+    }
+    while i < b.count {
+        guard let key = varint(), key & 7 == 2, let n = varint(), Int(n) <= b.count - i else { return nil }
+        i += Int(n)
+    }
+    return topLevelFields(b)
+}
+
+/// `b` with each `TracePacket { compressed_packets }` replaced by its inflated packets; the number
+/// of such runs and the largest one's size.
+func inflatedPerfetto(_ b: [UInt8]) -> (bytes: [UInt8], runs: Int, largest: Int) {
+    var out: [UInt8] = [], runs = 0, largest = 0
+    for f in topLevelFields(b) {
+        // A packet that is one `compressed_packets` field (50, length-delimited: 0x92 0x03).
+        let p = Array(f.payload)
+        guard f.number == 1, p.count > 2, p[0] == 0x92, p[1] == 0x03,
+              let inner = topLevelFieldsOrNil(Array(p)), inner.count == 1, inner[0].number == 50 else { out += f.raw; continue }
+        runs += 1
+        largest = max(largest, f.raw.count)
+        let z = Array(inner[0].payload)
+        var plain = [UInt8](repeating: 0, count: 2 << 20)
+        var n = uLong(plain.count)
+        let status = plain.withUnsafeMutableBufferPointer { p in z.withUnsafeBufferPointer { uncompress(p.baseAddress, &n, $0.baseAddress, uLong(z.count)) } }
+        #expect(status == Z_OK, "a run does not inflate (zlib \(status))")
+        out += plain[..<Int(n)]
+    }
+    return (out, runs, largest)
+}
+
+@Suite("PerfettoDeflater: compressed_packets as Perfetto reads them")
+struct PerfettoDeflaterTests {
+    /// Feeds `input` to a deflater in buffers cut at `cuts`, as a ByteSink hands them over.
+    func deflate(_ input: [UInt8], cuts: [Int]) -> [UInt8] {
+        let d = PerfettoDeflater()
+        var out: [UInt8] = []
+        var from = 0
+        for c in cuts + [input.count] where c >= from {
+            input[from..<c].withUnsafeBufferPointer { d.encode($0) { out += $0 } }
+            from = c
+        }
+        d.finish { out += $0 }
+        return out
+    }
+
+    @Test("generated packet streams, cut anywhere: inflated, the input byte for byte; every run under 512 KB", arguments: 0..<40)
+    func roundTrip(seed: UInt64) {
+        var g = SplitMix(state: seed)
+        var input: [UInt8] = []
+        // Packets of 1 byte to 40 KiB, sometimes 300 KiB (a run of its own), and once in a while
+        // a field that is no packet (passed through as it is, with what follows).
+        let count = 1 + g.below(400)
+        for _ in 0..<count {
+            let size = g.below(10) == 0 ? 1 + g.below(40 << 10) : (g.below(60) == 0 ? 300 << 10 : 1 + g.below(120))
+            // Repetitive bodies, as the export's are (interned ids, small deltas).
+            input += tracePacket((0..<size).map { UInt8(truncatingIfNeeded: ($0 / 7) &+ Int(seed)) })
+        }
+        if g.below(4) == 0 { input += [0x12, 0x03, 0x61, 0x62, 0x63] }
+        let cuts = (0..<g.below(12)).map { _ in g.below(input.count + 1) }.sorted()
+        let out = deflate(input, cuts: cuts)
+        let back = inflatedPerfetto(out)
+        #expect(back.bytes == input, "seed \(seed): \(out.count) bytes written for \(input.count)")
+        #expect(back.largest < 512 * 1024)
+        #expect(back.runs >= 1)
+    }
+
+    @Test("a packet larger than a run may hold goes through uncompressed; the packets around it are deflated")
+    func hugePacketRaw() {
+        let huge = tracePacket([UInt8](repeating: 7, count: PerfettoDeflater.rawLimit + 1))
+        let small = tracePacket([1, 2, 3])
+        let out = deflate(small + huge + small, cuts: [])
+        let fields = topLevelFields(out)
+        #expect(fields.count == 3)
+        #expect(Array(fields[1].raw) == huge)
+        #expect(inflatedPerfetto(out).bytes == small + huge + small)
+    }
+}
