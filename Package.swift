@@ -110,11 +110,12 @@ let package = Package(
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Benchmarks/reader-bench"),
         // reader → event stream → loop model → metrics → renderers (one folder each)
-        // The system zlib: the Perfetto export's compressed_packets (Debian zlib1g-dev).
-        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libdeflate: the Perfetto export's compressed_packets (Debian libdeflate-dev; docs/benchmarks.md
+        // measures it against zlib).
+        .systemLibrary(name: "CLibdeflate", path: "Sources/CLibdeflate", providers: [.apt(["libdeflate-dev"])]),
         .target(
             name: "RLAnalysis",
-            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", "CZlib", .product(name: "Histogram", package: "hdrhistogram-swift"),
+            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", "CLibdeflate", .product(name: "Histogram", package: "hdrhistogram-swift"),
                            .product(name: "HeapModule", package: "swift-collections")],
             // The per-event path touches class-held state millions of times a second: dynamic
             // exclusivity checks were ~10 % of `report`'s time (docs/benchmarks.md). The pipeline is
@@ -131,7 +132,7 @@ let package = Package(
         // The live (viewer) protocol's wire structs and URLs.
         .testTarget(name: "LTTngLiveTests", dependencies: ["LTTngLive"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // RLAnalysis through its API (pipeline parts, histograms), without the rltrace executable.
-        .testTarget(name: "RLAnalysisTests", dependencies: ["RLAnalysis", "CZlib",
+        .testTarget(name: "RLAnalysisTests", dependencies: ["RLAnalysis", "CLibdeflate",
                                                         // the oracle of RLAnalysis's own HdrHistogram layout (DurationHistogramTests)
                                                         .product(name: "Histogram", package: "hdrhistogram-swift")],
                     swiftSettings: [.swiftLanguageMode(.v5)]),

@@ -1,5 +1,5 @@
 import CTFReader
-import CZlib
+import CLibdeflate
 
 /// How `rltrace export --format perfetto` writes its packets.
 public enum PerfettoCompression: String, Sendable, CaseIterable {
@@ -14,9 +14,9 @@ public enum PerfettoCompression: String, Sendable, CaseIterable {
 
 /// The Perfetto export's ``ByteSinkEncoder`` for ``PerfettoCompression/deflate``: the `Trace.packet`
 /// fields the export writes, grouped in runs of at most ``groupLimit`` bytes, each run deflated
-/// (zlib format) into one `TracePacket { compressed_packets = 50 }` — a serialized `Trace` of those
-/// packets, as Perfetto's reader inflates and reads them in place (its trace_packet.proto: each
-/// such packet less than 512 KB). The packets' order, sequences and interned state are unchanged:
+/// (zlib format, by libdeflate) into one `TracePacket { compressed_packets = 50 }` — a serialized
+/// `Trace` of those packets, as Perfetto's reader inflates and reads them in place (its
+/// trace_packet.proto: each such packet less than 512 KB). The packets' order, sequences and interned state are unchanged:
 /// inflating every run and concatenating gives the uncompressed export byte for byte
 /// (`PerfettoExportTests`). A packet larger than ``rawLimit`` (none the export writes) goes
 /// through as it is.
@@ -31,7 +31,7 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Room before the deflated bytes for the run's `Trace.packet` and `compressed_packets` headers.
     static let headerRoom = 16
 
-    private var stream = z_stream()
+    private let compressor: OpaquePointer
     private let out: UnsafeMutablePointer<UInt8>
     private let outCapacity: Int
     /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
@@ -39,17 +39,17 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Runs written, and the bytes in and out (for tests and benchmarks).
     public private(set) var runs = 0, bytesIn = 0, bytesOut = 0
 
-    /// A deflater at zlib `level` (1, the fastest, by default: docs/benchmarks.md measures it
-    /// against Perfetto's own 6).
+    /// A deflater at `level` (libdeflate's 1, the fastest, by default: docs/benchmarks.md measures
+    /// the levels, and zlib's, on the export).
     public init(level: Int32 = 1) {
-        let status = rl_deflate_init(&stream, level)
-        precondition(status == Z_OK, "zlib deflateInit failed: \(status)")
-        outCapacity = Self.headerRoom + Int(deflateBound(&stream, uLong(Self.rawLimit)))
+        guard let c = libdeflate_alloc_compressor(level) else { fatalError("libdeflate_alloc_compressor(\(level)) failed") }
+        compressor = c
+        outCapacity = Self.headerRoom + libdeflate_zlib_compress_bound(c, Self.rawLimit)
         out = .allocate(capacity: outCapacity)
     }
 
     deinit {
-        deflateEnd(&stream)
+        libdeflate_free_compressor(compressor)
         out.deallocate()
     }
 
@@ -114,14 +114,8 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet.
     private func flushRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard to > from else { return }
-        deflateReset(&stream)
-        stream.next_in = UnsafeMutablePointer(mutating: base + from)
-        stream.avail_in = uInt(to &- from)
-        stream.next_out = out + Self.headerRoom
-        stream.avail_out = uInt(outCapacity &- Self.headerRoom)
-        let status = deflate(&stream, Z_FINISH)
-        precondition(status == Z_STREAM_END, "zlib deflate into its bound failed: \(status)")
-        let z = Int(stream.total_out)
+        let z = libdeflate_zlib_compress(compressor, base + from, to &- from, out + Self.headerRoom, outCapacity &- Self.headerRoom)
+        precondition(z > 0, "libdeflate: a run does not fit its bound")
         // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
         var header: [UInt8] = [0x0A]
         header.reserveCapacity(Self.headerRoom)
