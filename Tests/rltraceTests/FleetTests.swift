@@ -134,10 +134,13 @@ struct FleetTests {
         let processes = (chrome["traceEvents"] as? [[String: Any]] ?? []).filter { $0["name"] as? String == "process_name" }
             .map { "\($0["pid"] ?? "")=\(($0["args"] as? [String: Any])?["name"] ?? "")" }
         #expect(processes.sorted() == ["4199421=beta: rl-example", "5117=alpha: rl-example"], "\(processes)")
-        // Perfetto: the same, in its process descriptors (decoded by protoc).
+        // Perfetto: the same, in its process descriptors (the default, deflated export, inflated
+        // as Perfetto's reader does and decoded by protoc).
         #expect(try run("rltrace", ["export", "--format", "perfetto", "-o", "\(dir)/p.pftrace", tree]).status == 0)
+        let plain = try PerfettoExportTests().inflate("\(dir)/p.pftrace")
+        #expect(plain.runs >= 1)
         let decoded = try runProgram("/usr/bin/protoc", ["--proto_path=\(PerfettoExportTests.protoDir)", "--decode=perfetto.protos.Trace", "perfetto_subset.proto"],
-                                     stdin: FileHandle(forReadingAtPath: "\(dir)/p.pftrace"))
+                                     stdin: FileHandle(forReadingAtPath: plain.path))
         #expect(decoded.status == 0, "\(decoded.stderr)")
         let described = decoded.stdout.components(separatedBy: "process {").dropFirst().map { block in
             block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.prefix { $0 != "}" }.filter { $0.hasPrefix("pid:") || $0.hasPrefix("process_name:") }.joined(separator: " ")
