@@ -69,7 +69,13 @@ public func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LT
     try session.enableUserspaceEvents("rltest:*", channel: "chan")
     try session.addContexts(contexts, channel: "chan")
     try session.start()
-    let r = try runTool(try builtProduct("ctf-testgen"), args, environment: daemon.applicationEnvironment)
+    // lttng-ust waits at start at most LTTNG_UST_REGISTER_TIMEOUT (3 s by default) for the session
+    // daemon to set up the program's buffers, then runs untraced until they come: on a loaded
+    // machine a per-PID recording lost thousands of events that way, counted nowhere (seen twice in
+    // CI in `DifferentialTests`). -1: wait until registered, so the exact counts hold.
+    var environment = daemon.applicationEnvironment
+    environment["LTTNG_UST_REGISTER_TIMEOUT"] = "-1"
+    let r = try runTool(try builtProduct("ctf-testgen"), args, environment: environment)
     // Per-PID buffers belong to the process: the session daemon flushes them when it handles the
     // exited process's unregistration, asynchronously. A stop that overtakes that handling can
     // leave the process's last packets unwritten (3798 of 10800 events missing, none counted as
