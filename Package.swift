@@ -110,12 +110,12 @@ let package = Package(
         // Side-by-side decoding benchmark against babeltrace2 (not part of the test suite).
         .executableTarget(name: "reader-bench", dependencies: ["CTFReader", "LTTngControl"], path: "Benchmarks/reader-bench"),
         // reader → event stream → loop model → metrics → renderers (one folder each)
-        // libdeflate: the Perfetto export's compressed_packets (Debian libdeflate-dev; docs/benchmarks.md
-        // measures it against zlib).
-        .systemLibrary(name: "CLibdeflate", path: "Sources/CLibdeflate", providers: [.apt(["libdeflate-dev"])]),
+        // ISA-L's igzip: the Perfetto export's compressed_packets (Debian libisal-dev; docs/benchmarks.md
+        // measures it against libdeflate and zlib).
+        .systemLibrary(name: "CISAL", path: "Sources/CISAL", providers: [.apt(["libisal-dev"])]),
         .target(
             name: "RLAnalysis",
-            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", "CLibdeflate", .product(name: "Histogram", package: "hdrhistogram-swift"),
+            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", "CISAL", .product(name: "Histogram", package: "hdrhistogram-swift"),
                            .product(name: "HeapModule", package: "swift-collections")],
             // The per-event path touches class-held state millions of times a second: dynamic
             // exclusivity checks were ~10 % of `report`'s time (docs/benchmarks.md). The pipeline is
@@ -132,7 +132,9 @@ let package = Package(
         // The live (viewer) protocol's wire structs and URLs.
         .testTarget(name: "LTTngLiveTests", dependencies: ["LTTngLive"], swiftSettings: [.swiftLanguageMode(.v5)]),
         // RLAnalysis through its API (pipeline parts, histograms), without the rltrace executable.
-        .testTarget(name: "RLAnalysisTests", dependencies: ["RLAnalysis", "CLibdeflate",
+        // zlib, the tests' inflater of the Perfetto export (the one Perfetto's trace processor uses).
+        .systemLibrary(name: "CZlib", path: "Tests/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .testTarget(name: "RLAnalysisTests", dependencies: ["RLAnalysis", "CZlib",
                                                         // the oracle of RLAnalysis's own HdrHistogram layout (DurationHistogramTests)
                                                         .product(name: "Histogram", package: "hdrhistogram-swift")],
                     swiftSettings: [.swiftLanguageMode(.v5)]),

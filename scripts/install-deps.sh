@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian 12 machine (idempotent; needs root for apt).
 set -euo pipefail
-pkgs=(lttng-tools liblttng-ust-dev babeltrace2 libbabeltrace2-dev python3-bt2 strace libxml2-utils chromium fonts-dejavu-core tmux protobuf-compiler libdeflate-dev)
+pkgs=(lttng-tools liblttng-ust-dev babeltrace2 libbabeltrace2-dev python3-bt2 strace libxml2-utils chromium fonts-dejavu-core tmux protobuf-compiler libisal-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

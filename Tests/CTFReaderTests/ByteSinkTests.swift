@@ -102,7 +102,7 @@ struct ByteSinkTests {
         func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void) { held.withUnsafeBufferPointer { emit($0) }; held = [] }
     }
 
-    @Test("an encoder sees every byte once and in order — on the caller's thread, then the writer thread — and what it holds is written at finish", arguments: [false, true])
+    @Test("an encoder sees every byte once and in order — on the writer thread from the first full buffer, the rest at flush on the caller's — and what it holds is written at finish", arguments: [false, true])
     func encoder(inMemory: Bool) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("bytesink-enc-\(UUID().uuidString)").path
         defer { unlink(path) }

@@ -43,7 +43,8 @@ public final class ByteSink {
     /// Writes full buffers on another thread, once the output has grown past a few buffers (a
     /// small output is written on the caller's thread).
     private var writer: BufferWriter?
-    /// Buffers flushed on the caller's thread so far (the writer starts after ``syncFlushes``).
+    /// Buffers flushed on the caller's thread so far (the writer starts after ``syncFlushes``, or
+    /// at the first full buffer when there is an ``encoder``).
     private var flushes = 0
     private static let syncFlushes = 4
 
@@ -149,7 +150,8 @@ public final class ByteSink {
     /// writes it while the caller fills another; written here for a small output or in memory.
     @usableFromInline @inline(never)
     func flushFull() {
-        guard fd >= 0, !closed, ownError == 0, flushes >= ByteSink.syncFlushes else { return flush() }
+        // An encoder's work (a deflate) goes to the writer thread from the first full buffer.
+        guard fd >= 0, !closed, ownError == 0, flushes >= ByteSink.syncFlushes || encoder != nil else { return flush() }
         if writer == nil { writer = BufferWriter(fd: fd, encoder: encoder) }
         let next = writer!.handOver(raw, count: count, capacity: rawCapacity, minCapacity: 2 * flushAt)
         raw = next.p

@@ -24,7 +24,8 @@ public final class BusyStripCollector: LoopModelSink {
         return strips[n]
     }
 
-    private func add(_ key: LoopKey, _ a: Int64, _ b: Int64, sign: Int64) {
+    /// Adds `sign` × the overlap of `[a, b)` to `key`'s bins.
+    func add(_ key: LoopKey, _ a: Int64, _ b: Int64, sign: Int64) {
         guard b > a else { return }
         if origin == nil { origin = a }
         let o = origin!

@@ -41,8 +41,9 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     let options: ReportOptions
     /// The packet being written (packets other than a slice's begin and end).
     let w = ProtobufWriter()
-    /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush).
-    var group: [PendingSlice] = [], stack: [PendingSlice] = []
+    /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush): the slices
+    /// being written, and the indices of those open among them.
+    var group: [PendingSlice] = [], openSlices: [Int32] = []
     private(set) var origin: Int64 = 0
     private var seq: UInt64 = 0
     private var nextUUID: UInt64 = 1
@@ -270,8 +271,9 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private var threadSequences: [UInt64: PerfettoSequence] = [:]
     /// The last thread a flow started on (a flow's asking thread is usually the one before's).
     private var lastThread = (key: ThreadKey(pid: .min, tid: .min), sequence: PerfettoSequence(id: 0, track: 0))
-    /// The last flow kind and its name's iid (two kinds: no hashing per flow).
-    private var lastFlowKind = (kind: "", iid: UInt64(0))
+    /// The flow kinds met and their names' iids (two kinds, `signal` and `wakeUp`, which alternate:
+    /// a string comparison per flow, no hashing).
+    private var flowKinds: [(kind: String, iid: UInt64)] = []
 
     /// The track of loop `key` (described, and its sequence opened, the first time).
     @inline(__always) func track(_ key: LoopKey) -> PerfettoLoopTrack {
@@ -449,8 +451,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     public func flow(_ f: Flow) {
         guard let model = resolver, model.threadID(of: f.to) != nil else { return }
         flowID += 1
-        if f.kind != lastFlowKind.kind { lastFlowKind = (f.kind, intern(f.kind)) }
-        let name = lastFlowKind.iid
+        let name = flowKindName(f.kind)
         let to = track(f.to), from = threadSequence(pid: f.to.pid, tid: f.fromTid)
         internName(name, on: from)
         let id = flowID
@@ -463,6 +464,14 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             c.close(e)
         }
         to.pending.append(PendingSlice(begin: f.toTs, end: f.toTs, seq: nextSeq(), name: name, shape: .flowEnd, a: Int64(bitPattern: id), b: 0))
+    }
+
+    /// The iid of flow kind `kind`'s name.
+    @inline(__always) private func flowKindName(_ kind: String) -> UInt64 {
+        for k in flowKinds where k.kind == kind { return k.iid }
+        let iid = intern(kind)
+        flowKinds.append((kind, iid))
+        return iid
     }
 
     /// The watchdog's events, joined to the hangs at the end.

@@ -1,5 +1,5 @@
 import CTFReader
-import CLibdeflate
+import CISAL
 
 /// How `rltrace export --format perfetto` writes its packets.
 public enum PerfettoCompression: String, Sendable, CaseIterable {
@@ -14,7 +14,7 @@ public enum PerfettoCompression: String, Sendable, CaseIterable {
 
 /// The Perfetto export's ``ByteSinkEncoder`` for ``PerfettoCompression/deflate``: the `Trace.packet`
 /// fields the export writes, grouped in runs of at most ``groupLimit`` bytes, each run deflated
-/// (zlib format, by libdeflate) into one `TracePacket { compressed_packets = 50 }` — a serialized
+/// (zlib format, by ISA-L's igzip at its level 1) into one `TracePacket { compressed_packets = 50 }` — a serialized
 /// `Trace` of those packets, as Perfetto's reader inflates and reads them in place (its
 /// trace_packet.proto: each such packet less than 512 KB). The packets' order, sequences and interned state are unchanged:
 /// inflating every run and concatenating gives the uncompressed export byte for byte
@@ -31,7 +31,8 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Room before the deflated bytes for the run's `Trace.packet` and `compressed_packets` headers.
     static let headerRoom = 16
 
-    private let compressor: OpaquePointer
+    /// igzip's work buffer (its level 1's hash table and tokens).
+    private let work: UnsafeMutablePointer<UInt8>
     private let out: UnsafeMutablePointer<UInt8>
     private let outCapacity: Int
     /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
@@ -39,17 +40,18 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Runs written, and the bytes in and out (for tests and benchmarks).
     public private(set) var runs = 0, bytesIn = 0, bytesOut = 0
 
-    /// A deflater at `level` (libdeflate's 1, the fastest, by default: docs/benchmarks.md measures
-    /// the levels, and zlib's, on the export).
-    public init(level: Int32 = 1) {
-        guard let c = libdeflate_alloc_compressor(level) else { fatalError("libdeflate_alloc_compressor(\(level)) failed") }
-        compressor = c
-        outCapacity = Self.headerRoom + libdeflate_zlib_compress_bound(c, Self.rawLimit)
+    /// A deflater (igzip's level 1: docs/benchmarks.md measures it against libdeflate's and zlib's
+    /// fastest levels on the export).
+    public init() {
+        work = .allocate(capacity: Int(rl_isal_level1_buffer_size()))
+        // Room for a run that does not compress at all (stored blocks: 5 bytes per 64 KiB, the
+        // zlib header and checksum), with a wide margin.
+        outCapacity = Self.headerRoom + 2 * Self.rawLimit + 4096
         out = .allocate(capacity: outCapacity)
     }
 
     deinit {
-        libdeflate_free_compressor(compressor)
+        work.deallocate()
         out.deallocate()
     }
 
@@ -114,8 +116,8 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet.
     private func flushRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard to > from else { return }
-        let z = libdeflate_zlib_compress(compressor, base + from, to &- from, out + Self.headerRoom, outCapacity &- Self.headerRoom)
-        precondition(z > 0, "libdeflate: a run does not fit its bound")
+        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(outCapacity &- Self.headerRoom), work))
+        precondition(z > 0, "igzip: a run of \(to &- from) bytes did not deflate into \(outCapacity) bytes")
         // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
         var header: [UInt8] = [0x0A]
         header.reserveCapacity(Self.headerRoom)

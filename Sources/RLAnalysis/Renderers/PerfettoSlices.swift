@@ -31,6 +31,15 @@ struct PendingSlice {
 
     /// Whether it is an instant (never encloses anything).
     var isInstant: Bool { shape.rawValue >= Shape.flowEnd.rawValue }
+
+    /// The order slices are written in: begin first; at equal begins a slice before an instant,
+    /// and the longer (then the later completed) slice encloses.
+    @inline(__always) static func before(_ x: PendingSlice, _ y: PendingSlice) -> Bool {
+        if x.begin != y.begin { return x.begin < y.begin }
+        let xi = x.isInstant, yi = y.isInstant
+        if xi != yi { return yi }
+        return x.end != y.end ? x.end > y.end : x.seq > y.seq
+    }
 }
 
 /// One packet sequence of the Perfetto export (`trusted_packet_sequence_id`): its interned state
@@ -45,7 +54,15 @@ final class PerfettoSequence {
     var written: [Bool] = []
     var writtenBeyond: Set<UInt64> = []
     static let flagged = 4096
-    init(id: UInt32, track: UInt64) { self.id = id; self.track = track }
+    /// A slice end's packet after its timestamp, as one little-endian word (for an id below 128):
+    /// `trusted_packet_sequence_id`, `sequence_flags` = SEQ_NEEDS_INCREMENTAL_STATE, and a
+    /// `track_event` of `type` = TYPE_SLICE_END.
+    let endTail: UInt64
+    init(id: UInt32, track: UInt64) {
+        self.id = id; self.track = track
+        let bytes: [UInt8] = [0x50, UInt8(truncatingIfNeeded: id), 0x68, 0x02, 0x5A, 0x02, 0x48, 0x02]
+        endTail = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+    }
 }
 
 /// The report's spin rule on one loop (``Aggregator``'s): runs of consecutive top-level iterations
@@ -93,6 +110,9 @@ extension PerfettoTraceSink {
     /// Writes the slices of `track` that `take` selects, nested (outer first at equal begins), and
     /// keeps the others waiting.
     func flush(_ track: PerfettoLoopTrack, where take: (PendingSlice) -> Bool) {
+        // The usual case — inside the run `CFRunLoopRun` entered, nothing pending begins with it —
+        // takes every slice: the buffers swap, nothing is copied.
+        if track.pending.allSatisfy(take) { return flushAll(track) }
         group.removeAll(keepingCapacity: true)
         var kept = 0
         for i in track.pending.indices {
@@ -111,63 +131,71 @@ extension PerfettoTraceSink {
         writeGroup(track)
     }
 
-    /// Writes `group`, the slices of `track` taken by a flush.
+    /// Writes `group`, the slices of `track` taken by a flush. (Worked on in place through an
+    /// unsafe buffer, the open slices kept as indices into it: a `PendingSlice` is 64 bytes, and
+    /// copies of it into a stack were a third of this function's time — docs/benchmarks.md, the
+    /// Perfetto export.)
     private func writeGroup(_ track: PerfettoLoopTrack) {
         guard !group.isEmpty else { return }
-        // Begin first; at equal begins a slice before an instant, and the longer (then the later
-        // completed) slice encloses.
-        let before: (PendingSlice, PendingSlice) -> Bool = { x, y in
-            if x.begin != y.begin { return x.begin < y.begin }
-            let xi = x.isInstant, yi = y.isInstant
-            if xi != yi { return yi }
-            return x.end != y.end ? x.end > y.end : x.seq > y.seq
-        }
-        if group.count <= 32 {
-            // Nearly in order already (completion order): an insertion sort allocates nothing.
-            for i in 1..<max(1, group.count) {
-                let s = group[i]
-                var j = i
-                while j > 0 && before(s, group[j - 1]) { group[j] = group[j - 1]; j -= 1 }
-                group[j] = s
-            }
-        } else {
-            group.sort(by: before)
-        }
-        stack.removeAll(keepingCapacity: true)
+        var g: [PendingSlice] = [], open: [Int32] = []
+        swap(&g, &group); swap(&open, &openSlices)
+        defer { swap(&g, &group); swap(&open, &openSlices) }
+        open.removeAll(keepingCapacity: true)
         let sequence = track.sequence
-        for i in group.indices {
-            var s = group[i]
-            var poppedEnd = Int64.min
-            while let top = stack.last, !(top.begin <= s.begin && s.end <= top.end) {
-                writeSliceEnd(top.end, flowEnd: top.shape == .sleep ? UInt64(bitPattern: top.c) : 0, on: sequence)
-                poppedEnd = top.end
-                stack.removeLast()
-            }
-            // A slice that overlaps the one before it without nesting (a damaged trace) starts
-            // where that one ended, so the track stays strictly nested.
-            if s.begin < poppedEnd { s.begin = poppedEnd; if s.end < s.begin { s.end = s.begin } }
-            if s.isInstant {
-                // A flow ending where a sleep ends (a wakeUp's wake) ends on the sleep's slice.
-                if s.shape == .flowEnd, let top = stack.last, top.shape == .sleep, top.end == s.begin, top.c == 0 {
-                    stack[stack.count &- 1].c = s.a
-                } else if s.shape != .flowMerged {
-                    writeInstant(s, on: sequence)
+        g.withUnsafeMutableBufferPointer { b in
+            let n = b.count
+            if n <= 32 {
+                // Nearly in order already (completion order): an insertion sort allocates nothing.
+                var i = 1
+                while i < n {
+                    if PendingSlice.before(b[i], b[i &- 1]) {
+                        let s = b[i]
+                        var j = i
+                        repeat { b[j] = b[j &- 1]; j &-= 1 } while j > 0 && PendingSlice.before(s, b[j &- 1])
+                        b[j] = s
+                    }
+                    i &+= 1
                 }
-                continue
+            } else {
+                b.sort(by: PendingSlice.before)
             }
-            // A flow ending where a callout begins (a signal's perform) ends on the callout's slice.
-            var flowEnd: UInt64 = 0
-            if s.shape == .callout {
-                var j = i &+ 1
-                while j < group.count && group[j].begin == s.begin {
-                    if group[j].shape == .flowEnd { flowEnd = UInt64(bitPattern: group[j].a); group[j].shape = .flowMerged; break }
-                    j &+= 1
+            var i = 0
+            while i < n {
+                defer { i &+= 1 }
+                var poppedEnd = Int64.min
+                while let t = open.last.map(Int.init), !(b[t].begin <= b[i].begin && b[i].end <= b[t].end) {
+                    writeSliceEnd(b[t].end, flowEnd: b[t].shape == .sleep ? UInt64(bitPattern: b[t].c) : 0, on: sequence)
+                    poppedEnd = b[t].end
+                    open.removeLast()
                 }
+                // A slice that overlaps the one before it without nesting (a damaged trace) starts
+                // where that one ended, so the track stays strictly nested.
+                if b[i].begin < poppedEnd { b[i].begin = poppedEnd; if b[i].end < b[i].begin { b[i].end = b[i].begin } }
+                if b[i].isInstant {
+                    // A flow ending where a sleep ends (a wakeUp's wake) ends on the sleep's slice.
+                    if b[i].shape == .flowEnd, let t = open.last.map(Int.init), b[t].shape == .sleep, b[t].end == b[i].begin, b[t].c == 0 {
+                        b[t].c = b[i].a
+                    } else if b[i].shape != .flowMerged {
+                        writeInstant(b[i], on: sequence)
+                    }
+                    continue
+                }
+                // A flow ending where a callout begins (a signal's perform) ends on the callout's slice.
+                var flowEnd: UInt64 = 0
+                if b[i].shape == .callout {
+                    var j = i &+ 1
+                    while j < n && b[j].begin == b[i].begin {
+                        if b[j].shape == .flowEnd { flowEnd = UInt64(bitPattern: b[j].a); b[j].shape = .flowMerged; break }
+                        j &+= 1
+                    }
+                }
+                writeSliceBegin(b[i], flowEnd: flowEnd, on: sequence)
+                open.append(Int32(truncatingIfNeeded: i))
             }
-            writeSliceBegin(s, flowEnd: flowEnd, on: sequence)
-            stack.append(s)
+            while let t = open.popLast().map(Int.init) {
+                writeSliceEnd(b[t].end, flowEnd: b[t].shape == .sleep ? UInt64(bitPattern: b[t].c) : 0, on: sequence)
+            }
         }
-        while let top = stack.popLast() { writeSliceEnd(top.end, flowEnd: top.shape == .sleep ? UInt64(bitPattern: top.c) : 0, on: sequence) }
     }
 
     /// A slice's begin on its loop's sequence (whose default track is the loop's):
@@ -199,6 +227,22 @@ extension PerfettoTraceSink {
     /// A slice's end: `TYPE_SLICE_END` on the sequence's track — and a flow that ends there (a
     /// wakeUp's, at the wake that ends a sleep), `flowEnd` when not 0.
     @inline(__always) func writeSliceEnd(_ ts: Int64, flowEnd: UInt64, on sequence: PerfettoSequence) {
+        if flowEnd == 0 && sequence.id < 0x80 {
+            // The usual end: its packet is the timestamp and eight constant bytes.
+            let (v, absolute) = stamp(sequence, ts)
+            if !absolute {
+                let tail = sequence.endTail
+                out.reserving(24) { c in
+                    let p = c.open(Field.packet)
+                    c.field(0x40, v)                                // timestamp (8)
+                    UnsafeMutableRawPointer(c.p).storeBytes(of: tail, as: UInt64.self)
+                    c.p += 8
+                    c.close(p)
+                }
+                return
+            }
+            // (An absolute stamp leaves the clock as it was: the packet below stamps it again.)
+        }
         hotPacket(sequence, ts: ts) { c in
             if flowEnd == 0 {
                 c.byte(0x5A); c.byte(2)                             // track_event (11), 2 bytes
@@ -286,7 +330,7 @@ final class PerfettoCounters {
     }
     func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         busy.iteration(it, of: loop)
-        starts.iteration(IterationRecord(key: it.key, number: it.number, begin: it.begin, end: it.begin &+ 1, depth: 0, mode: 0), of: loop)
+        starts.add(loop.key, it.begin, it.begin &+ 1, sign: 1)
     }
     func sleep(_ s: SleepRecord, of key: LoopKey) { busy.sleep(s, of: key) }
 }
