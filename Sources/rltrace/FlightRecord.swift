@@ -57,7 +57,7 @@ func recordOnHang(_ command: [String], output: RecordOutput, settings: FlightRec
     let p = Process()
     p.executableURL = URL(fileURLWithPath: resolveCommand(command[0]))
     p.arguments = Array(command.dropFirst())
-    p.environment = env
+    p.environment = tracedProgramEnvironment(env)
     var status: Int32 = 0
     var interrupted = false
     do {

@@ -172,6 +172,24 @@ func reachSessionDaemon(announce: Bool) throws -> (PrivateSessionDaemon?, LTTngC
     }
 }
 
+/// The environment of a program `rltrace` starts and traces (`record -- PROGRAM`, `--on-hang`,
+/// `top -- COMMAND`): `env` with `LTTNG_UST_REGISTER_TIMEOUT` (unless set) at
+/// ``programRegisterTimeoutMs``. lttng-ust holds a program's start at most that long for the session
+/// daemon to register it and set up its buffers, then runs it on untraced until they come — 3 s
+/// by default, after which a program started on a loaded machine loses its first events, counted
+/// nowhere (docs/production.md, "A program's first events"). The session was set up just before the
+/// program starts, so the daemon is there and answering: the wait is bounded only for a daemon that
+/// hangs.
+func tracedProgramEnvironment(_ env: [String: String]) -> [String: String] {
+    var e = env
+    if e["LTTNG_UST_REGISTER_TIMEOUT"] == nil { e["LTTNG_UST_REGISTER_TIMEOUT"] = String(programRegisterTimeoutMs) }
+    return e
+}
+
+/// How long a program `rltrace` starts waits at most for its registration (ms): see
+/// ``tracedProgramEnvironment(_:)``.
+let programRegisterTimeoutMs = 60_000
+
 /// This host's name as the session daemon sends it to a relay daemon (gethostname(2)).
 func localHostName() -> String {
     var buf = [CChar](repeating: 0, count: 256)
@@ -196,7 +214,7 @@ func recordProgram(_ command: [String], output: RecordOutput, snapshot: Bool, co
     let p = Process()
     p.executableURL = URL(fileURLWithPath: resolveCommand(command[0]))
     p.arguments = Array(command.dropFirst())
-    p.environment = env
+    p.environment = tracedProgramEnvironment(env)
     var status: Int32 = 0
     do {
         // Handlers (unlike an inherited SIG_IGN) are reset by exec: install them before the spawn so

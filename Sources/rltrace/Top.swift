@@ -248,7 +248,7 @@ struct TopCommand: ParsableCommand {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: resolveCommand(command[0]))
         p.arguments = Array(command.dropFirst())
-        p.environment = env
+        p.environment = tracedProgramEnvironment(env)
         p.standardInput = FileHandle.nullDevice
         var logPath: String?
         if batch && log == nil {

@@ -1,4 +1,6 @@
 import Foundation
+import LTTngControl
+import TestSupport
 import Testing
 
 // `rltrace record`'s event selection (`--events`) with and without the flight recorder: the
@@ -82,5 +84,43 @@ struct RecordEventsTests {
         #expect(t.out.contains("in timer \"parser\""), "\(t.out)")
         #expect(t.out.contains("(hang-workload tid "), "\(t.out)")
         #expect(t.out.contains("parseHugeDocument(_:) (main.swift:"), "\(t.out)")
+    }
+
+    /// lttng-ust holds a starting program at most LTTNG_UST_REGISTER_TIMEOUT ms (3 000 by default)
+    /// for its registration, then runs it untraced until its buffers come: events lost and counted
+    /// nowhere. The session daemon is stopped (SIGSTOP) for 3.5 s as the program starts — the
+    /// daemon busy past lttng-ust's default wait, as on a loaded machine. With the program's
+    /// environment as rltrace sets it, every event is recorded; with lttng-ust's default (the
+    /// variable set to 3000 by the test), none is — the test sees the loss it guards against.
+    @Test("a program record starts is traced from its first event when its registration takes longer than lttng-ust's 3 s default",
+          arguments: [nil, "3000"])
+    func slowRegistration(timeoutSetByUser: String?) throws {
+        let daemon = try PrivateSessionDaemon.start()
+        defer { daemon.stop() }
+        let dir = NSTemporaryDirectory() + "rltrace-slowreg-\(getpid())-\(timeoutSetByUser ?? "default")"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let gen = try builtProduct("ctf-testgen")
+        // The shell stops the daemon, has it continued 3.5 s later, and becomes the program.
+        let pid = daemon.pid
+        let setByUser = timeoutSetByUser.map { "LTTNG_UST_REGISTER_TIMEOUT=\($0) " } ?? ""
+        let script = "kill -STOP \(pid); (sleep 3.5; kill -CONT \(pid)) & \(setByUser)exec '\(gen)' bench 1000 1"
+        let started = Date()
+        let r = try rltraceUnder(daemon, ["record", "-o", dir, "--quiet", "--events", "rltest:*", "--", "/bin/sh", "-c", script])
+        kill(pid, SIGCONT)      // (whatever happened above)
+        #expect(Date().timeIntervalSince(started) >= 3.5, "the daemon was not held")
+        if timeoutSetByUser == nil {
+            #expect(r.status == 0, "\(r.err)")
+            let ticks = try eventNameCounts(dir)["rltest:tick"] ?? 0
+            #expect(ticks == 1000, "\(ticks) of 1000 events recorded")
+        } else {
+            // (A program never registered leaves no stream at all: babeltrace2 then finds no
+            // trace, which counts as none recorded.)
+            let bt = try run(try #require(which("babeltrace2")), [dir])
+            let ticks = bt.status == 0 ? bt.out.split(separator: "\n").filter { $0.contains("rltest:tick:") }.count : 0
+            // The user's own setting is kept (rltrace does not override it), and lttng-ust's
+            // default wait loses the events emitted before the registration.
+            #expect(ticks < 1000, "\(ticks) of 1000 events recorded with lttng-ust's 3 s wait")
+        }
     }
 }
