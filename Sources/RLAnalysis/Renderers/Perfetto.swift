@@ -35,7 +35,10 @@ import CTFReader
 /// Times are ns after the trace's first event (the Chrome export's origin).
 public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// The model, for names and loops.
-    public var resolver: LoopModel?
+    public var resolver: LoopModel? { didSet { unsafeResolver = resolver.map { Unmanaged.passUnretained($0) } } }
+    /// ``resolver`` without a retain and release per use (flows ask it for every flow; the sink's
+    /// owner keeps the model alive while records come).
+    private var unsafeResolver: Unmanaged<LoopModel>?
     let out: ByteSink
     /// The report's thresholds (hangs, slow callouts, late timers, spins).
     let options: ReportOptions
@@ -43,7 +46,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     let w = ProtobufWriter()
     /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush): the slices
     /// being written, and the indices of those open among them.
-    var group: [PendingSlice] = [], openSlices: [Int32] = []
+    var group: [PendingSlice] = [], openSlices: [Int32] = [], order: [Int32] = []
     private(set) var origin: Int64 = 0
     private var seq: UInt64 = 0
     private var nextUUID: UInt64 = 1
@@ -261,9 +264,10 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     // MARK: tracks
 
-    private var tracks: [LoopKey: PerfettoLoopTrack] = [:]
+    /// The loops' tracks, in the order first seen (by their number in `trackNumbering`: a loop is
+    /// found by a multiply and a compare, however many loops there are).
     private(set) var trackOrder: [PerfettoLoopTrack] = []
-    private var trackSlots = [PerfettoLoopTrack?](repeating: nil, count: 16)
+    private var trackNumbering = LoopNumbering()
     private var processUUIDs: [Int64: UInt64] = [:]
     private struct ThreadKey: Hashable { var pid: Int64, tid: Int64 }
     private var threadUUIDs: [ThreadKey: UInt64] = [:]
@@ -277,12 +281,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     /// The track of loop `key` (described, and its sequence opened, the first time).
     @inline(__always) func track(_ key: LoopKey) -> PerfettoLoopTrack {
-        // Direct-mapped by loop: a flow's loop alternates with the loop being read, no hashing.
-        let slot = Int(truncatingIfNeeded: ((key.loop ^ UInt64(bitPattern: key.pid) << 24) &* 0x9E37_79B9_7F4A_7C15) >> 60)
-        if let t = trackSlots[slot], t.key == key { return t }
-        let t = tracks[key] ?? makeTrack(key)
-        trackSlots[slot] = t
-        return t
+        if let n = trackNumbering.existing(key) { return trackOrder[n] }
+        return makeTrack(key)
     }
 
     @inline(never) private func makeTrack(_ key: LoopKey) -> PerfettoLoopTrack {
@@ -294,7 +294,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let s = PerfettoSequence(id: nextSequenceID, track: uuid)
         nextSequenceID &+= 1
         let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p, sequence: s)
-        tracks[key] = t
+        precondition(trackNumbering.number(key) == trackOrder.count)
         trackOrder.append(t)
         describe(t, info)
         open(s)
@@ -449,7 +449,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// A flow: its start written now, on the asking thread's track (its sequence); its end waits
     /// with the loop's slices, so that the loop's sequence stays in time order.
     public func flow(_ f: Flow) {
-        guard let model = resolver, model.threadID(of: f.to) != nil else { return }
+        guard let model = unsafeResolver, model._withUnsafeGuaranteedRef({ $0.threadID(of: f.to) }) != nil else { return }
         flowID += 1
         let name = flowKindName(f.kind)
         let to = track(f.to), from = threadSequence(pid: f.to.pid, tid: f.fromTid)
@@ -468,7 +468,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     /// The iid of flow kind `kind`'s name.
     @inline(__always) private func flowKindName(_ kind: String) -> UInt64 {
-        for k in flowKinds where k.kind == kind { return k.iid }
+        // (Bytes compared: `==` on two strings that differ takes Unicode's comparison path.)
+        for k in flowKinds where k.kind.utf8.elementsEqual(kind.utf8) { return k.iid }
         let iid = intern(kind)
         flowKinds.append((kind, iid))
         return iid

@@ -132,36 +132,39 @@ extension PerfettoTraceSink {
     }
 
     /// Writes `group`, the slices of `track` taken by a flush. (Worked on in place through an
-    /// unsafe buffer, the open slices kept as indices into it: a `PendingSlice` is 64 bytes, and
-    /// copies of it into a stack were a third of this function's time — docs/benchmarks.md, the
-    /// Perfetto export.)
+    /// unsafe buffer and ordered through a permutation of indices, the open slices kept as
+    /// indices too: a `PendingSlice` is 64 bytes, and copies of it in the sort and into a stack
+    /// were a third of this function's time — docs/benchmarks.md, the Perfetto export.)
     private func writeGroup(_ track: PerfettoLoopTrack) {
         guard !group.isEmpty else { return }
-        var g: [PendingSlice] = [], open: [Int32] = []
-        swap(&g, &group); swap(&open, &openSlices)
-        defer { swap(&g, &group); swap(&open, &openSlices) }
+        var g: [PendingSlice] = [], open: [Int32] = [], ord: [Int32] = []
+        swap(&g, &group); swap(&open, &openSlices); swap(&ord, &order)
+        defer { swap(&g, &group); swap(&open, &openSlices); swap(&ord, &order) }
         open.removeAll(keepingCapacity: true)
+        ord.removeAll(keepingCapacity: true)
         let sequence = track.sequence
         g.withUnsafeMutableBufferPointer { b in
             let n = b.count
-            if n <= 32 {
-                // Nearly in order already (completion order): an insertion sort allocates nothing.
-                var i = 1
-                while i < n {
-                    if PendingSlice.before(b[i], b[i &- 1]) {
-                        let s = b[i]
+            for i in 0..<n { ord.append(Int32(truncatingIfNeeded: i)) }
+            ord.withUnsafeMutableBufferPointer { o in
+                if n <= 32 {
+                    // Nearly in order already (completion order): an insertion sort allocates nothing.
+                    var i = 1
+                    while i < n {
+                        let x = o[i]
                         var j = i
-                        repeat { b[j] = b[j &- 1]; j &-= 1 } while j > 0 && PendingSlice.before(s, b[j &- 1])
-                        b[j] = s
+                        while j > 0 && PendingSlice.before(b[Int(x)], b[Int(o[j &- 1])]) { o[j] = o[j &- 1]; j &-= 1 }
+                        o[j] = x
+                        i &+= 1
                     }
-                    i &+= 1
+                } else {
+                    o.sort { PendingSlice.before(b[Int($0)], b[Int($1)]) }
                 }
-            } else {
-                b.sort(by: PendingSlice.before)
             }
-            var i = 0
-            while i < n {
-                defer { i &+= 1 }
+            var k = 0
+            while k < n {
+                defer { k &+= 1 }
+                let i = Int(ord[k])
                 var poppedEnd = Int64.min
                 while let t = open.last.map(Int.init), !(b[t].begin <= b[i].begin && b[i].end <= b[t].end) {
                     writeSliceEnd(b[t].end, flowEnd: b[t].shape == .sleep ? UInt64(bitPattern: b[t].c) : 0, on: sequence)
@@ -183,10 +186,10 @@ extension PerfettoTraceSink {
                 // A flow ending where a callout begins (a signal's perform) ends on the callout's slice.
                 var flowEnd: UInt64 = 0
                 if b[i].shape == .callout {
-                    var j = i &+ 1
-                    while j < n && b[j].begin == b[i].begin {
+                    var m = k &+ 1
+                    while m < n, case let j = Int(ord[m]), b[j].begin == b[i].begin {
                         if b[j].shape == .flowEnd { flowEnd = UInt64(bitPattern: b[j].a); b[j].shape = .flowMerged; break }
-                        j &+= 1
+                        m &+= 1
                     }
                 }
                 writeSliceBegin(b[i], flowEnd: flowEnd, on: sequence)
