@@ -123,4 +123,26 @@ struct RecordEventsTests {
             #expect(ticks < 1000, "\(ticks) of 1000 events recorded with lttng-ust's 3 s wait")
         }
     }
+
+    /// The same with the flight recorder: a hang in the program's first half second, while its
+    /// registration is held 3.5 s, takes its snapshot — with lttng-ust's 3 s wait the program ran
+    /// its hang untraced (3.1–3.3 s) before the daemon set up its buffers, and none was taken.
+    @Test("record --on-hang: a hang right at the program's start takes its snapshot when the registration is slow")
+    func slowRegistrationOnHang() throws {
+        let daemon = try PrivateSessionDaemon.start()
+        defer { daemon.stop() }
+        let dir = NSTemporaryDirectory() + "rltrace-slowreg-oh-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let workload = binDir.appendingPathComponent("hang-workload").path
+        let pid = daemon.pid
+        let script = "kill -STOP \(pid); (sleep 3.5; kill -CONT \(pid)) & exec '\(workload)' --hangs 1 --first 100 --hold 200 --duration 600"
+        let r = try rltraceUnder(daemon, ["record", "--on-hang", "100ms", "-o", dir, "--", "/bin/sh", "-c", script])
+        kill(pid, SIGCONT)
+        #expect(r.status == 0, "\(r.err)")
+        let snaps = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { !$0.hasPrefix(".") }
+        #expect(snaps.count == 1, "\(snaps)\n\(r.err)")
+        let counts = snaps.isEmpty ? [:] : try eventNameCounts(dir)
+        #expect(counts["runloop:hang_begin"] == 1 && counts["runloop:hang_end"] == 1, "\(counts)")
+    }
 }
