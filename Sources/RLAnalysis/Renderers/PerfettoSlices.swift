@@ -133,8 +133,8 @@ extension PerfettoTraceSink {
 
     /// Writes `group`, the slices of `track` taken by a flush. (Worked on in place through an
     /// unsafe buffer and ordered through a permutation of indices, the open slices kept as
-    /// indices too: a `PendingSlice` is 64 bytes, and copies of it in the sort and into a stack
-    /// were a third of this function's time — docs/benchmarks.md, the Perfetto export.)
+    /// indices too: a `PendingSlice` is 64 bytes, which the sort and a stack of copies moved
+    /// around — docs/benchmarks.md, "Speed, second pass".)
     private func writeGroup(_ track: PerfettoLoopTrack) {
         guard !group.isEmpty else { return }
         var g: [PendingSlice] = [], open: [Int32] = [], ord: [Int32] = []
