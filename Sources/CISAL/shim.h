@@ -1,23 +1,20 @@
 // Intel's ISA-L igzip (Debian: libisal-dev) for the Perfetto export's `compressed_packets`
-// (Sources/RLAnalysis/Renderers/PerfettoDeflater.swift): zlib-format streams at level 1, 1.9×
-// libdeflate's speed and 4.5× zlib's on the export (docs/benchmarks.md, "The Perfetto export").
-// The helpers below wrap igzip's one-shot (stateless) deflate, whose sizes are C macros.
+// (Sources/RLAnalysis/Renderers/PerfettoDeflater.swift): zlib-format streams at igzip's level 0,
+// its fastest — 2.3× libdeflate's level 1 and 5.4× zlib's on the export, at 1/3.35 of the packets'
+// size (docs/benchmarks.md, "The Perfetto export"). The helper below wraps igzip's one-shot
+// (stateless) deflate, whose settings are C macros and struct fields.
 #include <stdint.h>
 #include <string.h>
 #include <isa-l/igzip_lib.h>
 
-/// The work buffer level 1 needs (ISAL_DEF_LVL1_DEFAULT bytes).
-static inline uint32_t rl_isal_level1_buffer_size(void) { return ISAL_DEF_LVL1_DEFAULT; }
-
-/// Deflates `in` into one zlib stream at level 1 in `out`; returns its size, or 0 if it does not
-/// fit `out_capacity` or igzip fails. `level_buffer` holds rl_isal_level1_buffer_size() bytes.
-static inline uint32_t rl_isal_zlib_compress(const uint8_t *in, uint32_t in_size, uint8_t *out, uint32_t out_capacity,
-                                             uint8_t *level_buffer) {
+/// Deflates `in` into one zlib stream at igzip's level 0 (which needs no level buffer) in `out`;
+/// returns its size, or 0 if it does not fit `out_capacity` or igzip fails.
+static inline uint32_t rl_isal_zlib_compress(const uint8_t *in, uint32_t in_size, uint8_t *out, uint32_t out_capacity) {
     struct isal_zstream s;
     isal_deflate_stateless_init(&s);
-    s.level = 1;
-    s.level_buf = level_buffer;
-    s.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+    s.level = 0;
+    s.level_buf = NULL;
+    s.level_buf_size = ISAL_DEF_LVL0_DEFAULT;
     s.gzip_flag = IGZIP_ZLIB;
     s.next_in = (uint8_t *)in;
     s.avail_in = in_size;

@@ -33,8 +33,16 @@ public protocol LoopModelSink: AnyObject {
 
 /// Cross-thread causality, for flow arrows: thread `fromTid` asked at `fromTs`; the loop reacted at `toTs`.
 public struct Flow: Sendable {
-    /// `wakeUp` or `signal`.
-    public var kind: String
+    /// What a flow joins: a `CFRunLoopWakeUp` to the wake it caused, or a `CFRunLoopSourceSignal` to
+    /// the perform it caused. The raw value is the name the exports give the arrow.
+    public enum Kind: String, Sendable {
+        /// `CFRunLoopWakeUp` → the loop's wake.
+        case wakeUp
+        /// `CFRunLoopSourceSignal` → the source's perform.
+        case signal
+    }
+    /// Which request this is.
+    public var kind: Kind
     /// The requesting thread and when it asked.
     public var fromTid: Int64, fromTs: Int64
     /// The loop and when it woke (wakeUp) or performed (signal).
@@ -427,7 +435,7 @@ public final class LoopModel {
                let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)), now {
                 for p in pending {
                     sink.signalLatency(e.ts - p.ts, item: e.item, callerTid: p.tid, of: key)
-                    sink.flow(Flow(kind: "signal", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                    sink.flow(Flow(kind: .signal, fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
                 }
             }
         case .calloutExit:
@@ -474,7 +482,7 @@ public final class LoopModel {
                 if now {
                     for p in s.pendingWakeUps {
                         sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key)
-                        sink.flow(Flow(kind: "wakeUp", fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                        sink.flow(Flow(kind: .wakeUp, fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
                     }
                 }
                 s.pendingWakeUps.removeAll(keepingCapacity: true)

@@ -48,6 +48,18 @@ public final class BusyStripCollector: LoopModelSink {
         }
     }
 
+    /// ``add(_:_:_:sign:)`` of `[t, t + 1)` with sign 1 — one count at `t` (the Perfetto export's
+    /// iterations per bin), without the general overlap loop.
+    func count(_ key: LoopKey, at t: Int64) {
+        guard t < .max else { return }
+        if origin == nil { origin = t }
+        let lo = t &- origin!
+        guard lo >= 0 else { return }
+        let s = strip(key)
+        if lo >= s.width &* Int64(Self.fineBins) { return add(key, t, t &+ 1, sign: 1) }
+        s.busy[Int(lo / s.width)] &+= 1
+    }
+
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         if it.depth == 0 { add(loop.key, it.begin, it.end, sign: 1) }
     }

@@ -228,9 +228,9 @@ public final class ChromeTraceSink: LoopModelSink, NameResolving, SelectionAware
         // callout: `s` binds to it); elsewhere a zero-length slice anchors it (a 1 µs one could
         // outlast its enclosing callout, or overlap the next anchor).
         if !(resolver?.isLoopThread(f.fromTid, pid: f.to.pid) ?? false) {
-            slice(cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false, args: { _ in }, name: { out.jsonString(f.kind) })
+            slice(cat: "flow", pid: f.to.pid, tid: f.fromTid, ts: f.fromTs, dur: 0, hasArgs: false, args: { _ in }, name: { out.jsonString(f.kind.rawValue) })
         }
-        let name = f.kind == "wakeUp" ? ChromeTraceSink.wakeUpName : f.kind == "signal" ? ChromeTraceSink.signalName : ChromeTraceSink.jsonBytes(f.kind)
+        let name = f.kind == .wakeUp ? ChromeTraceSink.wakeUpName : ChromeTraceSink.signalName
         let origin = self.origin
         for end in 0..<2 {
             let ts = end == 0 ? f.fromTs : f.toTs, th = end == 0 ? f.fromTid : t

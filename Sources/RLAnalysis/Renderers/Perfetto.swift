@@ -48,7 +48,6 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// being written, and the indices of those open among them.
     var group: [PendingSlice] = [], openSlices: [Int32] = [], order: [Int32] = []
     private(set) var origin: Int64 = 0
-    private var seq: UInt64 = 0
     private var nextUUID: UInt64 = 1
     private var flowID: UInt64 = 0
     /// The sequence of what is not a loop's: track descriptors, flows' starts, counters.
@@ -216,6 +215,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// The iid of an event name (a new one the first time).
     func intern(_ name: String) -> UInt64 {
         if let id = nameIIDs[name] { return id }
+        precondition(nameStrings.count < Int(UInt32.max), "more event names than a PendingSlice holds")
         let id = UInt64(nameStrings.count)
         nameIIDs[name] = id
         nameStrings.append(name)
@@ -252,6 +252,12 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// id is the slice's argument `item` (``writeSliceBegin(_:flowEnd:on:)``).
     @inline(__always)
     private func calloutName(_ cl: CalloutRecord, pid: Int64) -> UInt64 {
+        if let r = calloutNames.cachedRange(of: cl, pid: pid) { return calloutNames.withBytes(r) { $0.loadUnaligned(as: UInt64.self) } }
+        return calloutNameUncached(cl, pid: pid)
+    }
+
+    @inline(never)
+    private func calloutNameUncached(_ cl: CalloutRecord, pid: Int64) -> UInt64 {
         if let r = calloutNames.range(of: cl, pid: pid, render: { cl in
             let name = cl.kind == .mainQueue ? "main-queue" : (resolver?.name(of: cl, pid: pid) ?? "")
             guard !name.isEmpty || !cl.namedByItem else { return nil }
@@ -274,15 +280,31 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// Per asking thread, the sequence its flows start on (its default track is the thread's).
     private var threadSequences: [UInt64: PerfettoSequence] = [:]
     /// The last thread a flow started on (a flow's asking thread is usually the one before's).
-    private var lastThread = (key: ThreadKey(pid: .min, tid: .min), sequence: PerfettoSequence(id: 0, track: 0))
-    /// The flow kinds met and their names' iids (two kinds, `signal` and `wakeUp`, which alternate:
-    /// a string comparison per flow, no hashing).
-    private var flowKinds: [(kind: String, iid: UInt64)] = []
+    private var lastThread = (key: ThreadKey(pid: .min, tid: .min), sequence: PerfettoTraceSink.noSequence)
+    /// `lastThread.sequence` unretained (it holds it).
+    private var lastThreadRef = Unmanaged.passUnretained(PerfettoTraceSink.noSequence)
+    /// What `lastThread` holds before any flow (never written to: no thread has its key).
+    nonisolated(unsafe) private static let noSequence = PerfettoSequence(id: 0, track: 0)
+    /// The iids of the two flow kinds' names, interned when first met (0: not yet).
+    private var wakeUpIID: UInt64 = 0, signalIID: UInt64 = 0
+
+    /// ``trackOrder`` unretained, outside any Swift array: the per-record paths reach a loop's
+    /// track with no retain and release (``withTrack(_:_:)``); `trackOrder` keeps them alive.
+    private var trackRefs = UnsafeMutablePointer<Unmanaged<PerfettoLoopTrack>>.allocate(capacity: 16)
+    private var trackRefsCapacity = 16
+
+    deinit { trackRefs.deallocate() }
 
     /// The track of loop `key` (described, and its sequence opened, the first time).
     @inline(__always) func track(_ key: LoopKey) -> PerfettoLoopTrack {
         if let n = trackNumbering.existing(key) { return trackOrder[n] }
         return makeTrack(key)
+    }
+
+    /// `body` on the track of loop `key` (as ``track(_:)``), without retaining it.
+    @inline(__always) func withTrack<R>(_ key: LoopKey, _ body: (PerfettoLoopTrack) -> R) -> R {
+        let u = trackNumbering.existing(key).map { trackRefs[$0] } ?? Unmanaged.passUnretained(makeTrack(key))
+        return u._withUnsafeGuaranteedRef(body)
     }
 
     @inline(never) private func makeTrack(_ key: LoopKey) -> PerfettoLoopTrack {
@@ -296,6 +318,14 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p, sequence: s)
         precondition(trackNumbering.number(key) == trackOrder.count)
         trackOrder.append(t)
+        if trackOrder.count > trackRefsCapacity {
+            let grown = UnsafeMutablePointer<Unmanaged<PerfettoLoopTrack>>.allocate(capacity: trackRefsCapacity * 2)
+            grown.moveInitialize(from: trackRefs, count: trackRefsCapacity)
+            trackRefs.deallocate()
+            trackRefs = grown
+            trackRefsCapacity *= 2
+        }
+        (trackRefs + trackOrder.count - 1).initialize(to: .passUnretained(t))
         describe(t, info)
         open(s)
         return t
@@ -345,10 +375,10 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     /// The sequence of the flows starting on thread `tid` of `pid`, whose default track is the
     /// thread's (a loop's, or one made for it).
-    @inline(__always) private func threadSequence(pid: Int64, tid: Int64) -> PerfettoSequence {
+    @inline(__always) private func threadSequenceRef(pid: Int64, tid: Int64) -> Unmanaged<PerfettoSequence> {
         let k = ThreadKey(pid: pid, tid: tid)
-        if k == lastThread.key { return lastThread.sequence }
-        return threadSequenceSlow(k)
+        if k == lastThread.key { return lastThreadRef }
+        return .passUnretained(threadSequenceSlow(k))
     }
 
     @inline(never) private func threadSequenceSlow(_ k: ThreadKey) -> PerfettoSequence {
@@ -374,28 +404,31 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             open(s)
         }
         lastThread = (k, s)
+        lastThreadRef = .passUnretained(s)
         return s
     }
 
     // MARK: records
 
     private let counters = PerfettoCounters()
-    @inline(__always) private func nextSeq() -> UInt64 { seq &+= 1; return seq }
 
     public func callout(_ cl: CalloutRecord, of key: LoopKey) {
-        let t = track(key)
-        let name = calloutName(cl, pid: key.pid)
-        t.pending.append(PendingSlice(begin: cl.begin, end: cl.end, seq: nextSeq(), name: name, shape: .callout,
+        withTrack(key) { callout(cl, pid: key.pid, on: $0) }
+    }
+
+    @inline(__always) private func callout(_ cl: CalloutRecord, pid: Int64, on t: PerfettoLoopTrack) {
+        let name = calloutName(cl, pid: pid)
+        t.pending.append(PendingSlice(begin: cl.begin, end: cl.end, name: name, shape: .callout,
                                       a: Int64(bitPattern: cl.item), b: cl.detail))
         // Findings about the callout itself, marked where it begins (inside its slice).
         if cl.kind != .observer && cl.duration >= options.slowCalloutNs {
-            t.pending.append(PendingSlice(begin: cl.begin, end: cl.begin, seq: nextSeq(), name: slowCalloutName, shape: .slowCallout,
+            t.pending.append(PendingSlice(begin: cl.begin, end: cl.begin, name: slowCalloutName, shape: .slowCallout,
                                           a: Int64(name), b: cl.duration, c: Int64(bitPattern: cl.item)))
         }
         if cl.kind == .timer && !cl.clipped {
             let late = max(0, saturatingDifference(cl.begin, cl.detail))
             if late >= options.lateTimerNs {
-                t.pending.append(PendingSlice(begin: cl.begin, end: cl.begin, seq: nextSeq(), name: lateTimerName, shape: .lateTimer,
+                t.pending.append(PendingSlice(begin: cl.begin, end: cl.begin, name: lateTimerName, shape: .lateTimer,
                                               a: Int64(name), b: late, c: Int64(bitPattern: cl.item)))
             }
         }
@@ -403,14 +436,17 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         counters.iteration(it, of: loop)
-        let t = track(loop.key)
+        withTrack(loop.key) { iteration(it, of: loop, on: $0) }
+    }
+
+    @inline(__always) private func iteration(_ it: IterationRecord, of loop: LoopInfo, on t: PerfettoLoopTrack) {
         for s in it.sleeps {
             let name: UInt64
             let r = Int(s.reason.rawValue)
             if sleepNames[r] != 0 { name = sleepNames[r] } else { name = intern("sleep → \(s.reason.label)"); sleepNames[r] = name }
-            t.pending.append(PendingSlice(begin: s.begin, end: s.end, seq: nextSeq(), name: name, shape: .sleep, a: s.fd, b: 0))
+            t.pending.append(PendingSlice(begin: s.begin, end: s.end, name: name, shape: .sleep, a: s.fd, b: 0))
         }
-        t.pending.append(PendingSlice(begin: it.begin, end: it.end, seq: nextSeq(), name: iterationName,
+        t.pending.append(PendingSlice(begin: it.begin, end: it.end, name: iterationName,
                                       shape: .iteration, a: Int64(bitPattern: it.number), b: it.busyNs))
         if it.depth == 0 {
             // The report's rules: decided on the whole iteration (a window cutting it still shows it).
@@ -442,7 +478,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         if enter { t.openRuns.append((ts, mode, depth)); return }
         guard let o = t.openRuns.popLast() else { return }
         let name = intern("run \(o.mode == "kCFRunLoopDefaultMode" ? "default" : o.mode)")
-        t.pending.append(PendingSlice(begin: o.begin, end: ts, seq: nextSeq(), name: name, shape: .run, a: Int64(o.depth), b: result))
+        t.pending.append(PendingSlice(begin: o.begin, end: ts, name: name, shape: .run, a: Int64(o.depth), b: result))
         if t.openRuns.isEmpty { flushAll(t) }
     }
 
@@ -452,27 +488,33 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         guard let model = unsafeResolver, model._withUnsafeGuaranteedRef({ $0.threadID(of: f.to) }) != nil else { return }
         flowID += 1
         let name = flowKindName(f.kind)
-        let to = track(f.to), from = threadSequence(pid: f.to.pid, tid: f.fromTid)
-        internName(name, on: from)
         let id = flowID
-        hotPacket(from, ts: f.fromTs) { c in
-            let e = c.open(0x5A)                                    // track_event (11)
-            c.byte(0x48); c.byte(3)                                 // type: TYPE_INSTANT
-            c.field(0x50, name)                                     // name_iid
-            c.byte(0xF9); c.byte(0x02)                              // flow_ids (47), fixed64
-            withUnsafeBytes(of: id.littleEndian) { c.bytes($0) }
-            c.close(e)
+        withTrack(f.to) { to in
+            threadSequenceRef(pid: f.to.pid, tid: f.fromTid)._withUnsafeGuaranteedRef { from in
+                internName(name, on: from)
+                hotPacket(from, ts: f.fromTs) { c in
+                    let e = c.open(0x5A)                            // track_event (11)
+                    c.byte(0x48); c.byte(3)                         // type: TYPE_INSTANT
+                    c.field(0x50, name)                             // name_iid
+                    c.byte(0xF9); c.byte(0x02)                      // flow_ids (47), fixed64
+                    withUnsafeBytes(of: id.littleEndian) { c.bytes($0) }
+                    c.close(e)
+                }
+            }
+            to.pending.append(PendingSlice(begin: f.toTs, end: f.toTs, name: name, shape: .flowEnd, a: Int64(bitPattern: id), b: 0))
         }
-        to.pending.append(PendingSlice(begin: f.toTs, end: f.toTs, seq: nextSeq(), name: name, shape: .flowEnd, a: Int64(bitPattern: id), b: 0))
     }
 
     /// The iid of flow kind `kind`'s name.
-    @inline(__always) private func flowKindName(_ kind: String) -> UInt64 {
-        // (Bytes compared: `==` on two strings that differ takes Unicode's comparison path.)
-        for k in flowKinds where k.kind.utf8.elementsEqual(kind.utf8) { return k.iid }
-        let iid = intern(kind)
-        flowKinds.append((kind, iid))
-        return iid
+    @inline(__always) private func flowKindName(_ kind: Flow.Kind) -> UInt64 {
+        switch kind {
+        case .wakeUp:
+            if wakeUpIID == 0 { wakeUpIID = intern(kind.rawValue) }
+            return wakeUpIID
+        case .signal:
+            if signalIID == 0 { signalIID = intern(kind.rawValue) }
+            return signalIID
+        }
     }
 
     /// The watchdog's events, joined to the hangs at the end.

@@ -14,7 +14,7 @@ public enum PerfettoCompression: String, Sendable, CaseIterable {
 
 /// The Perfetto export's ``ByteSinkEncoder`` for ``PerfettoCompression/deflate``: the `Trace.packet`
 /// fields the export writes, grouped in runs of at most ``groupLimit`` bytes, each run deflated
-/// (zlib format, by ISA-L's igzip at its level 1) into one `TracePacket { compressed_packets = 50 }` — a serialized
+/// (zlib format, by ISA-L's igzip at its level 0, its fastest) into one `TracePacket { compressed_packets = 50 }` — a serialized
 /// `Trace` of those packets, as Perfetto's reader inflates and reads them in place (its
 /// trace_packet.proto: each such packet less than 512 KB). The packets' order, sequences and interned state are unchanged:
 /// inflating every run and concatenating gives the uncompressed export byte for byte
@@ -31,8 +31,6 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Room before the deflated bytes for the run's `Trace.packet` and `compressed_packets` headers.
     static let headerRoom = 16
 
-    /// igzip's work buffer (its level 1's hash table and tokens).
-    private let work: UnsafeMutablePointer<UInt8>
     private let out: UnsafeMutablePointer<UInt8>
     private let outCapacity: Int
     /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
@@ -40,10 +38,9 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Runs written, and the bytes in and out (for tests and benchmarks).
     public private(set) var runs = 0, bytesIn = 0, bytesOut = 0
 
-    /// A deflater (igzip's level 1: docs/benchmarks.md measures it against libdeflate's and zlib's
-    /// fastest levels on the export).
+    /// A deflater (igzip's level 0: docs/benchmarks.md measures it against igzip's level 1 and
+    /// libdeflate's and zlib's fastest levels on the export).
     public init() {
-        work = .allocate(capacity: Int(rl_isal_level1_buffer_size()))
         // Room for a run that does not compress at all (stored blocks: 5 bytes per 64 KiB, the
         // zlib header and checksum), with a wide margin.
         outCapacity = Self.headerRoom + 2 * Self.rawLimit + 4096
@@ -51,7 +48,6 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     }
 
     deinit {
-        work.deallocate()
         out.deallocate()
     }
 
@@ -116,7 +112,7 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet.
     private func flushRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard to > from else { return }
-        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(outCapacity &- Self.headerRoom), work))
+        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(outCapacity &- Self.headerRoom)))
         precondition(z > 0, "igzip: a run of \(to &- from) bytes did not deflate into \(outCapacity) bytes")
         // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
         var header: [UInt8] = [0x0A]

@@ -10,17 +10,26 @@ import CTFReader
 /// its iterations (what began after the run's entry) — and are then written outer first. The
 /// loop's instants (a flow's end, a slow callout, a late timer) wait with them: the loop's packet
 /// sequence is then written in time order, each timestamp a small delta.
+///
+/// A track's slices wait in the order they completed (appended only): among slices with the same
+/// begin and end, the later one in that order encloses. (48 bytes: the ordering moves them.)
 struct PendingSlice {
     /// Begin and end (ns, the trace's clock; equal for an instant).
     var begin: Int64, end: Int64
-    /// Order of completion: among slices with the same begin and end, the later one encloses.
-    var seq: UInt64
-    /// The interned event name.
-    var name: UInt64
     /// Which arguments `a`, `b` and `c` are (``Shape``); a sleep's `c`, once in the nesting stack
     /// of ``PerfettoTraceSink/flush(_:where:)``, the flow that ends at its end.
+    var a: Int64, b: Int64, c: Int64
+    /// The interned event name (an iid: ``PerfettoTraceSink/intern(_:)`` keeps them below 2³²).
+    private var nameIID: UInt32
     var shape: Shape
-    var a: Int64, b: Int64, c: Int64 = 0
+
+    init(begin: Int64, end: Int64, name: UInt64, shape: Shape, a: Int64, b: Int64, c: Int64 = 0) {
+        self.begin = begin; self.end = end; self.a = a; self.b = b; self.c = c
+        nameIID = UInt32(truncatingIfNeeded: name); self.shape = shape
+    }
+
+    /// The interned event name.
+    var name: UInt64 { UInt64(nameIID) }
 
     /// What a slice is, for its arguments: a callout (item, detail), an iteration (number, busy
     /// ns), a sleep (fd), a run (depth, result) — of which only a run's are written
@@ -33,12 +42,13 @@ struct PendingSlice {
     var isInstant: Bool { shape.rawValue >= Shape.flowEnd.rawValue }
 
     /// The order slices are written in: begin first; at equal begins a slice before an instant,
-    /// and the longer (then the later completed) slice encloses.
-    @inline(__always) static func before(_ x: PendingSlice, _ y: PendingSlice) -> Bool {
+    /// and the longer (then the later completed: `i` after `j` in the group) slice encloses.
+    @inline(__always) static func before(_ g: UnsafeMutableBufferPointer<PendingSlice>, _ i: Int32, _ j: Int32) -> Bool {
+        let x = g[Int(i)], y = g[Int(j)]
         if x.begin != y.begin { return x.begin < y.begin }
         let xi = x.isInstant, yi = y.isInstant
         if xi != yi { return yi }
-        return x.end != y.end ? x.end > y.end : x.seq > y.seq
+        return x.end != y.end ? x.end > y.end : i > j
     }
 }
 
@@ -153,12 +163,12 @@ extension PerfettoTraceSink {
                     while i < n {
                         let x = o[i]
                         var j = i
-                        while j > 0 && PendingSlice.before(b[Int(x)], b[Int(o[j &- 1])]) { o[j] = o[j &- 1]; j &-= 1 }
+                        while j > 0 && PendingSlice.before(b, x, o[j &- 1]) { o[j] = o[j &- 1]; j &-= 1 }
                         o[j] = x
                         i &+= 1
                     }
                 } else {
-                    o.sort { PendingSlice.before(b[Int($0)], b[Int($1)]) }
+                    o.sort { PendingSlice.before(b, $0, $1) }
                 }
             }
             var k = 0
@@ -333,7 +343,7 @@ final class PerfettoCounters {
     }
     func iteration(_ it: IterationRecord, of loop: LoopInfo) {
         busy.iteration(it, of: loop)
-        starts.add(loop.key, it.begin, it.begin &+ 1, sign: 1)
+        starts.count(loop.key, at: it.begin)
     }
     func sleep(_ s: SleepRecord, of key: LoopKey) { busy.sleep(s, of: key) }
 }

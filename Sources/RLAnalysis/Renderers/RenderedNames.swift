@@ -28,18 +28,33 @@ final class RenderedNames {
     /// learned later shows).
     @inline(__always)
     func range(of cl: CalloutRecord, pid: Int64, context: Int64 = 0, render: (CalloutRecord) -> [UInt8]?) -> (start: Int, count: Int)? {
+        let (k, slot) = Self.key(cl, pid: pid, context: context)
+        let e = cache[slot]
+        if e.key == k { return (e.start, e.count) }
+        guard let r = lookUp(k, cl, render) else { return nil }
+        cache[slot] = (k, r.start, r.count)
+        return r
+    }
+
+    /// ``range(of:pid:context:render:)`` when the cache holds it (the usual case), else nil — for a
+    /// caller that renders through a function of its own, with no closure built per call.
+    @inline(__always)
+    func cachedRange(of cl: CalloutRecord, pid: Int64, context: Int64 = 0) -> (start: Int, count: Int)? {
+        let (k, slot) = Self.key(cl, pid: pid, context: context)
+        let e = cache[slot]
+        return e.key == k ? (e.start, e.count) : nil
+    }
+
+    /// An item's key and its slot in the cache.
+    @inline(__always)
+    private static func key(_ cl: CalloutRecord, pid: Int64, context: Int64) -> (Key, Int) {
         let block = !cl.namedByItem
         let k = Key(pid: pid, item: block ? 0 : cl.item, kind: cl.kind, block: block ? cl.blockName : -1, context: context)
         // Every field of the key in the slot: the same block name on many loops' threads (the
         // Chrome export's context) would otherwise share one slot and go to the dictionary each time.
         let mixed = (k.item ^ UInt64(UInt32(bitPattern: k.block)) ^ (UInt64(bitPattern: k.context) &* 0xC2B2_AE3D_27D4_EB4F)
             ^ (UInt64(bitPattern: k.pid) << 17)) &* 0x9E37_79B9_7F4A_7C15
-        let slot = Int(truncatingIfNeeded: mixed >> 56) ^ Int(k.kind.rawValue)
-        let e = cache[slot]
-        if e.key == k { return (e.start, e.count) }
-        guard let r = lookUp(k, cl, render) else { return nil }
-        cache[slot] = (k, r.start, r.count)
-        return r
+        return (k, Int(truncatingIfNeeded: mixed >> 56) ^ Int(k.kind.rawValue))
     }
 
     @inline(never)
