@@ -7,10 +7,11 @@ import RunLoopSchema
 /// Lines come out in the order of the iterations' begin times (a parent before the iterations
 /// nested in it), grouped under a loop header whenever the loop changes. An iteration is printed
 /// once nothing that began before it can still arrive: iterations of other loops, or nested ones,
-/// wait in a heap until every iteration that began earlier has closed (or, for at most
-/// ``holdLimitNs`` of trace time, while one stays open: memory stays bounded); non-sleeping top-level
+/// wait in a heap until every iteration that began earlier has closed; non-sleeping top-level
 /// iterations wait (at most ``ReportOptions/spinMinIterations`` per loop) until their run of
-/// iterations is known to be a spin or not — the same per-loop rule as the report.
+/// iterations is known to be a spin or not — the same per-loop rule as the report. Nothing waits
+/// for more than ``holdLimitNs`` of trace time, so memory stays bounded however long an iteration
+/// stays open.
 public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     /// Which iterations to show, beyond the pipeline's selection (whose callout filters show the
     /// iterations that hold a selected callout).
@@ -63,6 +64,9 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     private var currentLoop: LoopKey?
     /// Lines printed (iterations shown).
     public private(set) var shown = 0
+    /// The most lines waiting at once (in the heap and held for a spin): what bounds the
+    /// timeline's memory (Tests/RLAnalysisTests/TimelineSinkTests.swift).
+    public private(set) var peakWaiting = 0
 
     /// Creates a timeline writing to `out`.
     deinit { scratch.deallocate() }
@@ -92,6 +96,9 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
         } else {
             heap.insert(row)
         }
+        var waiting = heap.count
+        for st in spins { waiting &+= st.pending.count }
+        peakWaiting = max(peakWaiting, waiting)
         release(upTo: watermark(now: it.end))
     }
 
@@ -117,17 +124,18 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
         }
     }
 
-    /// How long (trace time) lines may wait for an iteration still open on another loop: a loop
-    /// asleep for an hour would otherwise hold an hour of lines in memory. An iteration open longer
-    /// is printed when it ends, after lines of other loops that began after it.
+    /// How long (trace time) lines may wait for an iteration still open, or for a run of
+    /// non-sleeping iterations to become a spin or not: a loop asleep for an hour, or busy for an
+    /// hour in one iteration (a nested run) after a few iterations that did not sleep, would
+    /// otherwise hold an hour of lines in memory. An iteration open longer is printed when it
+    /// ends, and waiting iterations when their spin is decided — after lines that began after them.
     public static let holdLimitNs: Int64 = 100_000_000
 
     /// Everything that began before this can be printed.
     private func watermark(now: Int64) -> Int64 {
         var m = resolver?.openWatermark ?? .max
-        m = max(m, now &- TimelineSink.holdLimitNs)
         for st in spins { if let f = st.pending.first, f.begin < m { m = f.begin } }
-        return m
+        return max(m, now &- TimelineSink.holdLimitNs)
     }
 
     private func release(upTo mark: Int64) {
