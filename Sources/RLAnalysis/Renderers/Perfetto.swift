@@ -45,8 +45,9 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// The packet being written (packets other than a slice's begin and end).
     let w = ProtobufWriter()
     /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush): the slices
-    /// being written, and the indices of those open among them.
-    var group: [PendingSlice] = [], openSlices: [Int32] = [], order: [Int32] = []
+    /// being written, their order and the indices of those open among them.
+    var group: [PendingSlice] = []
+    let indices = PendingIndices()
     private(set) var origin: Int64 = 0
     private var nextUUID: UInt64 = 1
     private var flowID: UInt64 = 0

@@ -52,6 +52,23 @@ struct PendingSlice {
     }
 }
 
+/// ``PerfettoTraceSink/flush(_:where:)``'s index buffers, reused by every flush: the order of a
+/// group's slices, and the stack of those open. Outside any Swift array: no uniqueness check, no
+/// reset of a count per flush.
+final class PendingIndices {
+    private(set) var order: UnsafeMutablePointer<Int32>, open: UnsafeMutablePointer<Int32>
+    private var capacity = 256
+    init() { order = .allocate(capacity: 256); open = .allocate(capacity: 256) }
+    deinit { order.deallocate(); open.deallocate() }
+    /// Room for a group of `n` slices.
+    @inline(__always) func reserve(_ n: Int) {
+        guard n > capacity else { return }
+        capacity = max(n, 2 * capacity)
+        order.deallocate(); open.deallocate()
+        order = .allocate(capacity: capacity); open = .allocate(capacity: capacity)
+    }
+}
+
 /// One packet sequence of the Perfetto export (`trusted_packet_sequence_id`): its interned state
 /// (which event names its packets carried) and its incremental clock (the time of its last packet
 /// timestamped on it, ns after the trace's origin).
@@ -143,50 +160,52 @@ extension PerfettoTraceSink {
 
     /// Writes `group`, the slices of `track` taken by a flush. (Worked on in place through an
     /// unsafe buffer and ordered through a permutation of indices, the open slices kept as
-    /// indices too: a `PendingSlice` is 64 bytes, which the sort and a stack of copies moved
-    /// around — docs/benchmarks.md, "Speed, second pass".)
+    /// indices too, both in ``indices``' reused buffers: the sort and a stack of copies moved the
+    /// 48-byte slices around, and Swift arrays checked their uniqueness at every append —
+    /// docs/benchmarks.md, "Speed, second pass" and "third pass".)
     private func writeGroup(_ track: PerfettoLoopTrack) {
         guard !group.isEmpty else { return }
-        var g: [PendingSlice] = [], open: [Int32] = [], ord: [Int32] = []
-        swap(&g, &group); swap(&open, &openSlices); swap(&ord, &order)
-        defer { swap(&g, &group); swap(&open, &openSlices); swap(&ord, &order) }
-        open.removeAll(keepingCapacity: true)
-        ord.removeAll(keepingCapacity: true)
+        var g: [PendingSlice] = []
+        swap(&g, &group)
+        defer { swap(&g, &group) }
         let sequence = track.sequence
+        let scratch = indices
         g.withUnsafeMutableBufferPointer { b in
             let n = b.count
-            for i in 0..<n { ord.append(Int32(truncatingIfNeeded: i)) }
-            ord.withUnsafeMutableBufferPointer { o in
-                if n <= 32 {
-                    // Nearly in order already (completion order): an insertion sort allocates nothing.
-                    var i = 1
-                    while i < n {
-                        let x = o[i]
-                        var j = i
-                        while j > 0 && PendingSlice.before(b, x, o[j &- 1]) { o[j] = o[j &- 1]; j &-= 1 }
-                        o[j] = x
-                        i &+= 1
-                    }
-                } else {
-                    o.sort { PendingSlice.before(b, $0, $1) }
+            scratch.reserve(n)
+            let o = scratch.order, open = scratch.open
+            var top = 0                                             // open[0..<top]: the open slices
+            for i in 0..<n { o[i] = Int32(truncatingIfNeeded: i) }
+            if n <= 32 {
+                // Nearly in order already (completion order): an insertion sort allocates nothing.
+                var i = 1
+                while i < n {
+                    let x = o[i]
+                    var j = i
+                    while j > 0 && PendingSlice.before(b, x, o[j &- 1]) { o[j] = o[j &- 1]; j &-= 1 }
+                    o[j] = x
+                    i &+= 1
                 }
+            } else {
+                var ob = UnsafeMutableBufferPointer(start: o, count: n)
+                ob.sort { PendingSlice.before(b, $0, $1) }
             }
             var k = 0
             while k < n {
                 defer { k &+= 1 }
-                let i = Int(ord[k])
+                let i = Int(o[k])
                 var poppedEnd = Int64.min
-                while let t = open.last.map(Int.init), !(b[t].begin <= b[i].begin && b[i].end <= b[t].end) {
+                while top > 0, case let t = Int(open[top &- 1]), !(b[t].begin <= b[i].begin && b[i].end <= b[t].end) {
                     writeSliceEnd(b[t].end, flowEnd: b[t].shape == .sleep ? UInt64(bitPattern: b[t].c) : 0, on: sequence)
                     poppedEnd = b[t].end
-                    open.removeLast()
+                    top &-= 1
                 }
                 // A slice that overlaps the one before it without nesting (a damaged trace) starts
                 // where that one ended, so the track stays strictly nested.
                 if b[i].begin < poppedEnd { b[i].begin = poppedEnd; if b[i].end < b[i].begin { b[i].end = b[i].begin } }
                 if b[i].isInstant {
                     // A flow ending where a sleep ends (a wakeUp's wake) ends on the sleep's slice.
-                    if b[i].shape == .flowEnd, let t = open.last.map(Int.init), b[t].shape == .sleep, b[t].end == b[i].begin, b[t].c == 0 {
+                    if b[i].shape == .flowEnd, top > 0, case let t = Int(open[top &- 1]), b[t].shape == .sleep, b[t].end == b[i].begin, b[t].c == 0 {
                         b[t].c = b[i].a
                     } else if b[i].shape != .flowMerged {
                         writeInstant(b[i], on: sequence)
@@ -197,15 +216,18 @@ extension PerfettoTraceSink {
                 var flowEnd: UInt64 = 0
                 if b[i].shape == .callout {
                     var m = k &+ 1
-                    while m < n, case let j = Int(ord[m]), b[j].begin == b[i].begin {
+                    while m < n, case let j = Int(o[m]), b[j].begin == b[i].begin {
                         if b[j].shape == .flowEnd { flowEnd = UInt64(bitPattern: b[j].a); b[j].shape = .flowMerged; break }
                         m &+= 1
                     }
                 }
                 writeSliceBegin(b[i], flowEnd: flowEnd, on: sequence)
-                open.append(Int32(truncatingIfNeeded: i))
+                open[top] = Int32(truncatingIfNeeded: i)
+                top &+= 1
             }
-            while let t = open.popLast().map(Int.init) {
+            while top > 0 {
+                top &-= 1
+                let t = Int(open[top])
                 writeSliceEnd(b[t].end, flowEnd: b[t].shape == .sleep ? UInt64(bitPattern: b[t].c) : 0, on: sequence)
             }
         }
