@@ -46,7 +46,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     let w = ProtobufWriter()
     /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush): the slices
     /// being written, their order and the indices of those open among them.
-    var group: [PendingSlice] = []
+    let group = PendingList()
     let indices = PendingIndices()
     private(set) var origin: Int64 = 0
     private var nextUUID: UInt64 = 1
