@@ -67,6 +67,8 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     /// The most lines waiting at once (in the heap and held for a spin): what bounds the
     /// timeline's memory (Tests/RLAnalysisTests/TimelineSinkTests.swift).
     public private(set) var peakWaiting = 0
+    /// Lines held for their spin, over all loops.
+    private var heldForSpins = 0
 
     /// Creates a timeline writing to `out`.
     deinit { scratch.deallocate() }
@@ -92,13 +94,13 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
         if it.depth == 0 {
             // In place in the array: a copy of the state would copy its pending rows (up to
             // spinMinIterations of them) at every append.
+            let held = spins[n].pending.count
             admit(row, slept: it.slept || it.nestedSleeps > 0, into: &spins[n])
+            heldForSpins &+= spins[n].pending.count &- held
         } else {
             heap.insert(row)
         }
-        var waiting = heap.count
-        for st in spins { waiting &+= st.pending.count }
-        peakWaiting = max(peakWaiting, waiting)
+        peakWaiting = max(peakWaiting, heap.count &+ heldForSpins)
         release(upTo: watermark(now: it.end))
     }
 
