@@ -46,7 +46,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     let w = ProtobufWriter()
     /// Scratch for ``flush(_:where:)`` (kept between calls: no allocation per flush): the slices
     /// being written, their order and the indices of those open among them.
-    let group = PendingList()
+    var group = TrivialList<PendingSlice>(capacity: 64)
     let indices = PendingIndices()
     private(set) var origin: Int64 = 0
     private var nextUUID: UInt64 = 1
@@ -294,7 +294,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private var trackRefs = UnsafeMutablePointer<Unmanaged<PerfettoLoopTrack>>.allocate(capacity: 16)
     private var trackRefsCapacity = 16
 
-    deinit { trackRefs.deallocate() }
+    deinit { trackRefs.deallocate(); group.deallocate() }
 
     /// The track of loop `key` (described, and its sequence opened, the first time).
     @inline(__always) func track(_ key: LoopKey) -> PerfettoLoopTrack {

@@ -52,37 +52,6 @@ struct PendingSlice {
     }
 }
 
-/// Slices in completion order (a track's waiting ones, a flush's group): a growable buffer outside
-/// any Swift array — an append checks no uniqueness, emptying it resets a count, two lists swap
-/// their storage (``PendingSlice`` is a trivial type: nothing to deinitialize).
-final class PendingList {
-    private(set) var base: UnsafeMutablePointer<PendingSlice>
-    /// How many slices it holds (a smaller value drops the last ones).
-    var count = 0
-    private var capacity = 64
-    init() { base = .allocate(capacity: 64) }
-    deinit { base.deallocate() }
-    /// The slices held, in place.
-    var buffer: UnsafeMutableBufferPointer<PendingSlice> { UnsafeMutableBufferPointer(start: base, count: count) }
-    @inline(__always) func append(_ s: PendingSlice) {
-        if count == capacity { grow() }
-        (base + count).initialize(to: s)
-        count &+= 1
-    }
-    @inline(never) private func grow() {
-        let bigger = UnsafeMutablePointer<PendingSlice>.allocate(capacity: 2 * capacity)
-        bigger.moveInitialize(from: base, count: count)
-        base.deallocate()
-        base = bigger
-        capacity *= 2
-    }
-    func removeAll() { count = 0 }
-    /// Exchanges the two lists' slices (no copy).
-    func swapContents(with other: PendingList) {
-        swap(&base, &other.base); swap(&count, &other.count); swap(&capacity, &other.capacity)
-    }
-}
-
 /// ``PerfettoTraceSink/flush(_:where:)``'s index buffers, reused by every flush: the order of a
 /// group's slices, and the stack of those open. Outside any Swift array: no uniqueness check, no
 /// reset of a count per flush.
@@ -149,8 +118,8 @@ final class PerfettoLoopTrack {
     let sequence: PerfettoSequence
     /// Counter tracks (busy %, iterations/s), made at the end.
     var busyUUID: UInt64 = 0, rateUUID: UInt64 = 0
-    /// Completed slices not written yet.
-    let pending = PendingList()
+    /// Completed slices not written yet, in completion order.
+    var pending = TrivialList<PendingSlice>(capacity: 64)
     /// Runs entered and not exited: when, and the mode.
     var openRuns: [(begin: Int64, mode: String, depth: Int)] = []
     /// Iterations busy past the hang threshold (the report's rule).
@@ -161,6 +130,8 @@ final class PerfettoLoopTrack {
     init(key: LoopKey, uuid: UInt64, processUUID: UInt64, sequence: PerfettoSequence) {
         self.key = key; self.uuid = uuid; self.processUUID = processUUID; self.sequence = sequence
     }
+
+    deinit { pending.deallocate() }
 }
 
 extension PerfettoTraceSink {
@@ -169,15 +140,14 @@ extension PerfettoTraceSink {
     func flush(_ track: PerfettoLoopTrack, where take: (PendingSlice) -> Bool) {
         // The usual case — inside the run `CFRunLoopRun` entered, nothing pending begins with it —
         // takes every slice: the buffers swap, nothing is copied.
-        let pending = track.pending
-        if pending.buffer.allSatisfy(take) { return flushAll(track) }
+        let pending = track.pending.buffer
+        if pending.allSatisfy(take) { return flushAll(track) }
         group.removeAll()
         var kept = 0
-        for i in 0..<pending.count {
-            let s = pending.base[i]
-            if take(s) { group.append(s) } else { pending.base[kept] = s; kept &+= 1 }
+        for s in pending {
+            if take(s) { group.append(s) } else { pending[kept] = s; kept &+= 1 }
         }
-        pending.count = kept
+        track.pending.truncate(to: kept)
         writeGroup(track)
     }
 
@@ -185,7 +155,7 @@ extension PerfettoTraceSink {
     /// run): the pending slices become the group by a swap of the two buffers, no copy.
     func flushAll(_ track: PerfettoLoopTrack) {
         group.removeAll()
-        group.swapContents(with: track.pending)
+        swap(&group, &track.pending)
         writeGroup(track)
     }
 
