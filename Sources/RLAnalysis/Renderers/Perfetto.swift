@@ -291,8 +291,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     /// ``trackOrder`` unretained, outside any Swift array: the per-record paths reach a loop's
     /// track with no retain and release (``withTrack(_:_:)``); `trackOrder` keeps them alive.
-    private var trackRefs = UnsafeMutablePointer<Unmanaged<PerfettoLoopTrack>>.allocate(capacity: 16)
-    private var trackRefsCapacity = 16
+    private var trackRefs = TrivialList<Unmanaged<PerfettoLoopTrack>>(capacity: 16)
 
     deinit { trackRefs.deallocate(); group.deallocate() }
 
@@ -304,7 +303,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
 
     /// `body` on the track of loop `key` (as ``track(_:)``), without retaining it.
     @inline(__always) func withTrack<R>(_ key: LoopKey, _ body: (PerfettoLoopTrack) -> R) -> R {
-        let u = trackNumbering.existing(key).map { trackRefs[$0] } ?? Unmanaged.passUnretained(makeTrack(key))
+        let u = trackNumbering.existing(key).map { trackRefs.buffer[$0] } ?? Unmanaged.passUnretained(makeTrack(key))
         return u._withUnsafeGuaranteedRef(body)
     }
 
@@ -319,14 +318,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p, sequence: s)
         precondition(trackNumbering.number(key) == trackOrder.count)
         trackOrder.append(t)
-        if trackOrder.count > trackRefsCapacity {
-            let grown = UnsafeMutablePointer<Unmanaged<PerfettoLoopTrack>>.allocate(capacity: trackRefsCapacity * 2)
-            grown.moveInitialize(from: trackRefs, count: trackRefsCapacity)
-            trackRefs.deallocate()
-            trackRefs = grown
-            trackRefsCapacity *= 2
-        }
-        (trackRefs + trackOrder.count - 1).initialize(to: .passUnretained(t))
+        trackRefs.append(.passUnretained(t))
         describe(t, info)
         open(s)
         return t
