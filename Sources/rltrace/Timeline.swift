@@ -14,7 +14,7 @@ struct TimelineCommand: ParsableCommand {
           rltrace timeline TRACE --flagged
           rltrace timeline TRACE --kind timer --item 'heart*' --min-duration 1ms
 
-        --flagged keeps hangs, slow iterations, spins and late timers. Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms. The start column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it. Iterations cut by --begin/--end are marked CLIPPED.
+        --flagged keeps hangs, slow iterations, spins and late timers. Nested runs are indented; observer callouts are counted, and listed when ≥ 1 ms; an iteration of more than 4096 callouts (a flood of perform-blocks) lists its first 4096 and ends with `+N more callouts` (its flags still count them all). The start column is the trace clock (epoch seconds): `--begin @SECONDS` in any command takes it. Iterations cut by --begin/--end are marked CLIPPED.
 
         \(exitCodesHelp)
         """

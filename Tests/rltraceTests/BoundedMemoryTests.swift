@@ -61,6 +61,8 @@ struct BoundedMemory {
     static let killAboveMB = 160
     /// trace-workload steps of the two traces (about 10 events a step).
     static let steps = (small: 5_000, large: 20_000)
+    /// Blocks in the one burst of each trace, per step.
+    static let burstPerStep = 10
 
     var smallEvents: Int
     var largeEvents: Int
@@ -103,7 +105,9 @@ func recordWorkload(steps: Int, into dir: URL, daemon: PrivateSessionDaemon) thr
     try session.start()
     let p = Process()
     p.executableURL = binDir.appendingPathComponent("trace-workload")
-    p.arguments = [String(steps)]
+    // Half-way, one iteration drains a burst of blocks, 10 a step (50 000 and 200 000 callouts):
+    // an iteration's callouts must not be kept one by one (LoopModel.calloutLimit).
+    p.arguments = [String(steps), "--burst", String(steps * BoundedMemory.burstPerStep)]
     var env = daemon.applicationEnvironment
     env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
     p.environment = env
@@ -187,8 +191,9 @@ struct BoundedMemoryTests {
     @Test func theTwoTracesAreCompleteAndTheSecondAboutFourTimesLonger() throws {
         let f = try boundedMemory.get()
         #expect(f.discarded == 0, "events were discarded while recording: the blocking channel did not block")
-        // About 10 events per step: the figures below compare traces of known, different lengths.
-        #expect(f.smallEvents >= BoundedMemory.steps.small * 5, "small trace: \(f.smallEvents) events")
+        // About 10 events per step and 2 per burst block: the figures below compare traces of known,
+        // different lengths.
+        #expect(f.smallEvents >= BoundedMemory.steps.small * (5 + 2 * BoundedMemory.burstPerStep), "small trace: \(f.smallEvents) events")
         #expect(Double(f.largeEvents) >= 3.5 * Double(f.smallEvents), "\(f.largeEvents) events is not about 4 × \(f.smallEvents)")
     }
 

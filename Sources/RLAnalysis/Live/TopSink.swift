@@ -189,7 +189,7 @@ public final class TopSink: LoopModelSink {
     /// A hang, as the report has it (docs/report-json.md): a top-level iteration busy at least the
     /// threshold, held by its longest callout; one the watchdog already reported is the same hang.
     private func endedHang(_ it: IterationRecord, _ s: Stats) {
-        let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+        let c = it.longestCallout
         let name = c.map { model?.name(of: $0, pid: it.key.pid) ?? "" } ?? ""
         let cpu = it.cpuNs >= 0 ? it.cpuNs : it.sampledCpuNs
         // The watchdog's hang_end may have come first: the callout names what held the loop.

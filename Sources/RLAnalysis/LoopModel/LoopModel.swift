@@ -164,6 +164,12 @@ public final class LoopModel {
     /// The hang watchdog's events whole (the source's), which hang events refer to.
     public var evidence: HangEvidenceStore?
 
+    /// How many callouts an open iteration lists one by one (``IterationRecord/callouts``); past
+    /// them, they are summarized (``IterationRecord/overflow``), so that an iteration of millions
+    /// of callouts costs no more memory than one of this many (docs/benchmarks.md, "The
+    /// bounded-memory test"). Every reader but the timeline's line gives the same figures either way.
+    public var calloutLimit = 4096
+
     /// Creates a model delivering to `sink`, resolving name ids with `names`.
     public init(sink: LoopModelSink, names: NameTable) {
         self.sink = sink
@@ -459,7 +465,7 @@ public final class LoopModel {
             }
             if inIteration && rec.kind != .observer { s.stack[iterIdx].worked = true }
             guard window.clip(&rec) else { return }
-            if inIteration { s.stack[iterIdx].callouts.append(rec) }
+            if inIteration { s.stack[iterIdx].add(rec, limit: calloutLimit) }
             sink.callout(rec, of: key)
         case .sleepBegin:
             s.pendingSleep = (e.iteration, e.ts, e.cpu)

@@ -116,8 +116,13 @@ public struct IterationRecord: Sendable {
     /// Whether a `wake` of its own was read (an iteration that ends without one polled and found
     /// nothing).
     var woke = false
-    /// Callouts that belong to it (not to nested iterations), in entry order.
+    /// Callouts that belong to it (not to nested iterations), in entry order: the first
+    /// ``LoopModel/calloutLimit``; ``overflow`` summarizes the rest (``calloutCount``,
+    /// ``longestCallout``, ``longestCallouts(_:)``, ``firstWorkBegin(afterSleep:)`` and
+    /// ``hasCallout(where:)`` read both).
     public var callouts: [CalloutRecord] = []
+    /// Its callouts past ``LoopModel/calloutLimit``, summarized (nil: none).
+    public var overflow: CalloutOverflow?
     /// Sleeps of iterations nested in it: total ns (inside the window), count, and their polls.
     public var nestedSleepNs: Int64 = 0, nestedSleeps = 0, nestedPolls = 0
     /// Sleep time of iterations nested in it, whole (a time window does not cut it).
@@ -177,6 +182,7 @@ extension IterationRecord {
         self.key = key; self.number = number; self.begin = begin; end = 0; self.depth = depth; self.mode = mode
         sleeps.removeAll(keepingCapacity: true)
         callouts.removeAll(keepingCapacity: true)
+        overflow = nil
         polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false; cpuNs = -1
         nestedSleepWholeNs = 0; sleepCpuNs = 0; worked = false; sampledCpuNs = -1; woke = false
     }

@@ -60,17 +60,8 @@ public final class Aggregator: LoopModelSink, NameResolving {
     }
     /// An item of the per-item figures: (kind, item id), except blocks, which are one item per name
     /// (item 0): every perform-block has its own id, and one entry each would grow with the trace.
-    struct ItemKey: Hashable {
-        var kind: RLCalloutKind; var item: UInt64; var blockName: Int32
-        init(kind: RLCalloutKind, item: UInt64, blockName: Int32) { self.kind = kind; self.item = item; self.blockName = blockName }
-        /// The item the report gives it: blocks are one item per name, item 0 (docs/report-json.md),
-        /// whether their name travels with them or is their pooled name's id.
-        var reportedItem: UInt64 { kind == .block ? 0 : item }
-        init(_ c: CalloutRecord) {
-            kind = c.kind
-            if !c.namedByItem { item = 0; blockName = c.blockName } else { item = c.item; blockName = -1 }
-        }
-    }
+    /// An item as the report counts it (a block: one per name).
+    typealias ItemKey = CalloutItemKey
 
     /// Thresholds.
     public let options: ReportOptions
@@ -123,8 +114,8 @@ public final class Aggregator: LoopModelSink, NameResolving {
         let worked = it.worked
         if l.wokeIdle { l.wokeIdle = false; if !worked { l.spurious += 1 } }
         if let s = it.sleeps.first, s.reason != .timeout, !worked { l.wokeIdle = true }
-        for s in it.sleeps {
-            if let first = it.callouts.first(where: { $0.kind != .observer && $0.begin >= s.end }) { l.wakeToFirst.add(first.begin - s.end) }
+        for (i, s) in it.sleeps.enumerated() {
+            if let first = it.firstWorkBegin(afterSleep: i) { l.wakeToFirst.add(first - s.end) }
         }
         guard it.depth == 0 else { return }
         l.topLevel += 1
@@ -140,7 +131,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
         if wholeBusy >= options.slowThresholdNs { l.slow += 1 }
         if it.cpuNs >= 0 && !it.clipped { l.cpu &+= it.cpuNs; l.cpuKnown = true }
         if wholeBusy >= options.hangThresholdNs {
-            let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+            let c = it.longestCallout
             var h = HangReport(iteration: it.number, beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, busyNs: wholeBusy,
                                culprit: c.map { ref($0, info.key) })
             // The CPU clock context's figure, else what the watchdog read of its callouts.
@@ -167,6 +158,14 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 if l.spinItems[i].count == 0 { l.spinTouched.append(i) }
                 l.spinItems[i].count += 1
                 l.spinItems[i].total &+= c.duration
+            }
+            if let o = it.overflow {
+                for (n, x) in o.byItem.enumerated() where x.longest.kind != .observer {
+                    let i = itemIndex(o.key(ofItem: n), in: l)
+                    if l.spinItems[i].count == 0 { l.spinTouched.append(i) }
+                    l.spinItems[i].count += x.count
+                    l.spinItems[i].total &+= x.totalNs
+                }
             }
         }
         // The slowest five (the fifth's busy time read in place: `slowest.last!` copied its record,
@@ -385,7 +384,7 @@ public final class Aggregator: LoopModelSink, NameResolving {
                 hangs: watchdog.merge(l.hangs, key: info.key, symbolizer: symbolizer), slowIterations: l.slow, spins: l.spins,
                 slowest: l.slowest.map { s in
                     SlowIteration(iteration: s.it.number, beginNs: s.it.begin, busyNs: s.busy,
-                                  callouts: s.it.callouts.sorted { $0.duration > $1.duration }.prefix(8).map { ref($0, info.key) })
+                                  callouts: s.it.longestCallouts(8).map { ref($0, info.key) })
                 },
                 host: source.hosts[info.key.hostIndex].name.isEmpty ? nil : source.hosts[info.key.hostIndex].name))
         }

@@ -444,7 +444,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         if it.depth == 0 {
             // The report's rules: decided on the whole iteration (a window cutting it still shows it).
             if it.wholeBusyNs >= options.hangThresholdNs {
-                let c = it.callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+                let c = it.longestCallout
                 t.hangs.append(HangReport(iteration: it.number, beginNs: it.wholeBegin, durationNs: it.wholeEnd &- it.wholeBegin, busyNs: it.wholeBusyNs,
                                           culprit: c.map { CalloutRef(kind: $0.kind.label, item: $0.item, name: resolver?.name(of: $0, pid: loop.key.pid) ?? "",
                                                                       durationNs: $0.wholeDurationNs) }))

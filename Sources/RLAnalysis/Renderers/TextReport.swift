@@ -85,7 +85,7 @@ public struct TextReportRenderer {
                 if l.items.count > 12 { o += "    … \(l.items.count - 12) more\n" }
             }
             if !l.wakeReasons.isEmpty {
-                o += "  wakes: " + l.wakeReasons.sorted { $0.value > $1.value }.map { "\(UntrustedText.terminal($0.key)) \($0.value)" }.joined(separator: " · ")
+                o += "  wakes: " + l.wakeReasons.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\(UntrustedText.terminal($0.key)) \($0.value)" }.joined(separator: " · ")
                     + " · sleeps \(l.sleeps), polls \(l.polls), spurious \(l.spuriousWakes)\n"
             }
             if !l.sleepHistogram.isEmpty {

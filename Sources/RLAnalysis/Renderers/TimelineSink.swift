@@ -290,6 +290,11 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
             if let name { names.withBytes(name) { out.bytes($0) } }
             out.reserving(TimelineSink.calloutRoom) { c in c.write(") "); c.duration(cl.duration) }
         }
+        if let o = it.overflow {
+            // Past the model's limit the callouts are counted, not listed (LoopModel.calloutLimit).
+            out.write(first ? "+" : ", +"); out.int(Int64(o.count - o.observers)); out.write(" more callouts")
+            observers += o.observers
+        }
         if observers > 0 { out.write(" ["); out.int(Int64(observers)); out.write(observers == 1 ? " observer]" : " observers]") }
         writeMode(it.mode, to: out)
         let b: Int
@@ -307,6 +312,12 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
             guard d >= lateTimerNs else { continue }
             if sep { out.byte(0x20) }
             out.write("LATE "); out.write(UntrustedText.terminal(resolver?.name(of: .timer, item: cl.item, pid: it.key.pid) ?? "")); out.write(" +"); out.duration(d)
+            sep = true
+        }
+        // Timers past the model's limit: each late one once, with its largest lateness.
+        for x in it.overflow?.byItem ?? [] where x.longest.kind == .timer && x.maxLateNs >= lateTimerNs {
+            if sep { out.byte(0x20) }
+            out.write("LATE "); out.write(UntrustedText.terminal(resolver?.name(of: .timer, item: x.longest.item, pid: it.key.pid) ?? "")); out.write(" +"); out.duration(x.maxLateNs)
             sep = true
         }
         staging.moveWritten(appendingTo: &buffers[b])
@@ -383,7 +394,7 @@ public final class TimelineSink: LoopModelSink, NameResolving, SelectionAware {
     /// Whether the selection keeps iteration `it`, its flags aside (``print(_:)`` applies
     /// `flaggedOnly`).
     private func accept(_ it: IterationRecord) -> Bool {
-        if let st = selectionStage, st.filter.narrowsCallouts, !it.callouts.contains(where: { st.selects($0, pid: it.key.pid) }) { return false }
+        if let st = selectionStage, st.filter.narrowsCallouts, !it.hasCallout(where: { st.selects($0, pid: it.key.pid) }) { return false }
         return true
     }
 

@@ -4,7 +4,7 @@
 // by a duration), it runs a fixed number of steps as fast as the loop allows, so the number of events
 // is proportional to STEPS whatever the machine's load.
 //
-//   trace-workload STEPS
+//   trace-workload STEPS [--burst N]
 //
 // Every callout kind occurs, with a fixed set of items (so a trace twice as long has the same items,
 // twice as many times): the main thread's loop performs a source0 ("wl-step") STEPS times; each step
@@ -13,6 +13,8 @@
 // loop sleeps and wakes for the timer), through one byte written to a pipe (source1 "wl-pipe"),
 // through a worker thread's loop (perform "wl-bounce", which signals the step and wakes the main loop),
 // or through the main dispatch queue. Two observers bracket every pass. It prints the steps made.
+// With `--burst N`, the step half-way queues N more blocks ("wl-burst") at once: the loop drains them
+// in one iteration of N callouts (what a `CFRunLoopPerformBlock` flood makes).
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,8 +24,9 @@ import RunLoopCore
 
 let arguments = CommandLine.arguments
 if arguments.count >= 2 && arguments[1] == "--measure" { exit(measureMode(Array(arguments.dropFirst(2)))) }
-guard arguments.count == 2, let steps = Int(arguments[1]), steps > 0 else {
-    FileHandle2.err("usage: trace-workload STEPS   (STEPS > 0)\n       trace-workload --measure OUT [--kill-above-mb N] [--timeout S] -- PROGRAM ARGS…")
+let burst = arguments.count == 4 && arguments[2] == "--burst" ? Int(arguments[3]) ?? -1 : 0
+guard arguments.count == 2 || (arguments.count == 4 && burst >= 0), let steps = Int(arguments[1]), steps > 0 else {
+    FileHandle2.err("usage: trace-workload STEPS [--burst N]   (STEPS > 0)\n       trace-workload --measure OUT [--kill-above-mb N] [--timeout S] -- PROGRAM ARGS…")
     exit(2)
 }
 
@@ -51,6 +54,7 @@ step = RLSource0(name: "wl-step") {
     done += 1
     if done >= steps { loop.stop(); return }
     loop.perform(name: blockNames[done & 3]) {}
+    if done == steps / 2 { for _ in 0..<burst { loop.perform(name: "wl-burst") {} } }
     switch done % 64 {
     case 16, 48:
         timer.setNextFireDate(.now + .microseconds(20))
