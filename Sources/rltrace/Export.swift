@@ -36,8 +36,16 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         try output.write { out in
-            let sink: LoopModelSink = format == .perfetto
-                ? PerfettoTraceSink(out: out, options: try thresholds.options(), compression: compression ?? .deflate) : ChromeTraceSink(out: out)
+            let sink: LoopModelSink
+            if format == .perfetto {
+                let p = PerfettoTraceSink(out: out, options: try thresholds.options(), compression: compression ?? .deflate)
+                // RLTRACE_PERFETTO_PENDING=N: a loop writes what it can of an open iteration every N
+                // slices (tests make it small to exercise the early writes on small traces).
+                if let v = ProcessInfo.processInfo.environment["RLTRACE_PERFETTO_PENDING"], let n = Int(v), n >= 1 { p.pendingLimit = n }
+                sink = p
+            } else {
+                sink = ChromeTraceSink(out: out)
+            }
             try stream(analysis, into: sink)      // the sink closes the document at the end of the stream
         }
     }

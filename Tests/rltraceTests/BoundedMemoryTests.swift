@@ -15,7 +15,7 @@ import Glibc
 
 /// The analysis commands whose memory is bounded, with their arguments (the trace path is appended).
 enum PipelineCommand: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case report, timeline, histogram, hangs, export, dump
+    case report, timeline, histogram, hangs, export, perfetto, dump
 
     /// The rltrace arguments before the trace directory (`EXPORT` stands for the output file).
     var arguments: [String] {
@@ -25,6 +25,7 @@ enum PipelineCommand: String, CaseIterable, CustomTestStringConvertible, Sendabl
         case .histogram: ["histogram", "--of", "sleep", "--by", "reason"]
         case .hangs: ["hangs"]
         case .export: ["export", "--format", "chrome", "-o", "EXPORT"]
+        case .perfetto: ["export", "--format", "perfetto", "-o", "EXPORT"]
         case .dump: ["dump"]
         }
     }
@@ -145,7 +146,7 @@ let boundedMemory: Result<BoundedMemory, Error> = Result {
         let (dir, label, command) = jobs[i]
         let key = "\(label)-\(command.rawValue)"
         let out = command == .report ? work.appendingPathComponent("\(label).json").path : "/dev/null"
-        let exportFile = work.appendingPathComponent("\(label).chrome.json").path
+        let exportFile = work.appendingPathComponent("\(label).\(command.rawValue).out").path
         let args = command.arguments.map { $0 == "EXPORT" ? exportFile : $0 }
         do {
             let m = try measureChildMemory([rltrace] + args + [dir.path], stdoutPath: out, killAboveMB: BoundedMemory.killAboveMB)
@@ -153,7 +154,7 @@ let boundedMemory: Result<BoundedMemory, Error> = Result {
         } catch {
             failures.withLock { $0.append("\(key): \(error)") }
         }
-        if command == .export { unlink(exportFile) }
+        if command == .export || command == .perfetto { unlink(exportFile) }
     }
     if let f = failures.withLock({ $0 }).first { throw BoundedMemorySetupFailed(description: f) }
     func counts(_ label: String) throws -> (events: Int, discarded: Int) {

@@ -422,6 +422,81 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         }
     }
 
+    @Test("slices of an iteration still open written early (RLTRACE_PERFETTO_PENDING=1, 4): read as Perfetto reads them, the same slices, nesting, flows and findings",
+          arguments: [[], ["--begin", "250ms", "--end", "1.2s"], ["--loop", "17", "--kind", "block"]])
+    func earlyWritesReadTheSame(selection: [String]) throws {
+        let dir = NSTemporaryDirectory() + "rltrace-perfetto-early-\(getpid())-\(selection.joined())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func export(_ pending: Int?) throws -> DecodedPerfetto {
+            let path = dir + "/p\(pending ?? 0).pftrace"
+            var env = ProcessInfo.processInfo.environment
+            if let pending { env["RLTRACE_PERFETTO_PENDING"] = String(pending) }
+            let r = try runProgram(binDir.appendingPathComponent("rltrace").path,
+                                   ["export", demoTrace, "--format", "perfetto", "-o", path, "--force"] + selection, environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+            return try DecodedPerfetto(try decode(path))
+        }
+        let normal = try export(nil)
+        #expect(normal.slices.count > 500, "\(normal.slices.count) slices")
+        func counted<T: Hashable>(_ xs: [T]) -> [T: Int] { Dictionary(xs.map { ($0, 1) }, uniquingKeysWith: +) }
+        for pending in [1, 4] {
+            let early = try export(pending)
+            #expect(early.unbalanced.isEmpty, "\(pending): \(early.unbalanced.prefix(5))")
+            #expect(counted(early.slices) == counted(normal.slices), "\(pending): the slices differ")
+            #expect(counted(early.nesting.map { "\($0.category) in \($0.parent)" }) == counted(normal.nesting.map { "\($0.category) in \($0.parent)" }),
+                    "\(pending): the nesting differs")
+            #expect(Set(early.flowStarts) == Set(normal.flowStarts) && Set(early.flowEnds) == Set(normal.flowEnds))
+            #expect(early.flowStarts.count == normal.flowStarts.count && early.flowEnds.count == normal.flowEnds.count)
+            for (name, tracks) in normal.instants {
+                let a = tracks.values.flatMap { $0.map(\.ts) }.sorted(), b = (early.instants[name] ?? [:]).values.flatMap { $0.map(\.ts) }.sorted()
+                #expect(a == b, "\(pending): instants \(name)")
+            }
+            // The early path was taken (at 1, on every callout): iterations' own slices written after
+            // their callouts go back in time, stamped on the trace's clock.
+            if pending == 1 { #expect(early.absolutePackets > normal.absolutePackets, "\(early.absolutePackets) absolute packets against \(normal.absolutePackets)") }
+        }
+    }
+
+    @Test("slices written early around nested runs, for windows beginning just before a nested iteration (equal begins at the window's edge): the same slices and nesting")
+    func earlyWritesAroundNestedRuns() throws {
+        let dir = NSTemporaryDirectory() + "rltrace-perfetto-early-nested-\(getpid())", trace = dir + "-trace"
+        try? FileManager.default.removeItem(atPath: dir)
+        try? FileManager.default.removeItem(atPath: trace)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: trace) }
+        let rec = try run("rltrace", ["record", "-o", trace, "--quiet", "--", binDir.appendingPathComponent("rlc-scenarios").path, "mainqueue"])
+        try #require(rec.status == 0, "\(rec.err)")
+        // Nested iterations' starts (epoch seconds): timeline rows indented past the top level's 9 spaces.
+        let timeline = try run("rltrace", ["timeline", trace])
+        let starts = timeline.out.split(separator: "\n").filter { $0.hasPrefix("             #") }
+            .compactMap { $0.split(separator: " ").dropFirst().first.flatMap { Double($0) } }
+        try #require(!starts.isEmpty, "no nested iteration in the recording:\n\(timeline.out)")
+        func export(_ pending: Int?, _ selection: [String]) throws -> DecodedPerfetto {
+            let path = dir + "/p\(pending ?? 0).pftrace"
+            var env = ProcessInfo.processInfo.environment
+            if let pending { env["RLTRACE_PERFETTO_PENDING"] = String(pending) }
+            let r = try runProgram(binDir.appendingPathComponent("rltrace").path,
+                                   ["export", trace, "--format", "perfetto", "-o", path, "--force"] + selection, environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+            return try DecodedPerfetto(try decode(path))
+        }
+        func nesting(_ p: DecodedPerfetto) -> [String: Int] { Dictionary(p.nesting.map { ("\($0.category) in \($0.parent)", 1) }, uniquingKeysWith: +) }
+        func slices(_ p: DecodedPerfetto) -> [ExportedSlice: Int] { Dictionary(p.slices.map { ($0, 1) }, uniquingKeysWith: +) }
+        var windows: [[String]] = [[]]
+        for s in starts.prefix(2) {
+            for d in [0.0, 1e-6, 5e-6, 2e-5, 1e-4, 3e-4] { windows.append(["--begin", String(format: "@%.9f", s - d)]) }
+        }
+        for w in windows {
+            let normal = try export(nil, w), early = try export(1, w)
+            #expect(early.unbalanced.isEmpty, "\(w): \(early.unbalanced.prefix(3))")
+            #expect(slices(early) == slices(normal), "\(w): the slices differ")
+            #expect(nesting(early) == nesting(normal), "\(w): \(nesting(early)) against \(nesting(normal))")
+            #expect(Set(early.flowEnds) == Set(normal.flowEnds) && early.flowEnds.count == normal.flowEnds.count, "\(w): flows")
+        }
+    }
+
     @Test("--compression: refused with --format chrome and for an unknown value (exit 64, naming the option)")
     func compressionOptionCombinations() throws {
         let chrome = try run("rltrace", ["export", demoTrace, "--format", "chrome", "--compression", "none"])

@@ -205,6 +205,21 @@ public final class LoopModel {
         return m
     }
 
+    /// The latest begin among what is open on loop `key` — its innermost open iteration, its open
+    /// callouts (a nested run's), that iteration's last wake — clipped to the window; nil when no
+    /// iteration is open. A slice that begins after it lies inside all of them and begins after
+    /// each (the Perfetto export writes a long iteration's completed slices before it ends on that
+    /// condition: ``PerfettoTraceSink``).
+    public func latestOpenBegin(of key: LoopKey) -> Int64? {
+        guard let i = numbering.existing(key) else { return nil }
+        let s = states[i]
+        guard s.open > 0 else { return nil }
+        var m = s.stack[s.open - 1].begin
+        if s.callouts.count > 0 { m = max(m, s.callouts[s.callouts.count - 1].record.begin) }
+        if let w = s.stack[s.open - 1].sleeps.last { m = max(m, w.end) }
+        return max(m, window.lo)
+    }
+
     /// Whether `tid` of process `pid` runs one of the loops seen.
     public func isLoopThread(_ tid: Int64, pid: Int64) -> Bool {
         states.contains { $0.info.key.pid == pid && $0.info.tid == tid }

@@ -39,6 +39,14 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// ``resolver`` without a retain and release per use (flows ask it for every flow; the sink's
     /// owner keeps the model alive while records come).
     private var unsafeResolver: Unmanaged<LoopModel>?
+    /// ``unsafeResolver``, for the slices' file.
+    var unsafeModel: Unmanaged<LoopModel>? { unsafeResolver }
+    /// How many completed slices a loop holds before it writes what it can of an iteration still
+    /// open (``flushEarly(_:)``): 48 bytes each, 0.8 MB at the default (the scratch of a flush
+    /// as much again).
+    public var pendingLimit = 16_384
+    /// How many times a loop wrote slices of an iteration still open (for tests).
+    public internal(set) var earlyFlushes = 0
     let out: ByteSink
     /// The report's thresholds (hangs, slow callouts, late timers, spins).
     let options: ReportOptions
@@ -315,7 +323,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         if info.tid >= 0 { threadUUIDs[ThreadKey(pid: key.pid, tid: info.tid)] = uuid }
         let s = PerfettoSequence(id: nextSequenceID, track: uuid)
         nextSequenceID &+= 1
-        let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p, sequence: s)
+        let t = PerfettoLoopTrack(key: key, uuid: uuid, processUUID: p, sequence: s, earlyFlushAt: pendingLimit)
         precondition(trackNumbering.number(key) == trackOrder.count)
         trackOrder.append(t)
         trackRefs.append(.passUnretained(t))
@@ -425,6 +433,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
                                               a: Int64(name), b: late, c: Int64(bitPattern: cl.item)))
             }
         }
+        if t.pending.count >= t.earlyFlushAt { flushEarly(t) }
     }
 
     public func iteration(_ it: IterationRecord, of loop: LoopInfo) {
@@ -495,6 +504,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
                 }
             }
             to.pending.append(PendingSlice(begin: f.toTs, end: f.toTs, name: name, shape: .flowEnd, a: Int64(bitPattern: id), b: 0))
+            if to.pending.count >= to.earlyFlushAt { flushEarly(to) }
         }
     }
 

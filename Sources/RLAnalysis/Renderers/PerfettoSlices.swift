@@ -120,6 +120,9 @@ final class PerfettoLoopTrack {
     var busyUUID: UInt64 = 0, rateUUID: UInt64 = 0
     /// Completed slices not written yet, in completion order.
     var pending = TrivialList<PendingSlice>(capacity: 64)
+    /// When ``pending`` holds this many, what it can write before its iteration ends is written
+    /// (``PerfettoTraceSink/flushEarly(_:)``).
+    var earlyFlushAt = 0
     /// Runs entered and not exited: when, and the mode.
     var openRuns: [(begin: Int64, mode: String, depth: Int)] = []
     /// Iterations busy past the hang threshold (the report's rule).
@@ -127,8 +130,9 @@ final class PerfettoLoopTrack {
     /// Spins (the report's rule).
     var spins = SpinFinder()
 
-    init(key: LoopKey, uuid: UInt64, processUUID: UInt64, sequence: PerfettoSequence) {
+    init(key: LoopKey, uuid: UInt64, processUUID: UInt64, sequence: PerfettoSequence, earlyFlushAt: Int) {
         self.key = key; self.uuid = uuid; self.processUUID = processUUID; self.sequence = sequence
+        self.earlyFlushAt = earlyFlushAt
     }
 
     deinit { pending.deallocate() }
@@ -149,6 +153,25 @@ extension PerfettoTraceSink {
         }
         track.pending.truncate(to: kept)
         writeGroup(track)
+    }
+
+    /// Writes what `track` holds of an iteration still open once it holds ``PerfettoTraceSink/
+    /// pendingLimit`` slices (an iteration of millions of callouts: a flood of perform-blocks): the
+    /// slices that begin after everything open on the loop (``LoopModel/latestOpenBegin(of:)``, and
+    /// its open runs) — so no slice written later encloses one of them at an equal begin, the only
+    /// order Perfetto's reader takes from the file (it sorts a track's events by time); the open
+    /// iteration's own slice and its sleeps follow when it ends, timestamped absolutely where they
+    /// go back in time. Those that begin with an open slice keep waiting; the next try is when the
+    /// list has grown by the limit again, so a list that cannot shrink costs no work per callout.
+    /// (`PerfettoExportTests`: written early at every callout, the export reads the same, also for
+    /// windows whose edge clips a nested run's slices to equal begins.)
+    func flushEarly(_ track: PerfettoLoopTrack) {
+        track.earlyFlushAt = track.pending.count &+ pendingLimit
+        guard let open = unsafeModel?._withUnsafeGuaranteedRef({ $0.latestOpenBegin(of: track.key) }) else { return }
+        let after = max(open, track.openRuns.last?.begin ?? .min)
+        flush(track) { $0.begin > after }
+        track.earlyFlushAt = track.pending.count &+ pendingLimit
+        earlyFlushes &+= 1
     }
 
     /// Writes every slice of `track` (the usual case: a top-level iteration ended outside any
