@@ -139,7 +139,7 @@ extension IterationRecord {
 
     /// Whether a callout of the iteration satisfies `selects`, a test on a callout's kind, item and
     /// whole duration that a longer callout of the same item passes whenever a shorter one does (as
-    /// the selection's `--callout-kind`, `--item` and `--min-callout`).
+    /// the selection's `--kind`, `--item` and `--min-duration`).
     public func hasCallout(where selects: (CalloutRecord) -> Bool) -> Bool {
         if callouts.contains(where: selects) { return true }
         return overflow?.byItem.contains { selects($0.longest) } ?? false

@@ -38,15 +38,11 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     public var resolver: LoopModel? { didSet { unsafeResolver = resolver.map { Unmanaged.passUnretained($0) } } }
     /// ``resolver`` without a retain and release per use (flows ask it for every flow; the sink's
     /// owner keeps the model alive while records come).
-    private var unsafeResolver: Unmanaged<LoopModel>?
-    /// ``unsafeResolver``, for the slices' file.
-    var unsafeModel: Unmanaged<LoopModel>? { unsafeResolver }
+    private(set) var unsafeResolver: Unmanaged<LoopModel>?
     /// How many completed slices a loop holds before it writes what it can of an iteration still
     /// open (``flushEarly(_:)``): 48 bytes each, 0.8 MB at the default (the scratch of a flush
     /// as much again).
     public var pendingLimit = 16_384
-    /// How many times a loop wrote slices of an iteration still open (for tests).
-    public internal(set) var earlyFlushes = 0
     let out: ByteSink
     /// The report's thresholds (hangs, slow callouts, late timers, spins).
     let options: ReportOptions

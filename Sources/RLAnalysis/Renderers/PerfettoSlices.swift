@@ -155,8 +155,8 @@ extension PerfettoTraceSink {
         writeGroup(track)
     }
 
-    /// Writes what `track` holds of an iteration still open once it holds ``PerfettoTraceSink/
-    /// pendingLimit`` slices (an iteration of millions of callouts: a flood of perform-blocks): the
+    /// Writes what `track` holds of an iteration still open once it holds
+    /// ``PerfettoTraceSink/pendingLimit`` slices (an iteration of millions of callouts: a flood of perform-blocks): the
     /// slices that begin after everything open on the loop (``LoopModel/latestOpenBegin(of:)``, and
     /// its open runs) — so no slice written later encloses one of them at an equal begin, the only
     /// order Perfetto's reader takes from the file (it sorts a track's events by time); the open
@@ -167,11 +167,10 @@ extension PerfettoTraceSink {
     /// windows whose edge clips a nested run's slices to equal begins.)
     func flushEarly(_ track: PerfettoLoopTrack) {
         track.earlyFlushAt = track.pending.count &+ pendingLimit
-        guard let open = unsafeModel?._withUnsafeGuaranteedRef({ $0.latestOpenBegin(of: track.key) }) else { return }
+        guard let open = unsafeResolver?._withUnsafeGuaranteedRef({ $0.latestOpenBegin(of: track.key) }) else { return }
         let after = max(open, track.openRuns.last?.begin ?? .min)
         flush(track) { $0.begin > after }
         track.earlyFlushAt = track.pending.count &+ pendingLimit
-        earlyFlushes &+= 1
     }
 
     /// Writes every slice of `track` (the usual case: a top-level iteration ended outside any
