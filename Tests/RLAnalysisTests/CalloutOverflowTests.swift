@@ -13,19 +13,10 @@ import RunLoopSchema
 @Suite("loop model: an iteration's callouts past the limit are summarized, with the same figures")
 struct CalloutOverflowTests {
     static let pid: Int64 = 91
-    static let loop: UInt64 = (UInt64(91) << 32) | 1
 
     static func event(_ kind: RunLoopEvent.Kind, _ ts: Int64, iteration: UInt64 = 0, calloutKind: RLCalloutKind = .block,
                       item: UInt64 = 0, a: Int64 = 0, b: Int64 = 0) -> RunLoopEvent {
-        var e = RunLoopEvent(kind: kind, ts: ts)
-        e.pid = pid
-        e.loop = loop
-        e.iteration = iteration
-        e.calloutKind = calloutKind
-        e.item = item
-        e.a = a
-        e.b = b
-        return e
+        loopEvent(kind, ts, pid: pid, iteration: iteration, calloutKind: calloutKind, item: item, a: a, b: b)
     }
 
     /// What the readers take from one iteration.

@@ -12,14 +12,7 @@ struct TimelineSinkTests {
     static let pid: Int64 = 77
 
     static func event(_ kind: RunLoopEvent.Kind, _ ts: Int64, iteration: UInt64 = 0, item: UInt64 = 0, b: Int64 = 0) -> RunLoopEvent {
-        var e = RunLoopEvent(kind: kind, ts: ts)
-        e.pid = pid
-        e.loop = (UInt64(pid) << 32) | 1
-        e.iteration = iteration
-        e.calloutKind = .source0
-        e.item = item
-        e.b = b
-        return e
+        loopEvent(kind, ts, pid: pid, iteration: iteration, calloutKind: .source0, item: item, b: b)
     }
 
     /// `before` top-level iterations that do not sleep, then one whose source0 runs a nested run of

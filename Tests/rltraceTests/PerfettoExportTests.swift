@@ -90,6 +90,8 @@ struct DecodedPerfetto {
     var unbalanced: [String] = []
     /// Each slice's category and its enclosing slice's ("" at the top of its track).
     var nesting: [(category: String, parent: String)] = []
+    /// ``nesting`` as `category in parent` labels.
+    var nestingLabels: [String] { nesting.map { "\($0.category) in \($0.parent)" } }
     /// Packet sequences, packets timestamped on each clock (absolute: the trace's), packets.
     var sequences = 0, incrementalPackets = 0, absolutePackets = 0, packets = 0
 
@@ -260,6 +262,9 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
     return (slices, s, f, busy)
 }
 
+/// How many times each value occurs.
+func counted<T: Hashable>(_ xs: [T]) -> [T: Int] { Dictionary(xs.map { ($0, 1) }, uniquingKeysWith: +) }
+
 @Suite struct PerfettoExportTests {
     static let protoDir = fixtures.appendingPathComponent("perfetto").path
 
@@ -307,7 +312,7 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         #expect(p.unbalanced.isEmpty, "\(p.unbalanced.prefix(5))")
         // The same slices, to the ns, nested on every track.
         #expect(p.slices.count == ch.slices.count)
-        let mine = Dictionary(p.slices.map { ($0, 1) }, uniquingKeysWith: +), theirs = Dictionary(ch.slices.map { ($0, 1) }, uniquingKeysWith: +)
+        let mine = counted(p.slices), theirs = counted(ch.slices)
         #expect(mine == theirs, "only in perfetto: \(mine.filter { theirs[$0.key] != $0.value }.prefix(3)); only in chrome: \(theirs.filter { mine[$0.key] != $0.value }.prefix(3))")
         // How a loop nests: a sleep in an iteration, an iteration in a run (or at the top), a callout
         // in an iteration or a run (a run's entry and exit observers) or at the top, a run at the top
@@ -422,6 +427,19 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         }
     }
 
+    /// `trace` exported to Perfetto under `selection` into `dir`, decoded as Perfetto reads it;
+    /// `pending` sets `RLTRACE_PERFETTO_PENDING` (how many slices a loop holds before it writes those
+    /// of an iteration still open), nil the default.
+    func decodedExport(_ trace: String, _ selection: [String], pending: Int?, in dir: String) throws -> DecodedPerfetto {
+        let path = dir + "/p\(pending ?? 0).pftrace"
+        var env = ProcessInfo.processInfo.environment
+        if let pending { env["RLTRACE_PERFETTO_PENDING"] = String(pending) }
+        let r = try runProgram(binDir.appendingPathComponent("rltrace").path,
+                               ["export", trace, "--format", "perfetto", "-o", path, "--force"] + selection, environment: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        return try DecodedPerfetto(try decode(path))
+    }
+
     @Test("slices of an iteration still open written early (RLTRACE_PERFETTO_PENDING=1, 4): read as Perfetto reads them, the same slices, nesting, flows and findings",
           arguments: [[], ["--begin", "250ms", "--end", "1.2s"], ["--loop", "17", "--kind", "block"]])
     func earlyWritesReadTheSame(selection: [String]) throws {
@@ -429,24 +447,13 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        func export(_ pending: Int?) throws -> DecodedPerfetto {
-            let path = dir + "/p\(pending ?? 0).pftrace"
-            var env = ProcessInfo.processInfo.environment
-            if let pending { env["RLTRACE_PERFETTO_PENDING"] = String(pending) }
-            let r = try runProgram(binDir.appendingPathComponent("rltrace").path,
-                                   ["export", demoTrace, "--format", "perfetto", "-o", path, "--force"] + selection, environment: env)
-            #expect(r.status == 0, "\(r.stderr)")
-            return try DecodedPerfetto(try decode(path))
-        }
-        let normal = try export(nil)
+        let normal = try decodedExport(demoTrace, selection, pending: nil, in: dir)
         #expect(normal.slices.count > 500, "\(normal.slices.count) slices")
-        func counted<T: Hashable>(_ xs: [T]) -> [T: Int] { Dictionary(xs.map { ($0, 1) }, uniquingKeysWith: +) }
         for pending in [1, 4] {
-            let early = try export(pending)
+            let early = try decodedExport(demoTrace, selection, pending: pending, in: dir)
             #expect(early.unbalanced.isEmpty, "\(pending): \(early.unbalanced.prefix(5))")
             #expect(counted(early.slices) == counted(normal.slices), "\(pending): the slices differ")
-            #expect(counted(early.nesting.map { "\($0.category) in \($0.parent)" }) == counted(normal.nesting.map { "\($0.category) in \($0.parent)" }),
-                    "\(pending): the nesting differs")
+            #expect(counted(early.nestingLabels) == counted(normal.nestingLabels), "\(pending): the nesting differs")
             #expect(Set(early.flowStarts) == Set(normal.flowStarts) && Set(early.flowEnds) == Set(normal.flowEnds))
             #expect(early.flowStarts.count == normal.flowStarts.count && early.flowEnds.count == normal.flowEnds.count)
             for (name, tracks) in normal.instants {
@@ -473,26 +480,15 @@ func chromeExport(_ path: String) throws -> (slices: [ExportedSlice], flowStarts
         let starts = timeline.out.split(separator: "\n").filter { $0.hasPrefix("             #") }
             .compactMap { $0.split(separator: " ").dropFirst().first.flatMap { Double($0) } }
         try #require(!starts.isEmpty, "no nested iteration in the recording:\n\(timeline.out)")
-        func export(_ pending: Int?, _ selection: [String]) throws -> DecodedPerfetto {
-            let path = dir + "/p\(pending ?? 0).pftrace"
-            var env = ProcessInfo.processInfo.environment
-            if let pending { env["RLTRACE_PERFETTO_PENDING"] = String(pending) }
-            let r = try runProgram(binDir.appendingPathComponent("rltrace").path,
-                                   ["export", trace, "--format", "perfetto", "-o", path, "--force"] + selection, environment: env)
-            #expect(r.status == 0, "\(r.stderr)")
-            return try DecodedPerfetto(try decode(path))
-        }
-        func nesting(_ p: DecodedPerfetto) -> [String: Int] { Dictionary(p.nesting.map { ("\($0.category) in \($0.parent)", 1) }, uniquingKeysWith: +) }
-        func slices(_ p: DecodedPerfetto) -> [ExportedSlice: Int] { Dictionary(p.slices.map { ($0, 1) }, uniquingKeysWith: +) }
         var windows: [[String]] = [[]]
         for s in starts.prefix(2) {
             for d in [0.0, 1e-6, 5e-6, 2e-5, 1e-4, 3e-4] { windows.append(["--begin", String(format: "@%.9f", s - d)]) }
         }
         for w in windows {
-            let normal = try export(nil, w), early = try export(1, w)
+            let normal = try decodedExport(trace, w, pending: nil, in: dir), early = try decodedExport(trace, w, pending: 1, in: dir)
             #expect(early.unbalanced.isEmpty, "\(w): \(early.unbalanced.prefix(3))")
-            #expect(slices(early) == slices(normal), "\(w): the slices differ")
-            #expect(nesting(early) == nesting(normal), "\(w): \(nesting(early)) against \(nesting(normal))")
+            #expect(counted(early.slices) == counted(normal.slices), "\(w): the slices differ")
+            #expect(counted(early.nestingLabels) == counted(normal.nestingLabels), "\(w): \(counted(early.nestingLabels)) against \(counted(normal.nestingLabels))")
             #expect(Set(early.flowEnds) == Set(normal.flowEnds) && early.flowEnds.count == normal.flowEnds.count, "\(w): flows")
         }
     }
