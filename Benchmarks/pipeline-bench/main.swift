@@ -422,7 +422,7 @@ do {
     var secondsPerEvent = 1.0 / 140_000 // rl-example's rate on the 2-core VM, refined by the base recording
     var base = try obtainTrace(id: "base", given: opt.baseTrace, targetEvents: opt.events, secondsPerEvent: &secondsPerEvent)
     checkCounts(&base)
-    if base.origin.hasPrefix("recorded"), let d = try? JSONEncoder().encode(base) { fm.createFile(atPath: markerPath(base.path), contents: d) }
+    if base.origin.hasPrefix("recorded"), let d = try? JSONEncoder().encode(base) { _ = fm.createFile(atPath: markerPath(base.path), contents: d) }
     traces.append(base)
     log("measuring on the base trace (\(base.events) events, \(base.bytes / 1_000_000) MB), \(opt.reps) round(s)")
     let bestBase = measureAll(base, reps: opt.reps)
@@ -431,7 +431,7 @@ do {
     if opt.large || opt.largeTrace != nil { do {
         var large = try obtainTrace(id: "large", given: opt.largeTrace, targetEvents: base.events * opt.scale, secondsPerEvent: &secondsPerEvent)
         checkCounts(&large)
-        if large.origin.hasPrefix("recorded"), let d = try? JSONEncoder().encode(large) { fm.createFile(atPath: markerPath(large.path), contents: d) }
+        if large.origin.hasPrefix("recorded"), let d = try? JSONEncoder().encode(large) { _ = fm.createFile(atPath: markerPath(large.path), contents: d) }
         traces.append(large)
         log("measuring on the large trace (\(large.events) events, \(large.bytes / 1_000_000) MB), 1 round of babeltrace2 text, 2 of the counter, \(opt.largeReps) of each rltrace command")
         // A single run of a few seconds on this trace moves by up to a third on a shared VM: rltrace's

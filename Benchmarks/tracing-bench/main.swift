@@ -100,10 +100,10 @@ func measureSites() -> Double {
 func measureEnabledPairs() -> (source0: Double, observer: Double, timer: Double) {
     let n = 200_000
     let loop = opaque(UInt64(1)), item = opaque(UInt64(2))
-    func s0() { for i in 0..<n {
+    func s0() { for _ in 0..<n {
         RLTrace.source0Entry(loop: loop, item: item)
         RLTrace.source0Exit(loop: loop) } }
-    func ob() { for i in 0..<n {
+    func ob() { for _ in 0..<n {
         RLTrace.observerEntry(loop: loop, item: item, activity: 4)
         RLTrace.observerExit(loop: loop) } }
     func tm() { for i in 0..<n {
@@ -140,22 +140,20 @@ struct RecordingNumbers: Codable {
 @inline(never) func blockPairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
     // As RunLoopCore's tracedBlock: a block has no name, `name ?? ""` is recorded as "(unnamed)".
     let name: String? = opaque(nil)
-    for i in 0..<n {
+    for _ in 0..<n {
         RLTrace.blockEntry(loop: loop, item: item, name: name ?? "")
         RLTrace.blockExit(loop: loop)
     }
 }
 
 @inline(never) func source0Pairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
-    let name: String? = opaque("bench-source")
-    for i in 0..<n {
+    for _ in 0..<n {
         RLTrace.source0Entry(loop: loop, item: item)
         RLTrace.source0Exit(loop: loop)
     }
 }
 
 @inline(never) func timerPairs(_ n: Int, _ loop: UInt64, _ item: UInt64) {
-    let name: String? = opaque("bench-timer")
     for i in 0..<n {
         RLTrace.timerEntry(loop: loop, item: item, scheduledNs: UInt64(i))
         RLTrace.timerExit(loop: loop)

@@ -110,7 +110,7 @@ struct TopCommand: ParsableCommand {
             } else {
                 // The program runs here: `--host` must name this host.
                 var buf = [CChar](repeating: 0, count: 256)
-                let here = gethostname(&buf, 255) == 0 ? String(cString: buf) : ""   // as LTTng names the host
+                let here = gethostname(&buf, 255) == 0 ? String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""   // as LTTng names the host
                 if !selection.host.isEmpty && !selection.host.contains(where: { globMatch($0, here) }) {
                     throw AnalysisError.emptySelection(asked: selection.host.map { "--host \($0.debugDescription)" }.joined(separator: " "),
                                                        holds: "the program, run on this host, \(here.debugDescription)")

@@ -126,7 +126,7 @@ struct BlockNameTests {
         let (second, out) = try session("second")
         var secondDestroyed = false
         defer { if !secondDestroyed { try? second.destroy() } }
-        FileManager.default.createFile(atPath: go, contents: Data())
+        _ = FileManager.default.createFile(atPath: go, contents: Data())
         done.wait()
         let run = try #require(try result?.get())
         #expect(run.status == 0, "\(run.stderr)")

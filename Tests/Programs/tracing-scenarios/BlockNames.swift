@@ -42,7 +42,7 @@ enum BlockNamesScenario {
         }
         phase()
         if let ready, let go {
-            FileManager.default.createFile(atPath: ready, contents: Data())
+            _ = FileManager.default.createFile(atPath: ready, contents: Data())
             var waited = 0
             while !FileManager.default.fileExists(atPath: go) && waited < 60_000 { usleep(1000); waited += 1 }
             print("LOG phase 2")

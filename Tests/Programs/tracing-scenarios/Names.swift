@@ -41,7 +41,6 @@ enum NamesScenario {
         func expect(_ event: String, _ fields: [String: String], labels: [String: String] = [:]) {
             out.append(ExpectedEvent(event: "runloop:" + event, fields: fields, labels: labels))
         }
-        let myTid = currentThreadID()
         for (i, n) in names.enumerated() {
             let it = UInt64(i), item = UInt64(1000 + i)
             // Extreme values on alternate names: every byte of the integers must come through.
