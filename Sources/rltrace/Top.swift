@@ -22,7 +22,7 @@ struct TopCommand: ParsableCommand {
 
         With a program: a live session streams to a relay daemon started on free loopback ports (or --relayd), with a private session daemon when none is reachable; the program's output goes to --log (stderr with --batch); when it exits, the rest is read and a final snapshot shown, which stays on the terminal; -o DIR keeps the relay daemon's trace. A URL is babeltrace2's (the third example). JSON: docs/top-json.md.
 
-        A row per loop: iterations/s, busy %, p50/p99 callout duration in the interval, longest callout, late timers, spins, discarded events, and a hang in progress (runloop:hang_begin, else a callout open longer than --hang-threshold). A narrow terminal drops the least important columns first (discarded events, host, thread id, p50, …); the loop, busy %, p99 and the hang column always show.
+        A row per loop: iterations/s, busy %, p50/p99 callout duration in the interval, longest callout, late timers, spins, discarded events, and a hang in progress (runloop:hang_begin, else a callout open longer than --hang-threshold). A narrow terminal drops the least important columns first (discarded events, host, thread id, p50, …); the loop, busy %, p99 and the hang column always show. Under the table: each hang's latest stack sample from the program's hang watchdog, symbolized (its innermost 12 frames; all of them in the JSON).
 
         Keys: s sort column, S reverse, / filter, space/p pause, q quit.
 

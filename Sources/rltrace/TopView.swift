@@ -221,6 +221,29 @@ final class TopView {
         lines.append(layout.header())
         for r in s.loops { lines.append(layout.row(r, host: hostLabel(r, s))) }
         if s.loops.isEmpty { lines.append(filter.isEmpty ? "  (no loop seen yet)" : "  (no loop matches the filter \"\(UntrustedText.terminal(filter))\")") }
+        lines += stackLines(s.loops, width: width)
+        return lines
+    }
+
+    /// Frames shown of a hang's stack sample (the innermost: where the thread is stuck, and the
+    /// callers up to the loop's callout in a usual stack).
+    static let stackFrames = 12
+
+    /// Under the table, the watchdog's latest stack sample of each hang the rows show (in
+    /// progress, or ended in the interval), in the rows' order, each line within `width`.
+    func stackLines(_ rows: [TopLoopRow], width: Int) -> [String] {
+        var lines: [String] = []
+        for r in rows {
+            for h in [r.hang].compactMap({ $0 }) + r.hangs {
+                guard let st = h.stack, !st.frames.isEmpty else { continue }
+                let what = "\(UntrustedText.terminal(h.kind))\(h.name.isEmpty ? "" : " \"\(UntrustedText.terminal(h.name))\"")"
+                lines.append(clip("\(h.inProgress ? "▶ HANG" : "hang") \(UntrustedText.terminal(r.procname))[\(r.pid)] loop \(r.loop) in \(what), \(formatDuration(h.durationNs))\(TopLayout.cpuNote(h)) — stack sample \(st.sample), \(formatDuration(st.elapsedNs)) stuck:", width))
+                for (i, f) in st.frames.prefix(Self.stackFrames).enumerated() {
+                    lines.append(clip("    #\(i) \(UntrustedText.terminal(f.text))", width))
+                }
+                if st.frames.count > Self.stackFrames { lines.append(clip("    … \(st.frames.count - Self.stackFrames) more frames", width)) }
+            }
+        }
         return lines
     }
 

@@ -176,6 +176,10 @@ struct Live {
             ((row["hangs"] as? [[String: Any]] ?? []) + [row["hang"] as? [String: Any]].compactMap { $0 }).filter { $0["name"] as? String == "hang-timer" }
         }
         #expect(seen.contains { $0["onCpuNs"] as? Int64 != nil } && seen.allSatisfy { $0["state"] == nil || $0["state"] as? String == "blocked" }, "\(seen)")
+        // With the watchdog's stack sample, symbolized: the function rl-example hangs in, by name and line.
+        let frames = seen.compactMap { ($0["stack"] as? [String: Any])?["frames"] as? [[String: Any]] }
+        #expect(frames.contains { f in f.contains { ($0["function"] as? String)?.contains("simulatedHangInRequestHandler") == true && $0["line"] as? Int != nil } },
+                "no stack names the hung function: \(seen)")
     }
 
     @Test("a hang without the watchdog: an open callout older than --hang-threshold, judged against the live stream's newest time")
@@ -191,6 +195,8 @@ struct Live {
         // The elapsed time grows from one refresh to the next.
         let elapsed = seen.compactMap { $0["durationNs"] as? Int64 }
         #expect(elapsed == elapsed.sorted())
+        // No watchdog, no stack sample: the hang carries none.
+        #expect(seen.allSatisfy { $0["stack"] == nil }, "\(seen)")
     }
 
     @Test("the full-screen view in tmux: loops shown, s changes the sort, q quits, leaves the alternate screen and prints the last screen")
@@ -239,6 +245,14 @@ struct Live {
         // The row shows the hang with its callout's name, whole.
         let row = try #require(lines.first { $0.contains("▶ HANG") }, "\(hung)")
         #expect(row.contains("timer \"parser\""), "\(row)")
+        // Under the table, once the watchdog has sampled it: the hung thread's stack, innermost
+        // frame first — the function the workload computes in — every line within the width.
+        let sampled = try t.waitFor("the hang's stack") { $0.contains("stack sample") && $0.contains("#0 ") }
+        let stackLines = sampled.split(separator: "\n").map(String.init)
+        #expect(stackLines.allSatisfy { $0.count <= columns }, "\(sampled)")
+        let title = try #require(stackLines.first { $0.contains("stack sample") }, "\(sampled)")
+        #expect(title.hasPrefix("▶ HANG hang-workload[") && title.contains("in timer \"parser\""), "\(title)")
+        #expect(stackLines.contains { $0.contains("#") && $0.contains("parseHugeDocument") }, "the hung function is not in the stack:\n\(sampled)")
         // The program ends: the view leaves the alternate screen and its final snapshot stays.
         #expect(t.exitStatus(timeout: 30) == "0")
         #expect(try t.alternateScreen() == false)

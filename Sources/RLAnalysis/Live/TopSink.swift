@@ -33,11 +33,23 @@ public struct TopHang: Codable, Sendable, Equatable {
     /// the watchdog's readings (`callout_cpu`; in progress: the latest, scaled to the duration so
     /// far). Absent when neither says.
     public var onCpuNs: Int64? = nil, state: String? = nil
+    /// The watchdog's latest stack sample of the hung thread (the watchdog samples it while the
+    /// loop stays stuck: docs/hangs.md), symbolized as `rltrace hangs` prints it. Absent when the
+    /// watchdog took none (a hang found only from an open callout, or a program without it).
+    public var stack: TopStack? = nil
 
     mutating func setCpu(_ cpu: Int64, busy: Int64) {
         guard cpu >= 0 else { return }
         onCpuNs = cpu; state = cpuState(cpu, busy: busy)
     }
+}
+
+/// A stack sample of a hung loop's thread, as `rltrace top` shows it.
+public struct TopStack: Codable, Sendable, Equatable {
+    /// The sample's number in its hang (0 first) and how long the loop had been stuck then (ns).
+    public var sample: Int64, elapsedNs: Int64
+    /// The frames, innermost first.
+    public var frames: [StackFrame]
 }
 
 /// One loop's row of a snapshot.
@@ -96,6 +108,10 @@ public final class TopSink: LoopModelSink {
         var ended: [TopHang] = []
         var spinRun = 0, spinCounted = false
         var watchdog: (id: UInt64, begin: Int64, kind: String, item: UInt64, name: String)?
+        /// The open watchdog hang's latest stack sample, and the last one symbolized (a snapshot
+        /// symbolizes a sample once however many refreshes show it).
+        var watchdogStack: HangStackRecord?
+        var shownStack: (hangID: UInt64, sample: Int64, stack: TopStack)?
         var totalIterations = 0, totalCallouts = 0, totalHangs = 0
         /// Whether anything happened since the row was last shown.
         init(_ k: LoopKey) { key = k }
@@ -216,21 +232,45 @@ public final class TopSink: LoopModelSink {
         switch record {
         case .begin(let b):
             s.watchdog = (b.hangID, b.ts &- b.elapsedNs, b.kind, b.item, b.name)
+            s.watchdogStack = nil
         case .end(let e):
             let w = s.watchdog
             s.watchdog = nil
+            let stack = s.watchdogStack.flatMap { $0.hangID == e.hangID ? symbolized($0, s) : nil }
+            s.watchdogStack = nil
             let begin = w?.begin ?? (e.ts &- e.durationNs)
             // The callout that held the loop, already listed when it ran past the threshold.
             if let i = s.ended.lastIndex(where: { $0.source == "callout" && $0.beginNs <= e.ts && $0.beginNs &+ $0.durationNs >= begin }) {
                 s.ended[i].source = "watchdog"
+                s.ended[i].stack = stack
             } else {
                 s.totalHangs &+= 1
-                s.ended.append(TopHang(inProgress: false, kind: w?.kind ?? "loop", item: w?.item ?? 0, name: w?.name ?? "",
-                                       beginNs: begin, durationNs: e.durationNs, source: "watchdog"))
+                var h = TopHang(inProgress: false, kind: w?.kind ?? "loop", item: w?.item ?? 0, name: w?.name ?? "",
+                                beginNs: begin, durationNs: e.durationNs, source: "watchdog")
+                h.stack = stack
+                s.ended.append(h)
             }
-        case .stack:
-            break
+        case .stack(let st):
+            // Samples come in order: the latest of the open hang is the one shown.
+            if s.watchdog.map({ $0.id == st.hangID }) ?? true { s.watchdogStack = st }
         }
+    }
+
+    // MARK: stacks
+
+    /// Symbolizes the frames of the binaries the trace's state dump reported (a new symbolizer
+    /// when more were reported since; the symbolizer caches what it resolved).
+    private var symbolizer: (modules: Int, symbolizer: StackSymbolizer)?
+
+    /// Stack sample `st` of the hang in progress on `s`, symbolized once.
+    private func symbolized(_ st: HangStackRecord, _ s: Stats) -> TopStack {
+        if let shown = s.shownStack, shown.hangID == st.hangID, shown.sample == st.sample { return shown.stack }
+        let modules = model?.evidence?.modules ?? []
+        if symbolizer == nil || symbolizer!.modules != modules.count { symbolizer = (modules.count, StackSymbolizer(modules: modules)) }
+        let frames = symbolizer!.symbolizer.frames([(pid: s.key.pid, ts: st.ts, addresses: st.frames)]).first ?? []
+        let stack = TopStack(sample: st.sample, elapsedNs: st.elapsedNs, frames: frames)
+        s.shownStack = (st.hangID, st.sample, stack)
+        return stack
     }
 
     // MARK: snapshots
@@ -241,8 +281,10 @@ public final class TopSink: LoopModelSink {
         var out: [LoopKey: TopHang] = [:]
         for s in stats {
             if let w = s.watchdog {
-                out[s.key] = TopHang(inProgress: true, kind: w.kind, item: w.item, name: w.name, beginNs: w.begin,
-                                     durationNs: max(0, end &- w.begin), source: "watchdog")
+                var h = TopHang(inProgress: true, kind: w.kind, item: w.item, name: w.name, beginNs: w.begin,
+                                durationNs: max(0, end &- w.begin), source: "watchdog")
+                if let st = s.watchdogStack, st.hangID == w.id { h.stack = symbolized(st, s) }
+                out[s.key] = h
             }
         }
         guard let model else { return out }
