@@ -100,7 +100,8 @@ public final class LoopModel {
         var hangBeforeWindow: [HangEventRecord] = []
         var hangDelivered = false
         var modes: [Int32] = []
-        var pendingWakeUps: [(ts: Int64, tid: Int64)] = []
+        /// Wake-up requests since the loop's last wake (packed: ``PendingRequests``).
+        var pendingWakeUps = PendingRequests()
         var procname: Int32 = -1
         /// Whether `info.procname` is the process's name (its main thread's), not a fallback.
         var procResolved = false
@@ -132,7 +133,8 @@ public final class LoopModel {
     struct BlockKey: Hashable { var pid: Int64; var item: UInt64 }
     /// The name id of `(unnamed)` (-1 until needed).
     var unnamedBlock: Int32 = -1
-    private var pendingSignals: [SignalKey: [(ts: Int64, tid: Int64, seq: Int64)]] = [:]
+    /// Signals of each source since its last perform (packed: ``PendingRequests``).
+    private var pendingSignals: [SignalKey: PendingRequests] = [:]
     struct NameKey: Hashable { var pid: Int64; var item: UInt64; var kind: RLCalloutKind }
     /// A signal is performed once, by whichever loop gets to it first: pending signals are kept per
     /// source, and a perform by any loop ends them all.
@@ -374,8 +376,8 @@ public final class LoopModel {
             // A source in several loops is signalled once per loop, the events sharing signal_seq
             // (0 in traces that predate it: one event per signal there).
             let key = SignalKey(pid: e.pid, item: e.item)
-            if e.c != 0, pendingSignals[key]?.last?.seq == e.c { return }
-            pendingSignals[key, default: []].append((e.ts, e.a, e.c))
+            if e.c != 0, let held = pendingSignals[key], !held.isEmpty, held.lastSeq == e.c { return }
+            pendingSignals[key, default: PendingRequests()].append(ts: e.ts, tid: e.a, seq: e.c)
             return
         }
         if e.kind == .gap { forgetOpenState(); return }
@@ -454,9 +456,10 @@ public final class LoopModel {
             if e.calloutKind == .timer && now { sink.timerLateness(max(0, saturatingDifference(e.ts, e.a)), item: e.item, of: key) }
             if e.calloutKind == .source0, !pendingSignals.isEmpty,
                let pending = pendingSignals.removeValue(forKey: SignalKey(pid: e.pid, item: e.item)), now {
-                for p in pending {
-                    sink.signalLatency(e.ts - p.ts, item: e.item, callerTid: p.tid, of: key)
-                    sink.flow(Flow(kind: .signal, fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                let ts = e.ts, item = e.item
+                pending.forEach { from, tid in
+                    sink.signalLatency(ts - from, item: item, callerTid: tid, of: key)
+                    sink.flow(Flow(kind: .signal, fromTid: tid, fromTs: from, to: key, toTs: ts))
                 }
             }
         case .calloutExit:
@@ -501,15 +504,16 @@ public final class LoopModel {
             }
             if reason == .wakeUp && !s.pendingWakeUps.isEmpty {
                 if now {
-                    for p in s.pendingWakeUps {
-                        sink.wakeUpLatency(e.ts - p.ts, callerTid: p.tid, of: key)
-                        sink.flow(Flow(kind: .wakeUp, fromTid: p.tid, fromTs: p.ts, to: key, toTs: e.ts))
+                    let ts = e.ts
+                    s.pendingWakeUps.forEach { from, tid in
+                        sink.wakeUpLatency(ts - from, callerTid: tid, of: key)
+                        sink.flow(Flow(kind: .wakeUp, fromTid: tid, fromTs: from, to: key, toTs: ts))
                     }
                 }
-                s.pendingWakeUps.removeAll(keepingCapacity: true)
+                s.pendingWakeUps.removeAll()
             }
         case .wakeUpRequested:
-            if e.b != 0 { s.pendingWakeUps.append((e.ts, e.a)) }
+            if e.b != 0 { s.pendingWakeUps.append(ts: e.ts, tid: e.a) }
         case .hangBegin, .hangStack, .hangEnd:
             // Watchdog events may come from the watchdog's thread: they never name the loop's thread.
             if let r = evidence?.record(at: e.c) { deliverHang(r, kind: e.kind, ts: e.ts, now: now, s, key, sink) }
@@ -554,7 +558,7 @@ extension LoopModel {
             s.open = 0
             s.callouts.removeAll()
             s.pendingSleep = nil
-            s.pendingWakeUps.removeAll(keepingCapacity: true)
+            s.pendingWakeUps.removeAll()
             if s.followsPastWindow { stopFollowing(s) }
         }
         pendingSignals.removeAll()

@@ -1,0 +1,80 @@
+/// Requests the loop model holds until they are answered — a loop's wake-up requests until its
+/// next wake, a source's signals until its next perform — each becoming a latency sample and a
+/// flow then. A burst holds many (a flood of waking `CFRunLoopPerformBlock`s: one wake-up request
+/// per block before the loop wakes once), so each is packed: its time as the difference from the
+/// one before (zigzag varint: 2–3 bytes for requests microseconds apart) and its thread as an index
+/// into the few threads that asked (one byte), against 16–24 bytes a request as a tuple in an
+/// array (docs/benchmarks.md, "The bounded-memory test"). Lossless: ``forEach(_:)`` gives back
+/// every request in order (`PendingRequestsTests`).
+struct PendingRequests {
+    /// Requests held.
+    private(set) var count = 0
+    /// Per request: zigzag varint of its time minus the one before's, varint index into `threads`.
+    private var bytes: [UInt8] = []
+    /// The threads that asked, in order of first request (a linear search: there are few).
+    private var threads: [Int64] = []
+    private var lastTs: Int64 = 0
+    private var lastThread = 0
+    /// The `signal_seq` of the last request (0: none), for a signal delivered once per loop of its
+    /// source (LoopModel's `source0_signalled`).
+    private(set) var lastSeq: Int64 = 0
+    /// Above this many bytes the buffer is not kept for the next requests once answered.
+    static let keptCapacity = 4096
+
+    /// Whether none is held.
+    var isEmpty: Bool { count == 0 }
+    /// Bytes the requests held take.
+    var byteCount: Int { bytes.count }
+
+    /// Holds a request made at `ts` by thread `tid` (`seq`: its `signal_seq`, 0 when none).
+    mutating func append(ts: Int64, tid: Int64, seq: Int64 = 0) {
+        let d = ts &- lastTs
+        Self.varint(UInt64(bitPattern: (d << 1) ^ (d >> 63)), into: &bytes)
+        if lastThread >= threads.count || threads[lastThread] != tid {
+            lastThread = threads.firstIndex(of: tid) ?? { threads.append(tid); return threads.count - 1 }()
+        }
+        Self.varint(UInt64(lastThread), into: &bytes)
+        lastTs = ts
+        lastSeq = seq
+        count &+= 1
+    }
+
+    /// Every request held, in the order made: its time and thread.
+    func forEach(_ body: (_ ts: Int64, _ tid: Int64) -> Void) {
+        bytes.withUnsafeBufferPointer { b in
+            var at = 0, ts: Int64 = 0
+            for _ in 0..<count {
+                let z = Self.readVarint(b, &at)
+                ts &+= Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
+                let thread = Int(truncatingIfNeeded: Self.readVarint(b, &at))
+                body(ts, threads[thread])
+            }
+        }
+    }
+
+    /// Forgets every request (a large buffer's memory too).
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity)
+        threads.removeAll(keepingCapacity: true)
+        count = 0; lastTs = 0; lastThread = 0; lastSeq = 0
+    }
+
+    @inline(__always)
+    private static func varint(_ v: UInt64, into b: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 { b.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        b.append(UInt8(v))
+    }
+
+    @inline(__always)
+    private static func readVarint(_ b: UnsafeBufferPointer<UInt8>, _ at: inout Int) -> UInt64 {
+        var v: UInt64 = 0, shift: UInt64 = 0
+        while true {
+            let x = b[at]
+            at &+= 1
+            v |= UInt64(x & 0x7F) << shift
+            if x < 0x80 { return v }
+            shift &+= 7
+        }
+    }
+}
