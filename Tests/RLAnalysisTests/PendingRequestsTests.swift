@@ -7,34 +7,22 @@ import Testing
 /// (one, a few, many), across several answer-and-refill rounds.
 @Suite("Pending requests, packed")
 struct PendingRequestsTests {
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: UInt64) -> UInt64 { next() % n }
-    }
-
     @Test("random requests read back equal, in order, round after round", arguments: 1...60)
     func roundTrip(_ seed: Int) {
-        var g = Generator(state: UInt64(seed))
+        var g = SplitMix(state: UInt64(seed))
         var packed = PendingRequests()
         var ts: Int64 = Int64(bitPattern: g.next()) >> Int64(g.below(64))
         let threads: [Int64] = (0..<[1, 3, 300][seed % 3]).map { Int64($0) * 7919 - 11 }
         for _ in 0..<4 {
             var expected: [(ts: Int64, tid: Int64, seq: Int64)] = []
-            for _ in 0..<Int(g.below(3000)) {
+            for _ in 0..<g.below(3000) {
                 switch g.below(10) {
                 case 0: ts = Int64(bitPattern: g.next())                    // anywhere, Int64's ends included
                 case 1: ts = ts &- Int64(g.below(1_000_000))               // back in time
                 case 2: ts = g.below(2) == 0 ? .max : .min
                 default: ts = ts &+ Int64(g.below(50_000))                // microseconds apart
                 }
-                let tid = threads[Int(g.below(UInt64(threads.count)))]
+                let tid = threads[g.below(threads.count)]
                 let seq = Int64(g.below(5))
                 expected.append((ts, tid, seq))
                 packed.append(ts: ts, tid: tid, seq: seq)
