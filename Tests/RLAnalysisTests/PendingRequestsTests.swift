@@ -39,6 +39,23 @@ struct PendingRequestsTests {
         }
     }
 
+    @Test("every request from a thread of its own (a damaged trace): 50 000 threads, read back equal")
+    func manyThreads() {
+        var packed = PendingRequests()
+        for i in 0..<50_000 { packed.append(ts: Int64(i) * 100, tid: Int64(i) &* 2_654_435_761) }
+        var n = 0, wrong = 0
+        packed.forEach { t, tid in
+            if t != Int64(n) * 100 || tid != Int64(n) &* 2_654_435_761 { wrong += 1 }
+            n += 1
+        }
+        #expect(n == 50_000 && wrong == 0)
+        packed.removeAll()
+        packed.append(ts: 7, tid: 1)
+        var back: [(Int64, Int64)] = []
+        packed.forEach { back.append(($0, $1)) }
+        #expect(back.count == 1 && back[0] == (7, 1))
+    }
+
     @Test("a burst of 200 000 close requests from one thread takes under 4 bytes each")
     func packedSize() {
         var packed = PendingRequests()

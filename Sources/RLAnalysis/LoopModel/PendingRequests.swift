@@ -11,8 +11,11 @@ struct PendingRequests {
     private(set) var count = 0
     /// Per request: zigzag varint of its time minus the one before's, varint index into `threads`.
     private var bytes: [UInt8] = []
-    /// The threads that asked, in order of first request (a linear search: there are few).
+    /// The threads that asked, in order of first request: found by a linear search while there
+    /// are few, through `threadIndex` beyond (a damaged trace may give every request a thread).
     private var threads: [Int64] = []
+    private var threadIndex: [Int64: Int] = [:]
+    static let searchedThreads = 16
     private var lastTs: Int64 = 0
     private var lastThread = 0
     /// The `signal_seq` of the last request (0: none), for a signal delivered once per loop of its
@@ -30,13 +33,22 @@ struct PendingRequests {
     mutating func append(ts: Int64, tid: Int64, seq: Int64 = 0) {
         let d = ts &- lastTs
         Self.varint(UInt64(bitPattern: (d << 1) ^ (d >> 63)), into: &bytes)
-        if lastThread >= threads.count || threads[lastThread] != tid {
-            lastThread = threads.firstIndex(of: tid) ?? { threads.append(tid); return threads.count - 1 }()
-        }
+        if lastThread >= threads.count || threads[lastThread] != tid { lastThread = index(of: tid) }
         Self.varint(UInt64(lastThread), into: &bytes)
         lastTs = ts
         lastSeq = seq
         count &+= 1
+    }
+
+    /// The index of thread `tid` in `threads` (added the first time).
+    private mutating func index(of tid: Int64) -> Int {
+        if threads.count <= Self.searchedThreads, let i = threads.firstIndex(of: tid) { return i }
+        if threads.count > Self.searchedThreads, let i = threadIndex[tid] { return i }
+        threads.append(tid)
+        if threads.count > Self.searchedThreads {
+            if threadIndex.isEmpty { for (i, t) in threads.enumerated() { threadIndex[t] = i } } else { threadIndex[tid] = threads.count - 1 }
+        }
+        return threads.count - 1
     }
 
     /// Every request held, in the order made: its time and thread.
@@ -55,7 +67,8 @@ struct PendingRequests {
     /// Forgets every request (a large buffer's memory too).
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity)
-        threads.removeAll(keepingCapacity: true)
+        threads.removeAll(keepingCapacity: threads.count <= Self.searchedThreads)
+        threadIndex.removeAll()
         count = 0; lastTs = 0; lastThread = 0; lastSeq = 0
     }
 
