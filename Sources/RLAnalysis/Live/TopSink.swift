@@ -266,8 +266,12 @@ public final class TopSink: LoopModelSink {
     private func symbolized(_ st: HangStackRecord, _ s: Stats) -> TopStack {
         if let shown = s.shownStack, shown.hangID == st.hangID, shown.sample == st.sample { return shown.stack }
         let modules = model?.evidence?.modules ?? []
-        if symbolizer == nil || symbolizer!.modules != modules.count { symbolizer = (modules.count, StackSymbolizer(modules: modules)) }
-        let frames = symbolizer!.symbolizer.frames([(pid: s.key.pid, ts: st.ts, addresses: st.frames)]).first ?? []
+        let current: StackSymbolizer
+        if let x = symbolizer, x.modules == modules.count { current = x.symbolizer } else {
+            current = StackSymbolizer(modules: modules)
+            symbolizer = (modules.count, current)
+        }
+        let frames = current.frames([(pid: s.key.pid, ts: st.ts, addresses: st.frames)]).first ?? []
         let stack = TopStack(sample: st.sample, elapsedNs: st.elapsedNs, frames: frames)
         s.shownStack = (st.hangID, st.sample, stack)
         return stack

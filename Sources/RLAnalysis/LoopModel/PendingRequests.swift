@@ -32,9 +32,9 @@ struct PendingRequests {
     /// Holds a request made at `ts` by thread `tid` (`seq`: its `signal_seq`, 0 when none).
     mutating func append(ts: Int64, tid: Int64, seq: Int64 = 0) {
         let d = ts &- lastTs
-        Self.varint(UInt64(bitPattern: (d << 1) ^ (d >> 63)), into: &bytes)
+        ProtobufWriter.appendVarint(UInt64(bitPattern: (d << 1) ^ (d >> 63)), to: &bytes)
         if lastThread >= threads.count || threads[lastThread] != tid { lastThread = index(of: tid) }
-        Self.varint(UInt64(lastThread), into: &bytes)
+        ProtobufWriter.appendVarint(UInt64(lastThread), to: &bytes)
         lastTs = ts
         lastSeq = seq
         count &+= 1
@@ -70,13 +70,6 @@ struct PendingRequests {
         threads.removeAll(keepingCapacity: threads.count <= Self.searchedThreads)
         threadIndex.removeAll()
         count = 0; lastTs = 0; lastThread = 0; lastSeq = 0
-    }
-
-    @inline(__always)
-    private static func varint(_ v: UInt64, into b: inout [UInt8]) {
-        var v = v
-        while v >= 0x80 { b.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-        b.append(UInt8(v))
     }
 
     @inline(__always)

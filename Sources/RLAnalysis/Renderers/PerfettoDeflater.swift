@@ -117,26 +117,14 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
         var header: [UInt8] = [0x0A]
         header.reserveCapacity(Self.headerRoom)
-        Self.appendVarint(2 &+ Self.varintSize(z) &+ z, to: &header)
+        ProtobufWriter.appendVarint(UInt64(2 &+ ProtobufWriter.varintSize(UInt64(z)) &+ z), to: &header)
         header += [0x92, 0x03]
-        Self.appendVarint(z, to: &header)
+        ProtobufWriter.appendVarint(UInt64(z), to: &header)
         let start = out + Self.headerRoom - header.count
         header.withUnsafeBufferPointer { start.update(from: $0.baseAddress!, count: header.count) }
         emit(UnsafeBufferPointer(start: start, count: header.count &+ z))
         runs &+= 1
         bytesIn &+= to &- from
         bytesOut &+= header.count &+ z
-    }
-
-    private static func varintSize(_ v: Int) -> Int {
-        var n = 1, v = UInt64(v)
-        while v >= 0x80 { v >>= 7; n &+= 1 }
-        return n
-    }
-
-    private static func appendVarint(_ v: Int, to a: inout [UInt8]) {
-        var v = UInt64(v)
-        while v >= 0x80 { a.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
-        a.append(UInt8(v))
     }
 }

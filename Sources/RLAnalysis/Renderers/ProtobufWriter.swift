@@ -56,6 +56,13 @@ final class ProtobufWriter {
         return i &+ 1
     }
 
+    /// Appends `v` as a varint to `a`.
+    @inline(__always) static func appendVarint(_ v: UInt64, to a: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 { a.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        a.append(UInt8(truncatingIfNeeded: v))
+    }
+
     /// A raw varint.
     @inline(__always) func varint(_ v: UInt64) {
         room(10)
