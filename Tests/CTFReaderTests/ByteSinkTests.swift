@@ -127,4 +127,60 @@ struct ByteSinkTests {
         #expect(firstDifference == nil, "the output differs from byte \(firstDifference ?? -1)")
         if !inMemory { #expect(e.calls > 4, "the writer thread encoded buffers too (\(e.calls) calls)") }
     }
+
+    /// An encoder that keeps every buffer's place in the output and whether it was said whole.
+    final class Recording: ByteSinkEncoder {
+        var buffers: [(at: Int, count: Int, whole: Bool)] = []
+        var written = 0
+        func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+            encode(bytes, whole: false, emit: emit)
+        }
+        func encode(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+            buffers.append((written, bytes.count, whole))
+            written += bytes.count
+            emit(bytes)
+        }
+        func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void) {}
+    }
+
+    @Test("an encoder is told a buffer is whole exactly when no write in it was larger than a buffer: such a buffer begins and ends where writes do", arguments: [false, true])
+    func wholeBuffers(inMemory: Bool) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bytesink-whole-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        let sink = inMemory ? ByteSink() : try ByteSink(creating: path)
+        let e = Recording()
+        sink.encoder = e
+        // Writes of 1 to 300 bytes through a cursor, now and then one of 3 MB (larger than any
+        // buffer: written in pieces); the offsets where writes end, and the huge writes' spans.
+        var ends: Set<Int> = [0], huge: [Range<Int>] = [], at = 0, seed: UInt64 = 5
+        func next(_ n: Int) -> Int { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return Int((seed >> 33) % UInt64(n)) }
+        for i in 0..<150_000 {
+            if i % 50_000 == 24_999 {
+                let big = [UInt8](repeating: UInt8(i % 251), count: 3 << 20)
+                big.withUnsafeBytes { sink.bytes($0) }
+                huge.append(at..<(at + big.count)); at += big.count
+            } else {
+                let n = 1 + next(300)
+                sink.reserving(n) { c in for k in 0..<n { c.byte(UInt8(truncatingIfNeeded: k)) } }
+                at += n
+            }
+            ends.insert(at)
+        }
+        try sink.finish()
+        #expect(e.written == at)
+        var wholeSeen = 0
+        for b in e.buffers {
+            let span = b.at..<(b.at + b.count)
+            let touchesHuge = huge.contains { $0.overlaps(span) }
+            if b.whole {
+                wholeSeen += 1
+                #expect(ends.contains(b.at) && ends.contains(b.at + b.count), "buffer \(span) said whole, but cut inside a write")
+                #expect(!touchesHuge, "buffer \(span) said whole, but holds part of a write larger than a buffer")
+            } else {
+                // Only a buffer holding part of a huge write is not whole.
+                #expect(touchesHuge, "buffer \(span) of ordinary writes not said whole")
+            }
+        }
+        #expect(wholeSeen > 10 && huge.count == 3)
+    }
 }

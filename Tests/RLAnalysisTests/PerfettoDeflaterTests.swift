@@ -123,6 +123,91 @@ struct PerfettoDeflaterTests {
         #expect(back.runs >= 1)
     }
 
+    /// Generated packets (repetitive bodies, as the export's, or random bytes that do not
+    /// compress) and the offsets where they end.
+    func packets(_ g: inout SplitMix, count: Int, random: Bool) -> (bytes: [UInt8], ends: [Int]) {
+        var input: [UInt8] = [], ends: [Int] = []
+        for i in 0..<count {
+            let size = 1 + g.below(g.below(20) == 0 ? 4000 : 90)
+            let body: [UInt8] = random ? (0..<size).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+                                       : (0..<size).map { UInt8(truncatingIfNeeded: ($0 / 5) &+ i % 7) }
+            input += tracePacket(body)
+            ends.append(input.count)
+        }
+        return (input, ends)
+    }
+
+    @Test("buffers of whole packets: each one run when it deflates under 512 KB, read packet by packet when it does not; inflated, the input byte for byte", arguments: 0..<12)
+    func wholeBuffers(seed: UInt64) {
+        var g = SplitMix(state: seed &+ 1000)
+        // Compressible packets, then (odd seeds) a stretch of random ones that do not compress.
+        let a = packets(&g, count: 20_000 + g.below(20_000), random: false)
+        let b: (bytes: [UInt8], ends: [Int]) = seed % 2 == 1 ? packets(&g, count: 15_000, random: true) : ([], [])
+        let input = a.bytes + b.bytes
+        // Buffers of about a megabyte (a ByteSink's chunk), each ending where a packet ends; the
+        // random packets in buffers of their own.
+        var cuts: [Int] = []
+        for part in [a, b] where !part.ends.isEmpty {
+            let base = cuts.last ?? 0
+            var k = 0
+            while k < part.ends.count {
+                let target = (cuts.last ?? 0) + (1 << 20) - g.below(1 << 16)
+                while k < part.ends.count - 1 && base + part.ends[k] < target { k += 1 }
+                cuts.append(base + part.ends[k])
+                k += 1
+            }
+        }
+        let d = PerfettoDeflater()
+        var out: [UInt8] = [], from = 0
+        var wholeAtLeast = 0, wholeAtMost = 0, randomLarge = 0
+        for to in cuts {
+            let size = to - from
+            if from < a.bytes.count { wholeAtLeast += 1; wholeAtMost += 1 }          // compressible
+            else if size < 400 << 10 { wholeAtLeast += 1; wholeAtMost += 1 }         // random, stored under 512 KB
+            else if size < 600 << 10 { wholeAtMost += 1 }                            // either
+            else { randomLarge += 1 }                                                // random, over 512 KB
+            input[from..<to].withUnsafeBufferPointer { d.encode($0, whole: true) { out += $0 } }
+            from = to
+        }
+        d.finish { out += $0 }
+        let back = inflatedPerfetto(out)
+        let differs = back.bytes.count != input.count || back.bytes != input
+        #expect(!differs, "seed \(seed): inflated \(back.bytes.count) bytes for \(input.count)")
+        #expect(back.largest < 512 * 1024)
+        // The compressible buffers went whole, each one run; the random ones over 512 KB were cut
+        // into runs of at most 256 KB.
+        #expect(d.wholeRuns >= wholeAtLeast && d.wholeRuns <= wholeAtMost, "\(d.wholeRuns) buffers deflated whole of \(cuts.count)")
+        if randomLarge > 0 { #expect(d.runs - d.wholeRuns >= 2 * randomLarge, "random packets went in \(d.runs - d.wholeRuns) runs") }
+        if seed % 2 == 1 { #expect(randomLarge > 0) }
+    }
+
+    @Test("through a ByteSink: the export's packets, each written with reserving, reach the deflater as whole buffers and run by run", arguments: [false, true])
+    func throughByteSink(toFile: Bool) throws {
+        var g = SplitMix(state: 77)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("deflater-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        let sink = toFile ? try ByteSink(creating: path) : ByteSink()
+        let d = PerfettoDeflater()
+        sink.encoder = d
+        let input = packets(&g, count: 150_000, random: false).bytes
+        // One write per packet, as the export writes them.
+        var at = 0
+        while at < input.count {
+            var len = 0, shift = 0, p = at + 1
+            while true { let x = input[p]; len |= Int(x & 0x7F) << shift; p += 1; if x < 0x80 { break }; shift += 7 }
+            let packet = input[at..<(p + len)]
+            sink.reserving(packet.count) { c in packet.withUnsafeBytes { c.bytes($0) } }
+            at = p + len
+        }
+        try sink.finish()
+        var written: [UInt8] = []
+        if toFile { written = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) } else { sink.moveWritten(appendingTo: &written) }
+        let back = inflatedPerfetto(written)
+        let differs = back.bytes.count != input.count || back.bytes != input
+        #expect(!differs, "inflated \(back.bytes.count) bytes for \(input.count)")
+        #expect(d.runs == d.wholeRuns && d.runs >= input.count >> 20, "\(d.wholeRuns) of \(d.runs) runs deflated whole")
+    }
+
     @Test("a packet larger than a run may hold goes through uncompressed; the packets around it are deflated")
     func hugePacketRaw() {
         let huge = tracePacket([UInt8](repeating: 7, count: PerfettoDeflater.rawLimit + 1))

@@ -5,12 +5,16 @@ import Foundation
 /// next buffer while the kernel copies the last one: the `write` calls — a quarter of an export's
 /// consuming thread — run beside the analysis instead of inside it.
 ///
-/// Buffers go round: the sink hands a full one over (``handOver(_:count:capacity:)``) and gets an
+/// Buffers go round: the sink hands a full one over (``handOver(_:count:capacity:whole:minCapacity:)``) and gets an
 /// empty one back, waiting only when ``depth`` buffers are already queued. Buffers are written in
 /// the order handed over. ``drain()`` returns once everything handed over is written.
 final class BufferWriter: @unchecked Sendable {
     /// A buffer and how many of its bytes are to be written.
-    struct Buffer { var p: UnsafeMutablePointer<UInt8>; var capacity: Int; var count: Int }
+    struct Buffer {
+        var p: UnsafeMutablePointer<UInt8>; var capacity: Int; var count: Int
+        /// Whether it holds whole writes (``ByteSinkEncoder/encode(_:whole:emit:)``).
+        var whole = false
+    }
     /// Buffers queued or being written at most (the sink's memory stays bounded).
     static let depth = 3
 
@@ -41,11 +45,11 @@ final class BufferWriter: @unchecked Sendable {
     /// The first write error (errno), or 0.
     var error: Int32 { cond.lock(); defer { cond.unlock() }; return failure }
 
-    /// Queues `count` bytes of `p` (`capacity` bytes allocated) for writing and returns an empty
-    /// buffer of at least `minCapacity` bytes, the caller's from now on.
-    func handOver(_ p: UnsafeMutablePointer<UInt8>, count: Int, capacity: Int, minCapacity: Int) -> Buffer {
+    /// Queues `count` bytes of `p` (`capacity` bytes allocated; `whole`: whole writes) for
+    /// writing and returns an empty buffer of at least `minCapacity` bytes, the caller's from now on.
+    func handOver(_ p: UnsafeMutablePointer<UInt8>, count: Int, capacity: Int, whole: Bool, minCapacity: Int) -> Buffer {
         cond.lock()
-        queued.append(Buffer(p: p, capacity: capacity, count: count))
+        queued.append(Buffer(p: p, capacity: capacity, count: count, whole: whole))
         cond.broadcast()
         // Wait for a written buffer when the queue is full; otherwise take one or allocate one.
         while spare.isEmpty && queued.count + (writing ? 1 : 0) >= BufferWriter.depth { cond.wait() }
@@ -88,7 +92,7 @@ final class BufferWriter: @unchecked Sendable {
             let failed = failure != 0
             cond.unlock()
             var error: Int32 = 0
-            if !failed { error = ByteSink.write(UnsafeBufferPointer(start: b.p, count: b.count), to: fd, through: encoder) }
+            if !failed { error = ByteSink.write(UnsafeBufferPointer(start: b.p, count: b.count), to: fd, through: encoder, whole: b.whole) }
             cond.lock()
             if error != 0 && failure == 0 { failure = error }
             writing = false

@@ -54,6 +54,9 @@ public final class ByteSink {
     public var encoder: ByteSinkEncoder? {
         didSet { precondition(count == 0 && flushes == 0 && writer == nil && memory.isEmpty, "a ByteSink's encoder is set before it writes") }
     }
+    /// Whether the pending bytes hold part of a write larger than a buffer (``hugeBytes(_:)``):
+    /// the encoder is then told they are not whole writes.
+    @usableFromInline var splitWrite = false
 
     /// A sink writing to an open descriptor (standard output is 1), named `path` in messages.
     public init(fd: Int32, path: String = "<stdout>") {
@@ -115,21 +118,22 @@ public final class ByteSink {
         guard count > 0 else { return }
         if fd < 0 {
             if let e = encoder {
-                e.encode(UnsafeBufferPointer(start: raw, count: count)) { memory.append(contentsOf: $0) }
+                e.encode(UnsafeBufferPointer(start: raw, count: count), whole: !splitWrite) { memory.append(contentsOf: $0) }
             } else {
                 memory.append(contentsOf: UnsafeBufferPointer(start: raw, count: count))
             }
         } else if writeError == 0 && !closed {
-            let e = ByteSink.write(UnsafeBufferPointer(start: raw, count: count), to: fd, through: encoder)
+            let e = ByteSink.write(UnsafeBufferPointer(start: raw, count: count), to: fd, through: encoder, whole: !splitWrite)
             if e != 0 { ownError = e }
             flushes &+= 1
         }
         count = 0
+        splitWrite = false
     }
 
-    /// Writes `bytes` to `fd` — through `encoder` when there is one —, retrying short writes;
-    /// returns the first error (errno), or 0.
-    static func write(_ bytes: UnsafeBufferPointer<UInt8>, to fd: Int32, through encoder: ByteSinkEncoder?) -> Int32 {
+    /// Writes `bytes` to `fd` — through `encoder` when there is one (`whole`: they are whole
+    /// writes) —, retrying short writes; returns the first error (errno), or 0.
+    static func write(_ bytes: UnsafeBufferPointer<UInt8>, to fd: Int32, through encoder: ByteSinkEncoder?, whole: Bool = false) -> Int32 {
         func all(_ b: UnsafeBufferPointer<UInt8>) -> Int32 {
             guard let p = b.baseAddress else { return 0 }
             var off = 0
@@ -142,7 +146,7 @@ public final class ByteSink {
         }
         guard let encoder else { return all(bytes) }
         var error: Int32 = 0
-        encoder.encode(bytes) { if error == 0 { error = all($0) } }
+        encoder.encode(bytes, whole: whole) { if error == 0 { error = all($0) } }
         return error
     }
 
@@ -153,10 +157,11 @@ public final class ByteSink {
         // An encoder's work (a deflate) goes to the writer thread from the first full buffer.
         guard fd >= 0, !closed, ownError == 0, flushes >= ByteSink.syncFlushes || encoder != nil else { return flush() }
         if writer == nil { writer = BufferWriter(fd: fd, encoder: encoder) }
-        let next = writer!.handOver(raw, count: count, capacity: rawCapacity, minCapacity: 2 * flushAt)
+        let next = writer!.handOver(raw, count: count, capacity: rawCapacity, whole: !splitWrite, minCapacity: 2 * flushAt)
         raw = next.p
         rawCapacity = next.capacity
         count = 0
+        splitWrite = false
     }
 
     /// Flushes and closes an owned file; throws if any write failed. The file is not synced to disk
@@ -229,6 +234,7 @@ public final class ByteSink {
         while !p.isEmpty {
             let piece = UnsafeRawBufferPointer(rebasing: p[..<min(p.count, flushAt)])
             room(piece.count)
+            splitWrite = true                   // after room(): its flush ended a buffer of whole writes
             copy(piece.baseAddress!.assumingMemoryBound(to: UInt8.self), piece.count)
             p = UnsafeRawBufferPointer(rebasing: p[piece.count...])
         }

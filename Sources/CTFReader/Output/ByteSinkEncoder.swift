@@ -8,6 +8,16 @@
 public protocol ByteSinkEncoder: AnyObject {
     /// Encodes `bytes` (the next ones written), passing the encoded bytes to `emit`.
     func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void)
+    /// ``encode(_:emit:)``, told whether `bytes` are whole records: `true` when no write in them
+    /// was larger than a buffer (every write of the sink then lies wholly in one buffer, so a
+    /// buffer begins and ends where writes do). The default ignores it.
+    func encode(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void)
     /// The output ends: passes what is still held to `emit`.
     func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void)
+}
+
+extension ByteSinkEncoder {
+    public func encode(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        encode(bytes, emit: emit)
+    }
 }

@@ -29,14 +29,37 @@ struct PendingRequests {
     /// Bytes the requests held take.
     var byteCount: Int { bytes.count }
 
+    /// The thread of the only request while just one is held: it is then kept here, with its
+    /// time in `lastTs`, and nothing is allocated — a source signalled once per perform, the usual
+    /// case, costs no buffer (allocating and freeing two arrays per signal was a tenth of the loop
+    /// model's instructions in the Perfetto export; docs/benchmarks.md, "The Perfetto export:
+    /// field order").
+    private var onlyThread: Int64 = 0
+
     /// Holds a request made at `ts` by thread `tid` (`seq`: its `signal_seq`, 0 when none).
     mutating func append(ts: Int64, tid: Int64, seq: Int64 = 0) {
+        if count == 0 && bytes.isEmpty {
+            lastTs = ts; onlyThread = tid; lastSeq = seq; count = 1
+            return
+        }
+        if count == 1 && bytes.isEmpty {
+            // The second request: the first goes into the buffer (its time from 0).
+            let first = lastTs
+            lastTs = 0
+            count = 0
+            packed(ts: first, tid: onlyThread)
+        }
+        packed(ts: ts, tid: tid)
+        lastSeq = seq
+    }
+
+    /// Appends a request to the buffer.
+    private mutating func packed(ts: Int64, tid: Int64) {
         let d = ts &- lastTs
         ProtobufWriter.appendVarint(UInt64(bitPattern: (d << 1) ^ (d >> 63)), to: &bytes)
         if lastThread >= threads.count || threads[lastThread] != tid { lastThread = index(of: tid) }
         ProtobufWriter.appendVarint(UInt64(lastThread), to: &bytes)
         lastTs = ts
-        lastSeq = seq
         count &+= 1
     }
 
@@ -53,6 +76,7 @@ struct PendingRequests {
 
     /// Every request held, in the order made: its time and thread.
     func forEach(_ body: (_ ts: Int64, _ tid: Int64) -> Void) {
+        if count == 1 && bytes.isEmpty { return body(lastTs, onlyThread) }
         bytes.withUnsafeBufferPointer { b in
             var at = 0, ts: Int64 = 0
             for _ in 0..<count {
@@ -69,7 +93,7 @@ struct PendingRequests {
         bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity)
         threads.removeAll(keepingCapacity: threads.count <= Self.searchedThreads)
         threadIndex.removeAll()
-        count = 0; lastTs = 0; lastThread = 0; lastSeq = 0
+        count = 0; lastTs = 0; lastThread = 0; lastSeq = 0; onlyThread = 0
     }
 
     @inline(__always)

@@ -13,21 +13,30 @@ public enum PerfettoCompression: String, Sendable, CaseIterable {
 }
 
 /// The Perfetto export's ``ByteSinkEncoder`` for ``PerfettoCompression/deflate``: the `Trace.packet`
-/// fields the export writes, grouped in runs of at most ``groupLimit`` bytes, each run deflated
-/// (zlib format, by ISA-L's igzip at its level 0, its fastest) into one `TracePacket { compressed_packets = 50 }` — a serialized
-/// `Trace` of those packets, as Perfetto's reader inflates and reads them in place (its
-/// trace_packet.proto: each such packet less than 512 KB). The packets' order, sequences and interned state are unchanged:
-/// inflating every run and concatenating gives the uncompressed export byte for byte
-/// (`PerfettoExportTests`). A packet larger than ``rawLimit`` (none the export writes) goes
+/// fields the export writes, in runs, each run deflated (zlib format, by ISA-L's igzip at its level
+/// 0, its fastest) into one `TracePacket { compressed_packets = 50 }` — a serialized `Trace` of
+/// those packets, as Perfetto's reader inflates and reads them in place. trace_packet.proto bounds
+/// each such packet (its two field ids and sizes included) below 512 KB.
+///
+/// A buffer of whole writes (``ByteSinkEncoder/encode(_:whole:emit:)``) — the export writes each
+/// packet in one write, so a buffer of whole packets — is one run when it deflates below that bound
+/// (a megabyte of the export's packets deflates to about 250 KB): its packets are not read at all.
+/// Anything else — a buffer that does not deflate below it, or one cut inside a packet — is read
+/// packet by packet and cut in runs of at most ``groupLimit`` bytes, which fit the bound even
+/// stored. The packets' order, sequences and interned state are unchanged: inflating every run and
+/// concatenating gives the uncompressed export byte for byte (`PerfettoExportTests`,
+/// `PerfettoDeflaterTests`). A packet larger than ``rawLimit`` (none the export writes) goes
 /// through as it is.
 ///
 /// It runs where the sink writes: on the sink's writer thread once the output is large, so the
 /// deflate of one megabyte overlaps the analysis filling the next.
 public final class PerfettoDeflater: ByteSinkEncoder {
-    /// Uncompressed bytes a run holds at most.
+    /// Uncompressed bytes a run holds at most when its packets are read one by one.
     static let groupLimit = 256 << 10
     /// A packet larger than this is written uncompressed (its run could pass Perfetto's 512 KB).
     static let rawLimit = 384 << 10
+    /// trace_packet.proto's bound on a `compressed_packets` packet, headers included (less than).
+    static let packetBound = 512 << 10
     /// Room before the deflated bytes for the run's `Trace.packet` and `compressed_packets` headers.
     static let headerRoom = 16
 
@@ -35,8 +44,9 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     private let outCapacity: Int
     /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
     private var pending: [UInt8] = []
-    /// Runs written, and the bytes in and out (for tests and benchmarks).
-    public private(set) var runs = 0, bytesIn = 0, bytesOut = 0
+    /// Runs written, those written from whole buffers, and the bytes in and out (for tests and
+    /// benchmarks).
+    public private(set) var runs = 0, wholeRuns = 0, bytesIn = 0, bytesOut = 0
 
     /// A deflater (igzip's level 0: docs/benchmarks.md measures it against igzip's level 1 and
     /// libdeflate's and zlib's fastest levels on the export).
@@ -49,6 +59,19 @@ public final class PerfettoDeflater: ByteSinkEncoder {
 
     deinit {
         out.deallocate()
+    }
+
+    /// A buffer of whole writes (whole packets) is one run if it deflates below
+    /// ``packetBound``, without reading its packets' headers to find where they end (that walk
+    /// was a sixth of the deflate's own time; docs/benchmarks.md, "The Perfetto export: field
+    /// order"); otherwise, and for anything else, ``encode(_:emit:)``.
+    public func encode(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        if whole, pending.isEmpty, let base = bytes.baseAddress, bytes.count > 0,
+           deflateRun(base, 0, bytes.count, within: Self.packetBound &- Self.headerRoom, emit: emit) {
+            wholeRuns &+= 1
+            return
+        }
+        encode(bytes, emit: emit)
     }
 
     public func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
@@ -109,11 +132,22 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         return at
     }
 
-    /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet.
+    /// Deflates `base[from..<to]` (whole packets, at most ``groupLimit`` bytes but for one packet
+    /// of at most ``rawLimit``) into one `compressed_packets` packet.
     private func flushRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard to > from else { return }
-        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(outCapacity &- Self.headerRoom)))
-        precondition(z > 0, "igzip: a run of \(to &- from) bytes did not deflate into \(outCapacity) bytes")
+        let done = deflateRun(base, from, to, within: outCapacity &- Self.headerRoom, emit: emit)
+        precondition(done, "igzip: a run of \(to &- from) bytes did not deflate into \(outCapacity) bytes")
+    }
+
+    /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet if the
+    /// deflated bytes fit in `limit` (at most the buffer's room); returns whether they did (if
+    /// not, nothing is emitted).
+    private func deflateRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, within limit: Int,
+                            emit: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        let cap = min(limit, outCapacity &- Self.headerRoom)
+        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(cap)))
+        guard z > 0 else { return false }
         // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
         var header: [UInt8] = [0x0A]
         header.reserveCapacity(Self.headerRoom)
@@ -126,5 +160,6 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         runs &+= 1
         bytesIn &+= to &- from
         bytesOut &+= header.count &+ z
+        return true
     }
 }

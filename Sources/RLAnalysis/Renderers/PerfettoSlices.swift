@@ -81,7 +81,7 @@ final class PerfettoSequence {
     var written: [Bool] = []
     var writtenBeyond: Set<UInt64> = []
     static let flagged = 4096
-    /// A slice end's packet after its timestamp, as one little-endian word (for an id below 128):
+    /// A slice end's packet before its timestamp, as one little-endian word (for an id below 128):
     /// `trusted_packet_sequence_id`, `sequence_flags` = SEQ_NEEDS_INCREMENTAL_STATE, and a
     /// `track_event` of `type` = TYPE_SLICE_END.
     let endTail: UInt64
@@ -290,9 +290,9 @@ extension PerfettoTraceSink {
                 let tail = sequence.endTail
                 out.reserving(24) { c in
                     let p = c.open(Field.packet)
-                    c.field(0x40, v)                                // timestamp (8)
                     UnsafeMutableRawPointer(c.p).storeBytes(of: tail, as: UInt64.self)
                     c.p += 8
+                    c.field(0x40, v)                                // timestamp (8), last
                     c.close(p)
                 }
                 return
