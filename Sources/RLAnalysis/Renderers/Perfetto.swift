@@ -118,6 +118,8 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         self.out = out
         self.options = options
         global = PerfettoSequence(id: 1, track: 0)
+        threadCacheKeys.initialize(repeating: ThreadKey(pid: .min, tid: .min), count: 64)
+        threadCacheRefs.initialize(repeating: .passUnretained(PerfettoTraceSink.noSequence), count: 64)
         open(global)
     }
 
@@ -291,11 +293,14 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     private var threadUUIDs: [ThreadKey: UInt64] = [:]
     /// Per asking thread, the sequence its flows start on (its default track is the thread's).
     private var threadSequences: [UInt64: PerfettoSequence] = [:]
-    /// The last thread a flow started on (a flow's asking thread is usually the one before's).
-    private var lastThread = (key: ThreadKey(pid: .min, tid: .min), sequence: PerfettoTraceSink.noSequence)
-    /// `lastThread.sequence` unretained (it holds it).
-    private var lastThreadRef = Unmanaged.passUnretained(PerfettoTraceSink.noSequence)
-    /// What `lastThread` holds before any flow (never written to: no thread has its key).
+    /// Asking threads' sequences found lately, unretained (`threadSequences` holds them), in 64
+    /// slots by a hash of the thread: a flow's start finds its sequence with a multiply and a
+    /// compare where two dictionary lookups took 380 instructions (flows alternate between a few
+    /// asking threads, so a one-entry cache missed on most; docs/benchmarks.md, "The Perfetto
+    /// export: field order").
+    private let threadCacheKeys = UnsafeMutablePointer<ThreadKey>.allocate(capacity: 64)
+    private let threadCacheRefs = UnsafeMutablePointer<Unmanaged<PerfettoSequence>>.allocate(capacity: 64)
+    /// What an empty slot points to (never written to: no thread has the empty slots' key).
     nonisolated(unsafe) private static let noSequence = PerfettoSequence(id: 0, track: 0)
     /// The iids of the two flow kinds' names, interned when first met (0: not yet).
     private var wakeUpIID: UInt64 = 0, signalIID: UInt64 = 0
@@ -304,7 +309,7 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// track with no retain and release (``withTrack(_:_:)``); `trackOrder` keeps them alive.
     private var trackRefs = TrivialList<Unmanaged<PerfettoLoopTrack>>(capacity: 16)
 
-    deinit { trackRefs.deallocate(); group.deallocate() }
+    deinit { trackRefs.deallocate(); group.deallocate(); threadCacheKeys.deallocate(); threadCacheRefs.deallocate() }
 
     /// The track of loop `key` (described, and its sequence opened, the first time).
     @inline(__always) func track(_ key: LoopKey) -> PerfettoLoopTrack {
@@ -381,8 +386,13 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
     /// thread's (a loop's, or one made for it).
     @inline(__always) private func threadSequenceRef(pid: Int64, tid: Int64) -> Unmanaged<PerfettoSequence> {
         let k = ThreadKey(pid: pid, tid: tid)
-        if k == lastThread.key { return lastThreadRef }
-        return .passUnretained(threadSequenceSlow(k))
+        let h = (UInt64(bitPattern: pid) &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(bitPattern: tid) &* 0xC2B2_AE3D_27D4_EB4F)
+        let slot = Int(truncatingIfNeeded: h >> 58)
+        if threadCacheKeys[slot] == k { return threadCacheRefs[slot] }
+        let s = Unmanaged.passUnretained(threadSequenceSlow(k))
+        threadCacheKeys[slot] = k
+        threadCacheRefs[slot] = s
+        return s
     }
 
     @inline(never) private func threadSequenceSlow(_ k: ThreadKey) -> PerfettoSequence {
@@ -407,8 +417,6 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
             threadSequences[u] = s
             open(s)
         }
-        lastThread = (k, s)
-        lastThreadRef = .passUnretained(s)
         return s
     }
 
