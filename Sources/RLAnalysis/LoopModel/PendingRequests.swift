@@ -31,9 +31,9 @@ struct PendingRequests {
 
     /// The thread of the only request while just one is held: it is then kept here, with its
     /// time in `lastTs`, and nothing is allocated — a source signalled once per perform, the usual
-    /// case, costs no buffer (allocating and freeing two arrays per signal was a tenth of the loop
-    /// model's instructions in the Perfetto export; docs/benchmarks.md, "The Perfetto export:
-    /// field order").
+    /// case, costs no buffer (two arrays allocated per signal and freed at the perform: 74 000
+    /// frees of about 250 instructions each on the pipeline benchmark's trace; docs/benchmarks.md,
+    /// "The Perfetto export: field order").
     private var onlyThread: Int64 = 0
 
     /// Holds a request made at `ts` by thread `tid` (`seq`: its `signal_seq`, 0 when none).
