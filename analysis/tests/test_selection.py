@@ -182,6 +182,35 @@ class SelectionAgrees(unittest.TestCase):
         (b, d), = self.hangs("example-injected")
         self.compare("example-injected", Sel("across the hang's end", b + d - MS, b + d + 30 * MS))
 
+    def test_windows_after_the_hang_before_the_watchdogs_end(self):
+        """Windows at the end of a watchdog hang: beginning after the stuck callout returned (when
+        the loop got going again) but before the watchdog's `hang_end`, which it writes at its next
+        tick, up to a tick later; holding only that `hang_end`; and beginning just before the
+        return. (rltrace once judged the hang by `hang_end` and listed it in windows after it.)"""
+        name = "example-injected"
+        o = self.origin[name]
+        stuck, checked = {}, 0
+        for ts, ev, pid, _, _, f, *_ in self.decoded[name][1]:
+            if "loop_id" not in f:
+                continue
+            k = (pid, f["loop_id"])
+            if ev == "runloop:hang_begin":
+                stuck[k] = None
+            elif k in stuck and stuck[k] is None and (ev == "runloop:iteration_end" or
+                                                      (ev.endswith("_exit") and ev != "runloop:run_exit")):
+                stuck[k] = ts
+            elif ev == "runloop:hang_end" and k in stuck:
+                resumed = stuck.pop(k)
+                if resumed is None or ts - resumed < 2:
+                    continue
+                for label, b, e in (("from after the return to past hang_end", resumed + 1, ts + MS),
+                                    ("hang_end only", ts, ts),
+                                    ("from just before the return", resumed - 1, ts + MS)):
+                    with self.subTest(window=label):
+                        self.compare(name, Sel(label, b - o, e - o))
+                        checked += 1
+        self.assertGreaterEqual(checked, 3)
+
     def idle_wakes(self, name):
         """(wake, iteration end, next iteration's begin and end) of the top-level iterations woken
         (not by their timeout) that made no callout but observers, in every loop, and whether the

@@ -114,12 +114,12 @@ extension IterationRecord {
     public var calloutCount: Int { callouts.count + (overflow?.count ?? 0) }
 
     /// The callout that held the iteration longest, by whole duration (the first among equals): a
-    /// hang's culprit.
+    /// hang's culprit — also when a time window left it out (``longestOutsideWindow``).
     public var longestCallout: CalloutRecord? {
-        let c = callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
-        guard let o = overflow?.longestWhole else { return c }
-        guard let c else { return o }
-        return o.wholeDurationNs > c.wholeDurationNs ? o : c
+        var c = callouts.max { $0.wholeDurationNs < $1.wholeDurationNs }
+        if let o = overflow?.longestWhole, o.wholeDurationNs > (c?.wholeDurationNs ?? -1) { c = o }
+        if let o = longestOutsideWindow, o.wholeDurationNs > (c?.wholeDurationNs ?? -1) || (o.wholeDurationNs == c?.wholeDurationNs && o.begin < c!.begin) { c = o }
+        return c
     }
 
     /// Its `n` (at most ``CalloutOverflow/keptLongest``) longest callouts by duration, longest first,

@@ -99,6 +99,11 @@ public final class LoopModel {
         /// the hang is seen to reach into the window; whether a hang the sink was told of is open.
         var hangBeforeWindow: [HangEventRecord] = []
         var hangDelivered = false
+        /// A watchdog hang began (`hang_begin`) and the loop has not ended a callout or an
+        /// iteration since; when it did, at `hangResumedAt` — the hang's end as the loop saw it,
+        /// which the watchdog's `hang_end` reports up to a tick later (``deliverHang``).
+        var hangStuck = false
+        var hangResumedAt: Int64?
         var modes: [Int32] = []
         /// Wake-up requests since the loop's last wake (packed: ``PendingRequests``).
         var pendingWakeUps = PendingRequests()
@@ -396,6 +401,7 @@ public final class LoopModel {
             if e.ts > s.info.last { s.info.last = e.ts }
         }
         if !s.procResolved && e.procname >= 0 { resolveProcname(s, e) }
+        if s.hangStuck && (e.kind == .calloutExit || e.kind == .iterationEnd) { s.hangStuck = false; s.hangResumedAt = e.ts }
         if s.info.tid < 0, e.vtid >= 0, e.kind != .wakeUpRequested, e.kind != .itemAdded, e.kind != .itemRemoved, e.kind != .timerArmed,
            e.kind != .hangBegin, e.kind != .hangStack, e.kind != .hangEnd, e.kind != .loopInfo, e.kind != .itemInfo, e.kind != .calloutCpu {
             s.info.tid = e.vtid
@@ -482,7 +488,13 @@ public final class LoopModel {
                 if inIteration { s.stack[iterIdx].sampledCpuNs = max(0, s.stack[iterIdx].sampledCpuNs) &+ rec.sampledCpuNs }
             }
             if inIteration && rec.kind != .observer { s.stack[iterIdx].worked = true }
-            guard window.clip(&rec) else { return }
+            guard window.clip(&rec) else {
+                // Before the window: not counted, but still its iteration's culprit if longest.
+                if inIteration && rec.wholeDurationNs > (s.stack[iterIdx].longestOutsideWindow?.wholeDurationNs ?? -1) {
+                    s.stack[iterIdx].longestOutsideWindow = rec
+                }
+                return
+            }
             if inIteration { s.stack[iterIdx].add(rec, limit: calloutLimit) }
             sink.callout(rec, of: key)
         case .sleepBegin:
@@ -534,6 +546,19 @@ extension LoopModel {
     /// overlaps the window — begun before it (its records kept until the hang reaches the window),
     /// or ending after it (its records followed past the window's end).
     func deliverHang(_ r: HangEventRecord, kind: RunLoopEvent.Kind, ts: Int64, now: Bool, _ s: State, _ key: LoopKey, _ sink: LoopModelSink) {
+        var ts = ts, now = now
+        switch kind {
+        case .hangBegin:
+            s.hangStuck = true; s.hangResumedAt = nil
+        case .hangEnd:
+            // The hang ended when the loop ended its stuck callout (or its iteration), not at the
+            // watchdog's next tick, which writes `hang_end`: a window beginning between the two
+            // does not hold the hang (docs/report-json.md, "What a window counts").
+            if let resumed = s.hangResumedAt, resumed < ts { ts = resumed; now = window.contains(resumed) }
+            s.hangStuck = false; s.hangResumedAt = nil
+        default:
+            break
+        }
         if now || (ts > window.hi && (s.hangDelivered || !s.hangBeforeWindow.isEmpty)) {
             for p in s.hangBeforeWindow { sink.hang(p, of: key) }
             s.hangBeforeWindow.removeAll()

@@ -123,6 +123,9 @@ public struct IterationRecord: Sendable {
     public var callouts: [CalloutRecord] = []
     /// Its callouts past ``LoopModel/calloutLimit``, summarized (nil: none).
     public var overflow: CalloutOverflow?
+    /// The longest of its callouts a time window left out (they ended before it began): a hang's
+    /// culprit is the longest callout of the whole iteration (``longestCallout``), window or not.
+    public var longestOutsideWindow: CalloutRecord?
     /// Sleeps of iterations nested in it: total ns (inside the window), count, and their polls.
     public var nestedSleepNs: Int64 = 0, nestedSleeps = 0, nestedPolls = 0
     /// Sleep time of iterations nested in it, whole (a time window does not cut it).
@@ -183,6 +186,7 @@ extension IterationRecord {
         sleeps.removeAll(keepingCapacity: true)
         callouts.removeAll(keepingCapacity: true)
         overflow = nil
+        longestOutsideWindow = nil
         polls = 0; nestedSleepNs = 0; nestedSleeps = 0; nestedPolls = 0; handledSource = false; clipped = false; cpuNs = -1
         nestedSleepWholeNs = 0; sleepCpuNs = 0; worked = false; sampledCpuNs = -1; woke = false
     }
