@@ -221,4 +221,48 @@ struct PerfettoDeflaterTests {
         let same = back == whole
         #expect(same, "inflated \(back.count) bytes for \(whole.count)")
     }
+
+    @Test("a whole-buffer deflater made for another thread deflates a buffer of whole packets to the bytes the deflater itself gives, and its runs count in the deflater's figures")
+    func wholeBufferEncoder() throws {
+        var g = SplitMix(state: 4242)
+        // About a megabyte of compressible packets, cut where a packet ends (one run), and a
+        // stretch of random ones too large to deflate under 512 KB (read packet by packet).
+        let a = packets(&g, count: 30_000, random: false)
+        let compressible = Array(a.bytes[..<(a.ends.last { $0 <= 1 << 20 } ?? a.bytes.count)])
+        let random = packets(&g, count: 8000, random: true).bytes
+        #expect(compressible.count > 900 << 10 && random.count > 700 << 10)
+        let d = PerfettoDeflater(), unrelated = PerfettoDeflater()
+        let made = try #require(d.makeWholeBufferEncoder())
+        #expect(made !== d, "the made encoder is the deflater itself")
+        func encode(_ e: ByteSinkEncoder, _ b: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = []
+            b.withUnsafeBufferPointer { e.encode($0, whole: true) { out += $0 } }
+            return out
+        }
+
+        let byMade = encode(made, compressible)
+        #expect(d.runs == 1 && d.wholeRuns == 1, "the made encoder's run counted \(d.runs) runs, \(d.wholeRuns) whole")
+        #expect(d.bytesIn == compressible.count && d.bytesOut == byMade.count)
+        let byOriginal = encode(d, compressible)
+        let same = byMade == byOriginal
+        #expect(same, "the made encoder wrote \(byMade.count) bytes, the deflater \(byOriginal.count)")
+        #expect(d.runs == 2 && d.wholeRuns == 2)
+        let back = inflatedPerfetto(byMade)
+        let roundTrip = back.bytes == compressible
+        #expect(roundTrip && back.runs == 1, "inflated \(back.bytes.count) bytes in \(back.runs) runs for \(compressible.count)")
+
+        // A buffer that does not deflate under the bound: cut in runs, the same either way.
+        let randomByMade = encode(made, random)
+        let madeRuns = d.runs - 2
+        #expect(madeRuns >= 3 && d.wholeRuns == 2, "random packets: \(madeRuns) runs by the made encoder, \(d.wholeRuns) whole in all")
+        let randomByOriginal = encode(d, random)
+        let sameRandom = randomByMade == randomByOriginal
+        #expect(sameRandom, "random packets: the made encoder wrote \(randomByMade.count) bytes, the deflater \(randomByOriginal.count)")
+        #expect(d.runs == 2 + 2 * madeRuns && d.wholeRuns == 2)
+        var held: [UInt8] = []
+        made.finish { held += $0 }
+        #expect(held.isEmpty, "the made encoder held \(held.count) bytes after whole packets")
+        // Figures are shared with made encoders only.
+        #expect(unrelated.runs == 0 && unrelated.bytesIn == 0)
+    }
 }

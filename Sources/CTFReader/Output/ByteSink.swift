@@ -49,11 +49,31 @@ public final class ByteSink {
     private static let syncFlushes = 4
 
     /// Encodes the bytes on their way out, chunk by chunk, on the thread that writes them (the
-    /// caller's or the writer thread, never both at once): e.g. the Perfetto export's deflate into
+    /// caller's or the writer thread, never both at once) — whole buffers also on threads doing
+    /// ``spareWork``, through encoders it makes for them: e.g. the Perfetto export's deflate into
     /// `compressed_packets`. Set before anything is written; nil (the default): written as they are.
     public var encoder: ByteSinkEncoder? {
-        didSet { precondition(count == 0 && flushes == 0 && writer == nil && memory.isEmpty, "a ByteSink's encoder is set before it writes") }
+        didSet {
+            precondition(count == 0 && flushes == 0 && writer == nil && memory.isEmpty, "a ByteSink's encoder is set before it writes")
+            // The writer from now on (an encoder's work goes to it from the first full buffer anyway),
+            // so that ``spareWork`` can be handed to other threads before anything is written.
+            if fd >= 0, !closed, let e = encoder { writer = BufferWriter(fd: fd, encoder: e) }
+        }
     }
+
+    /// The encoding of full buffers, for threads that would otherwise wait to do
+    /// (``SpareWork``): non-nil for a file's sink whose ``encoder`` makes whole-buffer encoders
+    /// (``ByteSinkEncoder/makeWholeBufferEncoder()``), set before. The output is the same bytes
+    /// whoever encodes.
+    public var spareWork: SpareWork? {
+        guard let w = writer, w.helpable else { return nil }
+        return w
+    }
+
+    /// How many full buffers threads doing ``spareWork`` encoded, and the writer thread, and how
+    /// many threads registered to help (``SpareWork/helperStarts()``; once flushed; for tests and
+    /// benchmarks).
+    public var encodings: (helped: Int, byWriter: Int, helpers: Int) { writer?.encodings ?? (0, 0, 0) }
     /// Whether the pending bytes hold part of a write larger than a buffer (``hugeBytes(_:)``):
     /// the encoder is then told they are not whole writes.
     @usableFromInline var splitWrite = false

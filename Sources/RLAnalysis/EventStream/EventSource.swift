@@ -1,5 +1,6 @@
 import Foundation
 import CTFReader
+import Synchronization
 
 /// Errors of the analysis front end, with the exit codes the CLI documents.
 public enum AnalysisError: Error, CustomStringConvertible {
@@ -72,6 +73,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
     public private(set) var eventsCountedOnly = 0
     /// Set by the loop model when nothing after the window can count (``LoopModel/pastWindow``).
     public let windowDone = WindowDoneFlag()
+    /// Work for the reading and the consuming thread while they would wait for each other (the
+    /// Perfetto export's deflate: ``SpareWorkSink``), when the trace is read on two threads.
+    public var spareWork: SpareWork?
     /// Loops (process, loop id) whose events the selection's `--pid` and `--loop` turned away (at
     /// most 64), for the message when nothing is selected.
     public private(set) var turnedAway: Set<LoopKey> = []
@@ -378,6 +382,11 @@ public final class RunLoopEventSource: @unchecked Sendable {
 
     // MARK: two threads
 
+    /// Chunks in the ring between the two threads (about 6.8 MB): enough that the reading thread
+    /// can deflate a buffer of the Perfetto export (about 1.1 ms) while the consumer works through
+    /// what it read ahead (docs/benchmarks.md, "The Perfetto export: deflating in spare time").
+    static let ringSize = 8
+
     /// A block of decoded events handed from the reading thread to the consuming one, with the
     /// strings interned while it was filled.
     private final class Chunk: @unchecked Sendable {
@@ -385,9 +394,9 @@ public final class RunLoopEventSource: @unchecked Sendable {
         /// Entries: `events[0..<count]` are written by the thread filling the chunk before it hands
         /// the chunk on; the rest are never read. Left untouched when allocated (a `RunLoopEvent` is
         /// a trivial type, which storing through the pointer initializes — checked in `init`), so
-        /// their pages (850 KB a chunk, 6 in the ring) are first touched by the reading thread as
-        /// it fills them, beside the consumer, instead of all on the caller's thread before the
-        /// first event is read (about 1 300 page faults at the start of every command).
+        /// their pages (850 KB a chunk, ``ringSize`` in the ring) are first touched by the reading
+        /// thread as it fills them, beside the consumer, instead of all on the caller's thread
+        /// before the first event is read (about 1 700 page faults at the start of every command).
         let events = UnsafeMutablePointer<RunLoopEvent>.allocate(capacity: Chunk.capacity)
         init() { precondition(_isPOD(RunLoopEvent.self), "RunLoopEvent must stay a trivial type") }
         var count = 0
@@ -398,7 +407,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
     }
 
     private func forEachPipelined(filter: EventFilter, _ body: (UnsafeBufferPointer<RunLoopEvent>) throws -> Void) throws {
-        let ring = (0..<6).map { _ in Chunk() }
+        let ring = (0..<Self.ringSize).map { _ in Chunk() }
         let free = DispatchSemaphore(value: ring.count), full = DispatchSemaphore(value: 0)
         // The reader interns into its own table; the consumer's (`names`) receives each chunk's new
         // strings before the chunk's events, so ids agree.
@@ -407,7 +416,15 @@ public final class RunLoopEventSource: @unchecked Sendable {
         defer { fields.names = names }
         let done = DispatchSemaphore(value: 0)
         let stop = ManagedAtomicFlag()
+        // Spare work (the Perfetto export's deflate) for both threads: the reading thread's once it
+        // is a ring ahead (all chunks but the one it fills are full: the consumer has more to do
+        // than a unit of the work takes) and while the ring is full, the caller's while the ring
+        // is empty — so the work goes to whichever thread has time for it.
+        let spare = spareWork
+        let filled = FilledChunks()
         let thread = Thread { [self] in
+            spare?.helperStarts()
+            defer { spare?.helperEnds() }
             var index = 0
             var chunk = ring[0]
             free.wait()
@@ -416,11 +433,13 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 chunk.newNames = mine.takeAdded()
                 chunk.last = last
                 chunk.error = error
+                filled.count.add(1, ordering: .relaxed)
                 full.signal()
                 if last { return }
                 index = (index + 1) % ring.count
                 chunk = ring[index]
-                free.wait()
+                if let spare, filled.count.load(ordering: .relaxed) >= ring.count &- 1 { _ = spare.doSpareWork() }
+                Self.wait(free, doing: spare, polling: true)
                 chunk.count = 0
             }
             do {
@@ -440,7 +459,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
         var index = 0
         var failure: Error?
         while true {
-            full.wait()
+            Self.wait(full, doing: spare)
             let chunk = ring[index]
             names.adopt(chunk.newNames)
             if failure == nil {
@@ -452,6 +471,7 @@ public final class RunLoopEventSource: @unchecked Sendable {
                 }
             }
             let last = chunk.last, error = chunk.error
+            filled.count.subtract(1, ordering: .relaxed)
             free.signal()
             if last {
                 if failure == nil, let error, !(error is CancellationError) { failure = error }
@@ -462,6 +482,27 @@ public final class RunLoopEventSource: @unchecked Sendable {
         done.wait()
         if let failure { throw failure }
     }
+
+    /// Waits for `s`, doing `work`'s spare work meanwhile, a unit at a time while `s` is not
+    /// signalled; `polling`: also looking for new work every 100 µs while there is none (the
+    /// reading thread, for which the consumer makes new work while it waits; the consumer, which
+    /// makes the work itself, blocks when there is none).
+    private static func wait(_ s: DispatchSemaphore, doing work: SpareWork?, polling: Bool = false) {
+        guard s.wait(timeout: .now()) == .timedOut else { return }
+        guard let work else { return s.wait() }
+        while true {
+            while work.doSpareWork() {
+                if s.wait(timeout: .now()) == .success { return }
+            }
+            if !polling { return s.wait() }
+            if s.wait(timeout: .now() + .microseconds(100)) == .success { return }
+        }
+    }
+}
+
+/// Chunks the reading thread has filled and the consumer not yet taken.
+private final class FilledChunks: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// A flag one thread sets and another reads.

@@ -1,4 +1,5 @@
 import Foundation
+import CTFReader
 
 // The pipeline every command runs, built once here (as babeltrace2's graph is: a source, filters,
 // sinks): the reader's source → the selection (``SelectionStage``, ``EventGate``, ``TimeWindow``)
@@ -50,6 +51,13 @@ public protocol SelectionAware: AnyObject {
     var selectionStage: SelectionStage? { get set }
 }
 
+/// A sink whose output has work the pipeline's threads can do while they would wait for each
+/// other (``RunLoopEventSource/spareWork``): the Perfetto export's deflate.
+public protocol SpareWorkSink: AnyObject {
+    /// The work (nil: none).
+    var spareWork: SpareWork? { get }
+}
+
 /// Feeds `source`'s events through the selection and a loop model into `sink`, and tells `sink`
 /// when the trace begins and ends. Throws ``AnalysisError/emptySelection(asked:holds:)`` when the
 /// selection keeps no loop, or its kinds and items match no callout (after the sinks have written
@@ -66,6 +74,7 @@ public func runPipeline(source: RunLoopEventSource, filter: EventFilter, into si
     stage?.resolver = model
     (sink as? NameResolving)?.resolver = model
     (sink as? SelectionAware)?.selectionStage = stage
+    source.spareWork = (sink as? SpareWorkSink)?.spareWork
     var started = false
     do {
         try withExtendedLifetime(stage) {

@@ -33,7 +33,7 @@ import CTFReader
 /// (``PerfettoDeflater``), as Perfetto's own service writes them.
 ///
 /// Times are ns after the trace's first event (the Chrome export's origin).
-public final class PerfettoTraceSink: LoopModelSink, NameResolving {
+public final class PerfettoTraceSink: LoopModelSink, NameResolving, SpareWorkSink {
     /// The model, for names and loops.
     public var resolver: LoopModel? { didSet { unsafeResolver = resolver.map { Unmanaged.passUnretained($0) } } }
     /// ``resolver`` without a retain and release per use (flows ask it for every flow; the sink's
@@ -122,6 +122,10 @@ public final class PerfettoTraceSink: LoopModelSink, NameResolving {
         threadCacheRefs.initialize(repeating: .passUnretained(PerfettoTraceSink.noSequence), count: 64)
         open(global)
     }
+
+    /// The deflate of full buffers (``PerfettoCompression/deflate`` to a file), for the threads
+    /// reading the trace while they would wait.
+    public var spareWork: SpareWork? { out.spareWork }
 
     public func traceBegins(at ts: Int64, epochOffset: Int64) {
         origin = ts

@@ -1,3 +1,4 @@
+import Foundation
 import CTFReader
 import CISAL
 
@@ -29,7 +30,9 @@ public enum PerfettoCompression: String, Sendable, CaseIterable {
 /// through as it is.
 ///
 /// It runs where the sink writes: on the sink's writer thread once the output is large, so the
-/// deflate of one megabyte overlaps the analysis filling the next.
+/// deflate of one megabyte overlaps the analysis filling the next — and whole buffers on the
+/// threads that read the trace while they would wait (``makeWholeBufferEncoder()``,
+/// ``ByteSink/spareWork``).
 public final class PerfettoDeflater: ByteSinkEncoder {
     /// Uncompressed bytes a run holds at most when its packets are read one by one.
     static let groupLimit = 256 << 10
@@ -45,12 +48,33 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
     private var pending: [UInt8] = []
     /// Runs written, those written from whole buffers, and the bytes in and out (for tests and
-    /// benchmarks).
-    public private(set) var runs = 0, wholeRuns = 0, bytesIn = 0, bytesOut = 0
+    /// benchmarks), by this deflater and those it made for other threads.
+    public var runs: Int { stats.read().runs }
+    public var wholeRuns: Int { stats.read().wholeRuns }
+    public var bytesIn: Int { stats.read().bytesIn }
+    public var bytesOut: Int { stats.read().bytesOut }
+    private let stats: Stats
+
+    /// The figures, shared with the deflaters made for other threads (a lock: counted once per run).
+    private final class Stats: @unchecked Sendable {
+        struct Figures { var runs = 0, wholeRuns = 0, bytesIn = 0, bytesOut = 0 }
+        private let lock = NSLock()
+        private var figures = Figures()
+        func read() -> Figures { lock.lock(); defer { lock.unlock() }; return figures }
+        func add(run bytesIn: Int, out bytesOut: Int, whole: Bool) {
+            lock.lock()
+            figures.runs &+= 1; figures.wholeRuns &+= whole ? 1 : 0
+            figures.bytesIn &+= bytesIn; figures.bytesOut &+= bytesOut
+            lock.unlock()
+        }
+    }
 
     /// A deflater (igzip's level 0: docs/benchmarks.md measures it against igzip's level 1 and
     /// libdeflate's and zlib's fastest levels on the export).
-    public init() {
+    public convenience init() { self.init(counting: Stats()) }
+
+    private init(counting stats: Stats) {
+        self.stats = stats
         // Room for a run that does not compress at all (stored blocks: 5 bytes per 64 KiB, the
         // zlib header and checksum), with a wide margin.
         outCapacity = Self.headerRoom + 2 * Self.rawLimit + 4096
@@ -67,8 +91,7 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// order"); otherwise, and for anything else, ``encode(_:emit:)``.
     public func encode(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         if whole, pending.isEmpty, let base = bytes.baseAddress, bytes.count > 0,
-           deflateRun(base, 0, bytes.count, within: Self.packetBound &- Self.headerRoom, emit: emit) {
-            wholeRuns &+= 1
+           deflateRun(base, 0, bytes.count, within: Self.packetBound &- Self.headerRoom, whole: true, emit: emit) {
             return
         }
         encode(bytes, emit: emit)
@@ -88,6 +111,11 @@ public final class PerfettoDeflater: ByteSinkEncoder {
             if used < all.count { pending.append(contentsOf: UnsafeBufferPointer(rebasing: all[used...])) }
         }
     }
+
+    /// A deflater for another thread: a buffer of whole packets is deflated the same by any
+    /// deflater whose `pending` is empty, and this one's is empty at every boundary between packets
+    /// (it keeps only an incomplete packet). Its runs count in this one's figures.
+    public func makeWholeBufferEncoder() -> ByteSinkEncoder? { PerfettoDeflater(counting: stats) }
 
     public func finish(_ emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         // An incomplete packet at the very end (the sink never writes one): as it is.
@@ -143,7 +171,7 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet if the
     /// deflated bytes fit in `limit` (at most the buffer's room); returns whether they did (if
     /// not, nothing is emitted).
-    private func deflateRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, within limit: Int,
+    private func deflateRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, within limit: Int, whole: Bool = false,
                             emit: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         let cap = min(limit, outCapacity &- Self.headerRoom)
         let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(cap)))
@@ -157,9 +185,7 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         let start = out + Self.headerRoom - header.count
         header.withUnsafeBufferPointer { start.update(from: $0.baseAddress!, count: header.count) }
         emit(UnsafeBufferPointer(start: start, count: header.count &+ z))
-        runs &+= 1
-        bytesIn &+= to &- from
-        bytesOut &+= header.count &+ z
+        stats.add(run: to &- from, out: header.count &+ z, whole: whole)
         return true
     }
 }
