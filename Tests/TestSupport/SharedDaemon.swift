@@ -75,23 +75,54 @@ public func recordTestgen(_ args: [String], contexts: [String] = [], buffers: LT
     // CI in `DifferentialTests`). -1: wait until registered, so the exact counts hold.
     var environment = daemon.applicationEnvironment
     environment["LTTNG_UST_REGISTER_TIMEOUT"] = "-1"
-    let r = try runTool(try builtProduct("ctf-testgen"), args, environment: environment)
-    // Per-PID buffers belong to the process: the session daemon flushes them when it handles the
-    // exited process's unregistration, asynchronously. A stop that overtakes that handling can
-    // leave the process's last packets unwritten (3798 of 10800 events missing, none counted as
-    // discarded, in ~1 of 4 runs on a loaded 2-core VM; a fixed 300 ms pause still lost 2284 in a
-    // CI run). So wait until the daemon lists the process no more (`lttng list -u` names every
-    // registered application), at most 10 s.
     if buffers == .perPID {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, let apps = try? daemon.cli.run(["list", "-u"], timeout: 10), apps.contains("ctf-testgen") {
-            usleep(20_000)
-        }
+        // Per-PID buffers belong to the process: once it has exited, the session daemon flushes
+        // them when it handles its unregistration, asynchronously, and a stop that overtakes that
+        // handling leaves the last packets unwritten, counted nowhere (3 798 of 10 800 events in ~1
+        // of 4 runs on a loaded 2-core VM; with a 300 ms pause 2 284; waiting until `lttng list -u`
+        // no longer named the process still lost 1 104 in a CI run). So the program stays alive
+        // (CTF_TESTGEN_HOLD) until the session has stopped — `lttng stop` flushes a live process's
+        // buffers and waits until their data is written — and exits when its standard input closes.
+        environment["CTF_TESTGEN_HOLD"] = "1"
+        let (status, err) = try runHeld(try builtProduct("ctf-testgen"), args, environment: environment) { try session.stop() }
+        try session.destroy()
+        if status != 0 { throw TestSetupError(message: "ctf-testgen \(args) exited \(status): \(err)") }
+        return out
     }
+    let r = try runTool(try builtProduct("ctf-testgen"), args, environment: environment)
     try session.stop()
     try session.destroy()
     if r.status != 0 { throw TestSetupError(message: "ctf-testgen \(args) exited \(r.status): \(r.err)") }
     return out
+}
+
+/// Runs `path ARGS`, which prints `done` once it has done its work and then waits for its standard
+/// input to close; runs `whileAlive` after `done`, then closes the input and waits for the exit.
+/// Returns the exit status and standard error.
+func runHeld(_ path: String, _ args: [String], environment: [String: String], whileAlive: () throws -> Void) throws -> (Int32, String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    p.environment = environment
+    let input = Pipe(), output = Pipe(), errors = Pipe()
+    p.standardInput = input
+    p.standardOutput = output
+    p.standardError = errors
+    try p.run()
+    // Everything it prints, up to `done` (or its end, if it fails first).
+    var printed = Data()
+    while !String(decoding: printed, as: UTF8.self).contains("done\n") {
+        let chunk = output.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        printed += chunk
+    }
+    var failure: Error?
+    do { try whileAlive() } catch { failure = error }
+    try? input.fileHandleForWriting.close()
+    let err = errors.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    if let failure { throw failure }
+    return (p.terminationStatus, String(decoding: err, as: UTF8.self))
 }
 
 /// Runs `babeltrace2 ARGS` and returns its standard output lines.

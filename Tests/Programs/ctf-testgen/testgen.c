@@ -79,6 +79,13 @@ int main(int argc, char **argv) {
         g_iter = argc > 2 ? atol(argv[2]) : 10;
         g_threads = argc > 3 ? atoi(argv[3]) : 1;
         run_threads(mixed_thread);
+        if (getenv("CTF_TESTGEN_HOLD")) {
+            /* Alive until told (standard input closed): the recording stops while the per-process
+               buffers still belong to a live process, so the stop flushes them (SharedDaemon.swift). */
+            printf("done\n");
+            fflush(stdout);
+            while (getchar() != EOF) {}
+        }
     } else if (strcmp(argv[1], "bench") == 0) {
         g_count = argc > 2 ? atol(argv[2]) : 1000000;
         g_threads = argc > 3 ? atoi(argv[3]) : 1;
