@@ -47,11 +47,14 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     private let outCapacity: Int
     /// The start of a packet that did not fit in the last buffer (a write larger than a buffer).
     private var pending: [UInt8] = []
-    /// Runs written, those written from whole buffers, and the bytes in and out (for tests and
-    /// benchmarks), by this deflater and those it made for other threads.
+    /// Runs written (for tests and benchmarks), by this deflater and those it made for other
+    /// threads (``makeWholeBufferEncoder()``), as are the figures below.
     public var runs: Int { stats.read().runs }
+    /// Runs written from whole buffers, each one run.
     public var wholeRuns: Int { stats.read().wholeRuns }
+    /// Bytes deflated.
     public var bytesIn: Int { stats.read().bytesIn }
+    /// Bytes written for them, headers included.
     public var bytesOut: Int { stats.read().bytesOut }
     private let stats: Stats
 
