@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import CTFReader
+import TestSupport
 
 /// A ``ByteSink``'s encoding as spare work (Sources/CTFReader/Output/BufferWriter.swift,
 /// SpareWork.swift): whole buffers encoded by threads that would otherwise wait, the rest by the
@@ -180,20 +181,12 @@ private func currentThreadRole() -> String {
 private func tagThisThread(_ role: String) { Thread.current.threadDictionary[threadRoleKey] = role }
 private let threadRoleKey = "ByteSinkSpareWorkTests.role"
 
-/// A small deterministic generator (SplitMix64), and a pool of random bytes writes are cut from.
-private struct Generator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+/// The tests' seeded generator (TestSupport's SplitMix64), and a pool of random bytes writes are
+/// cut from.
+private typealias Generator = SplitMix64
+extension SplitMix64 {
     /// 4 MiB of random bytes (more than the largest write).
-    static let pool: [UInt8] = {
+    fileprivate static let pool: [UInt8] = {
         var g = Generator(seed: 0xC0FFEE)
         return [UInt8](unsafeUninitializedCapacity: 4 << 20) { b, n in
             let words = UnsafeMutableRawPointer(b.baseAddress!).bindMemory(to: UInt64.self, capacity: b.count / 8)

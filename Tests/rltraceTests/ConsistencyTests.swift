@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import RLAnalysis
+import TestSupport
 
 // The commands agree (docs/report-json.md, "Selection and time window"): for a grid of selections —
 // each loop filter matching and matching nothing, callout filters, windows at awkward edges (inside
@@ -153,19 +154,6 @@ func randomWindows(spanNs: Int64, count: Int, seed: UInt64) -> [[String]] {
     return (0..<count).map { _ in
         let a = Int64(g.next() % UInt64(spanNs)), b = Int64(g.next() % UInt64(spanNs))
         return ["--begin", "+\(min(a, b))ns", "--end", "+\(max(a, b) + 1)ns"]
-    }
-}
-
-/// A small seeded generator (the grid is the same in every run; a failure names the window).
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
