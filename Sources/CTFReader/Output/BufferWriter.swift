@@ -182,7 +182,6 @@ final class BufferWriter: SpareWork, @unchecked Sendable {
             while !(queued.first.map { $0.encoded != nil || writerEncodes($0) } ?? stopping) { cond.wait() }
             guard !queued.isEmpty else { break }
             let e = queued.removeFirst()
-            e.taken = true
             writing = true
             let failed = failure != 0
             cond.unlock()
