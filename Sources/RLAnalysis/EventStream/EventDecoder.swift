@@ -192,8 +192,16 @@ extension RunLoopFieldDecoder {
     /// model does not take (`e` then holds garbage).
     @inline(__always)
     func decode(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, into e: UnsafeMutablePointer<RunLoopEvent>) throws -> Bool {
+        if decodeRunLoop(s, sp, ts: ts, into: e) { return true }
+        return try decodeOther(s, sp, ts: ts, classIndex: s.eventClassIndex)
+    }
+
+    /// ``decode(_:_:ts:into:)`` of a complete `runloop` event the loop model takes: true; false
+    /// (nothing decoded) for any other, which ``decodeOther(_:_:ts:classIndex:)`` takes.
+    @inline(__always)
+    func decodeRunLoop(_ s: CTFStream, _ sp: StreamPlan, ts: Int64, into e: UnsafeMutablePointer<RunLoopEvent>) -> Bool {
         let ci = s.eventClassIndex
-        guard sp.takes(ci) else { return try decodeOther(s, sp, ts: ts, classIndex: ci) }
+        guard sp.takes(ci) else { return false }
         // A plan's kind below `aux`: a `RunLoopEvent.Kind` raw value (EventPlan.init).
         e.pointee = RunLoopEvent(kind: unsafeBitCast(sp.kinds[ci], to: RunLoopEvent.Kind.self), ts: ts)
         fill(s, sp, classIndex: ci, into: e)
