@@ -113,9 +113,10 @@ let package = Package(
         // ISA-L's igzip: the Perfetto export's compressed_packets (Debian libisal-dev; docs/benchmarks.md
         // measures it against libdeflate and zlib).
         .systemLibrary(name: "CISAL", path: "Sources/CISAL", providers: [.apt(["libisal-dev"])]),
+        .target(name: "CPacketDeflate", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("isal")]),
         .target(
             name: "RLAnalysis",
-            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", "CISAL", .product(name: "Histogram", package: "hdrhistogram-swift"),
+            dependencies: ["CTFReader", "LTTngLive", "RunLoopSchema", "CISAL", "CPacketDeflate", .product(name: "Histogram", package: "hdrhistogram-swift"),
                            .product(name: "HeapModule", package: "swift-collections")],
             // The per-event path touches class-held state millions of times a second: dynamic
             // exclusivity checks were ~10 % of `report`'s time (docs/benchmarks.md). The pipeline is

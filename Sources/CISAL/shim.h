@@ -1,7 +1,8 @@
-// Intel's ISA-L igzip (Debian: libisal-dev) for the Perfetto export's `compressed_packets`
-// (Sources/RLAnalysis/Renderers/PerfettoDeflater.swift): zlib-format streams at igzip's level 0,
-// its fastest — 2.3× libdeflate's level 1 and 5.4× zlib's on the export, at 1/3.35 of the packets'
-// size (docs/benchmarks.md, "The Perfetto export"). The helper below wraps igzip's one-shot
+// Intel's ISA-L igzip (Debian: libisal-dev) for the Perfetto export's `compressed_packets` that
+// are not buffers of whole packets (Sources/RLAnalysis/Renderers/PerfettoDeflater.swift; those
+// go to Sources/CPacketDeflate): zlib-format streams at igzip's level 0, its fastest — 2.3×
+// libdeflate's level 1 and 5.4× zlib's on the export, at 1/3.35 of the packets' size
+// (docs/benchmarks.md, "The Perfetto export"). The helper below wraps igzip's one-shot
 // (stateless) deflate, whose settings are C macros and struct fields.
 #include <stdint.h>
 #include <string.h>

@@ -12,7 +12,7 @@ struct ExportCommand: ParsableCommand {
           rltrace export TRACE --format perfetto -o trace.pftrace
           rltrace export TRACE --format chrome -o trace.json
 
-        Then open trace.pftrace or trace.json in ui.perfetto.dev (the JSON also in chrome://tracing); perfetto is about a nineteenth of the JSON's size and opens traces too long for JSON. Its packets are deflated into compressed_packets, as Perfetto's own traced writes them (Perfetto's trace processor and UI read them); --compression none writes each packet as it is, for tools that decode Perfetto's protos themselves (protoc --decode=perfetto.protos.Trace). The export is written as the trace is read (memory does not grow with the trace), to standard output unless -o names a file, which appears complete when the export ends (an existing one is replaced only with --force). For the report as JSON use `rltrace report --format json`.
+        Then open trace.pftrace or trace.json in ui.perfetto.dev (the JSON also in chrome://tracing); perfetto is about a seventeenth of the JSON's size and opens traces too long for JSON. Its packets are deflated into compressed_packets, as Perfetto's own traced writes them (Perfetto's trace processor and UI read them); --compression none writes each packet as it is, for tools that decode Perfetto's protos themselves (protoc --decode=perfetto.protos.Trace). The export is written as the trace is read (memory does not grow with the trace), to standard output unless -o names a file, which appears complete when the export ends (an existing one is replaced only with --force). For the report as JSON use `rltrace report --format json`.
 
         \(exitCodesHelp)
         """

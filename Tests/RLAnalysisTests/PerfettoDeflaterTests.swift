@@ -137,7 +137,7 @@ struct PerfettoDeflaterTests {
         return (input, ends)
     }
 
-    @Test("buffers of whole packets: each one run when it deflates under 512 KB, read packet by packet when it does not; inflated, the input byte for byte", arguments: 0..<12)
+    @Test("buffers of whole packets: deflated packet by packet (the deflate that knows them) in runs under 512 KB, also when they do not compress; inflated, the input byte for byte", arguments: 0..<12)
     func wholeBuffers(seed: UInt64) {
         var g = SplitMix(state: seed &+ 1000)
         // Compressible packets, then (odd seeds) a stretch of random ones that do not compress.
@@ -159,13 +159,9 @@ struct PerfettoDeflaterTests {
         }
         let d = PerfettoDeflater()
         var out: [UInt8] = [], from = 0
-        var wholeAtLeast = 0, wholeAtMost = 0, randomLarge = 0
+        var randomBuffers = 0
         for to in cuts {
-            let size = to - from
-            if from < a.bytes.count { wholeAtLeast += 1; wholeAtMost += 1 }          // compressible
-            else if size < 400 << 10 { wholeAtLeast += 1; wholeAtMost += 1 }         // random, stored under 512 KB
-            else if size < 600 << 10 { wholeAtMost += 1 }                            // either
-            else { randomLarge += 1 }                                                // random, over 512 KB
+            if from >= a.bytes.count { randomBuffers += 1 }
             input[from..<to].withUnsafeBufferPointer { d.encode($0, whole: true) { out += $0 } }
             from = to
         }
@@ -174,11 +170,73 @@ struct PerfettoDeflaterTests {
         let differs = back.bytes.count != input.count || back.bytes != input
         #expect(!differs, "seed \(seed): inflated \(back.bytes.count) bytes for \(input.count)")
         #expect(back.largest < 512 * 1024)
-        // The compressible buffers went whole, each one run; the random ones over 512 KB were cut
-        // into runs of at most 256 KB.
-        #expect(d.wholeRuns >= wholeAtLeast && d.wholeRuns <= wholeAtMost, "\(d.wholeRuns) buffers deflated whole of \(cuts.count)")
-        if randomLarge > 0 { #expect(d.runs - d.wholeRuns >= 2 * randomLarge, "random packets went in \(d.runs - d.wholeRuns) runs") }
-        if seed % 2 == 1 { #expect(randomLarge > 0) }
+        // Every run from a whole buffer; a megabyte of random packets (9-bit literals) in at least
+        // three runs, a compressible megabyte in one.
+        #expect(d.runs == d.wholeRuns, "\(d.wholeRuns) of \(d.runs) runs from whole buffers")
+        #expect(d.runs >= (cuts.count - randomBuffers) + 3 * randomBuffers, "\(d.runs) runs for \(cuts.count) buffers, \(randomBuffers) random")
+        if seed % 2 == 1 { #expect(randomBuffers > 0) }
+    }
+
+    /// Packets shaped as the export writes them on `sequences` sequences — a slice's end (the
+    /// sequence's head, then its timestamp delta) and a begin (head, name, the name's item as an
+    /// `item` annotation, timestamp) — with, at `edgeEvery`, the edges: packets of 1 to 3 bytes, of
+    /// 33 bytes to 70 000 (past the 64 KB the deflate takes: the rest of the buffer goes by igzip),
+    /// and random bodies; as many as fit in `bytes`.
+    func exportLikePackets(_ g: inout SplitMix, bytes: Int, sequences: Int, edgeEvery: Int) -> [UInt8] {
+        func varint(_ v: UInt64) -> [UInt8] {
+            var v = v, out: [UInt8] = []
+            while v >= 0x80 { out.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+            return out + [UInt8(v)]
+        }
+        // Each name its item (a small id, or an address-like one).
+        let items = (0..<30).map { _ in varint(g.below(3) == 0 ? g.next() >> 12 : UInt64(g.below(100))) }
+        var input: [UInt8] = []
+        while true {
+            let seq = UInt8(1 + g.below(sequences))
+            // Timestamp deltas: mostly below 128 ns, some to 16 µs, a few to a millisecond.
+            let r = g.below(32)
+            let ts = varint(UInt64(r == 0 ? g.below(1 << 20) : (r < 5 ? g.below(1 << 14) : g.below(128))))
+            var packet: [UInt8]
+            if edgeEvery > 0 && g.below(edgeEvery) == 0 {
+                switch g.below(3) {
+                case 0: packet = tracePacket((0..<g.below(3)).map { _ in UInt8(truncatingIfNeeded: g.next()) })
+                case 1: packet = tracePacket((0..<(33 + g.below(g.below(8) == 0 ? 70_000 : 300))).map { UInt8(truncatingIfNeeded: $0 % 13) })
+                default: packet = tracePacket((0..<(1 + g.below(40))).map { _ in UInt8(truncatingIfNeeded: g.next()) })
+                }
+            } else if g.below(2) == 0 {
+                packet = tracePacket([0x50, seq, 0x68, 0x02, 0x5A, 0x02, 0x48, 0x02, 0x40] + ts)
+            } else {
+                let name = g.below(items.count)
+                let annotation: [UInt8] = [0x22, UInt8(4 + items[name].count), 0x08, 0x01, 0x18] + items[name]
+                let event: [UInt8] = [0x48, 0x01, 0x50, UInt8(name)] + annotation
+                packet = tracePacket([0x50, seq, 0x68, 0x02, 0x5A, UInt8(event.count)] + event + [0x40] + ts)
+            }
+            if input.count + packet.count > bytes { return input }
+            input += packet
+        }
+    }
+
+    @Test("the export's packet shapes and their edges, in whole buffers: inflated, the input byte for byte; the export's shapes at least 2.5 times smaller", arguments: 0..<24)
+    func exportShapes(seed: UInt64) {
+        var g = SplitMix(state: seed &+ 5000)
+        let edges = seed % 3 == 0 ? 0 : 20
+        // A few loops' sequences, as a service has (a third of the seeds, without the edges: the
+        // size is checked on those), or up to 40 interleaved at random.
+        var input = exportLikePackets(&g, bytes: 20_000 + g.below(1_500_000), sequences: 1 + g.below(edges == 0 ? 4 : 40), edgeEvery: edges)
+        // Sometimes a field that is no packet at the end (the rest of the buffer as it is).
+        if seed % 5 == 4 { input += [0x12, 0x03, 0x61, 0x62, 0x63] }
+        let d = PerfettoDeflater()
+        var out: [UInt8] = []
+        input.withUnsafeBufferPointer { d.encode($0, whole: true) { out += $0 } }
+        d.finish { out += $0 }
+        let back = inflatedPerfetto(out)
+        let differs = back.bytes.count != input.count || back.bytes != input
+        #expect(!differs, "seed \(seed): \(out.count) bytes written for \(input.count); inflated \(back.bytes.count), first difference at \((0..<min(back.bytes.count, input.count)).first { back.bytes[$0] != input[$0] } ?? min(back.bytes.count, input.count))")
+        #expect(back.largest < 512 * 1024)
+        if edges == 0 {
+            #expect(d.runs == d.wholeRuns)
+            #expect(out.count * 5 <= input.count * 2, "seed \(seed): \(out.count) bytes for \(input.count)")
+        }
     }
 
     @Test("through a ByteSink: the export's packets, each written with reserving, reach the deflater as whole buffers and run by run", arguments: [false, true])
@@ -225,10 +283,9 @@ struct PerfettoDeflaterTests {
     @Test("a whole-buffer deflater made for another thread deflates a buffer of whole packets to the bytes the deflater itself gives, and its runs count in the deflater's figures")
     func wholeBufferEncoder() throws {
         var g = SplitMix(state: 4242)
-        // About a megabyte of compressible packets, cut where a packet ends (one run), and a
-        // stretch of random ones too large to deflate under 512 KB (read packet by packet).
-        let a = packets(&g, count: 30_000, random: false)
-        let compressible = Array(a.bytes[..<(a.ends.last { $0 <= 1 << 20 } ?? a.bytes.count)])
+        // About a megabyte of the export's packets (one run), and a stretch of random packets too
+        // large to deflate under 512 KB (cut in runs).
+        let compressible = exportLikePackets(&g, bytes: 1 << 20, sequences: 8, edgeEvery: 0)
         let random = packets(&g, count: 8000, random: true).bytes
         #expect(compressible.count > 900 << 10 && random.count > 700 << 10)
         let d = PerfettoDeflater(), unrelated = PerfettoDeflater()
@@ -251,14 +308,15 @@ struct PerfettoDeflaterTests {
         let roundTrip = back.bytes == compressible
         #expect(roundTrip && back.runs == 1, "inflated \(back.bytes.count) bytes in \(back.runs) runs for \(compressible.count)")
 
-        // A buffer that does not deflate under the bound: cut in runs, the same either way.
+        // A buffer that does not compress: cut in runs under the bound, the same either way.
         let randomByMade = encode(made, random)
         let madeRuns = d.runs - 2
-        #expect(madeRuns >= 3 && d.wholeRuns == 2, "random packets: \(madeRuns) runs by the made encoder, \(d.wholeRuns) whole in all")
+        #expect(madeRuns >= 2 && d.wholeRuns == d.runs, "random packets: \(madeRuns) runs by the made encoder, \(d.wholeRuns) of \(d.runs) whole")
         let randomByOriginal = encode(d, random)
         let sameRandom = randomByMade == randomByOriginal
         #expect(sameRandom, "random packets: the made encoder wrote \(randomByMade.count) bytes, the deflater \(randomByOriginal.count)")
-        #expect(d.runs == 2 + 2 * madeRuns && d.wholeRuns == 2)
+        #expect(d.runs == 2 + 2 * madeRuns && d.wholeRuns == d.runs)
+        #expect(inflatedPerfetto(randomByMade).bytes == random)
         var held: [UInt8] = []
         made.finish { held += $0 }
         #expect(held.isEmpty, "the made encoder held \(held.count) bytes after whole packets")

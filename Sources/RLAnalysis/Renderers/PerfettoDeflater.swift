@@ -1,6 +1,7 @@
 import Foundation
 import CTFReader
 import CISAL
+import CPacketDeflate
 
 /// How `rltrace export --format perfetto` writes its packets.
 public enum PerfettoCompression: String, Sendable, CaseIterable {
@@ -14,20 +15,23 @@ public enum PerfettoCompression: String, Sendable, CaseIterable {
 }
 
 /// The Perfetto export's ``ByteSinkEncoder`` for ``PerfettoCompression/deflate``: the `Trace.packet`
-/// fields the export writes, in runs, each run deflated (zlib format, by ISA-L's igzip at its level
-/// 0, its fastest) into one `TracePacket { compressed_packets = 50 }` — a serialized `Trace` of
-/// those packets, as Perfetto's reader inflates and reads them in place. trace_packet.proto bounds
-/// each such packet (its two field ids and sizes included) below 512 KB.
+/// fields the export writes, in runs, each run deflated (zlib format) into one
+/// `TracePacket { compressed_packets = 50 }` — a serialized `Trace` of those packets, as Perfetto's
+/// reader inflates and reads them in place. trace_packet.proto bounds each such packet (its two
+/// field ids and sizes included) below 512 KB.
 ///
 /// A buffer of whole writes (``ByteSinkEncoder/encode(_:whole:emit:)``) — the export writes each
-/// packet in one write, so a buffer of whole packets — is one run when it deflates below that bound
-/// (a megabyte of the export's packets deflates to about 250 KB): its packets are not read at all.
-/// Anything else — a buffer that does not deflate below it, or one cut inside a packet — is read
-/// packet by packet and cut in runs of at most ``groupLimit`` bytes, which fit the bound even
-/// stored. The packets' order, sequences and interned state are unchanged: inflating every run and
+/// packet in one write, so a buffer of whole packets — goes to the deflate that knows the export's
+/// packets (`rl_packet_deflate`, Sources/CPacketDeflate: each packet as matches against an earlier
+/// one that begins like it), which cuts it in runs below the bound (a megabyte of the export's
+/// packets deflates to about 270 KB, one run). Anything else — a buffer cut inside a packet, a
+/// packet over 64 KB, a field that is no packet — is read packet by packet and deflated by ISA-L's
+/// igzip at its level 0 in runs of at most ``groupLimit`` bytes, which fit the bound even stored.
+/// The packets' order, sequences and interned state are unchanged: inflating every run and
 /// concatenating gives the uncompressed export byte for byte (`PerfettoExportTests`,
 /// `PerfettoDeflaterTests`). A packet larger than ``rawLimit`` (none the export writes) goes
-/// through as it is.
+/// through as it is. docs/benchmarks.md, "The Perfetto export: a deflate that knows the packets",
+/// measures the two deflates on the export.
 ///
 /// It runs where the sink writes: on the sink's writer thread once the output is large, so the
 /// deflate of one megabyte overlaps the analysis filling the next — and whole buffers on the
@@ -72,8 +76,8 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         }
     }
 
-    /// A deflater (igzip's level 0: docs/benchmarks.md measures it against igzip's level 1 and
-    /// libdeflate's and zlib's fastest levels on the export).
+    /// A deflater (docs/benchmarks.md measures igzip's level 0 against its level 1 and libdeflate's
+    /// and zlib's fastest levels on the export, and the deflate that knows the packets against it).
     public convenience init() { self.init(counting: Stats()) }
 
     private init(counting stats: Stats) {
@@ -88,16 +92,23 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         out.deallocate()
     }
 
-    /// A buffer of whole writes (whole packets) is one run if it deflates below
-    /// ``packetBound``, without reading its packets' headers to find where they end (that walk
-    /// was a sixth of the deflate's own time; docs/benchmarks.md, "The Perfetto export: field
-    /// order"); otherwise, and for anything else, ``encode(_:emit:)``.
+    /// A buffer of whole writes (whole packets): runs of the deflate that knows the packets, each
+    /// below ``packetBound``; what it does not take, and anything else, ``encode(_:emit:)``.
     public func encode(_ bytes: UnsafeBufferPointer<UInt8>, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
-        if whole, pending.isEmpty, let base = bytes.baseAddress, bytes.count > 0,
-           deflateRun(base, 0, bytes.count, within: Self.packetBound &- Self.headerRoom, whole: true, emit: emit) {
-            return
+        guard whole, pending.isEmpty, let base = bytes.baseAddress, bytes.count > 0 else { return encode(bytes, emit: emit) }
+        // Runs of whole packets by the deflate that knows them, each below the bound; what it does
+        // not take (a packet that is not one, or larger than 64 KB: none the export writes), as
+        // any other bytes.
+        var at = 0
+        while at < bytes.count {
+            var used = 0
+            let z = rl_packet_deflate(base + at, bytes.count &- at, out + Self.headerRoom, outCapacity &- Self.headerRoom,
+                                      Self.packetBound &- Self.headerRoom, &used)
+            guard z > 0, used > 0 else { break }
+            emitRun(z, from: used, whole: true, emit: emit)
+            at &+= used
         }
-        encode(bytes, emit: emit)
+        if at < bytes.count { encode(UnsafeBufferPointer(rebasing: bytes[at...]), emit: emit) }
     }
 
     public func encode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
@@ -164,22 +175,18 @@ public final class PerfettoDeflater: ByteSinkEncoder {
     }
 
     /// Deflates `base[from..<to]` (whole packets, at most ``groupLimit`` bytes but for one packet
-    /// of at most ``rawLimit``) into one `compressed_packets` packet.
+    /// of at most ``rawLimit``) into one `compressed_packets` packet, by igzip.
     private func flushRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
         guard to > from else { return }
-        let done = deflateRun(base, from, to, within: outCapacity &- Self.headerRoom, emit: emit)
-        precondition(done, "igzip: a run of \(to &- from) bytes did not deflate into \(outCapacity) bytes")
+        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(outCapacity &- Self.headerRoom)))
+        precondition(z > 0, "igzip: a run of \(to &- from) bytes did not deflate into \(outCapacity) bytes")
+        emitRun(z, from: to &- from, whole: false, emit: emit)
     }
 
-    /// Deflates `base[from..<to]` (whole packets) into one `compressed_packets` packet if the
-    /// deflated bytes fit in `limit` (at most the buffer's room); returns whether they did (if
-    /// not, nothing is emitted).
-    private func deflateRun(_ base: UnsafePointer<UInt8>, _ from: Int, _ to: Int, within limit: Int, whole: Bool = false,
-                            emit: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
-        let cap = min(limit, outCapacity &- Self.headerRoom)
-        let z = Int(rl_isal_zlib_compress(base + from, UInt32(to &- from), out + Self.headerRoom, UInt32(cap)))
-        guard z > 0 else { return false }
-        // Headers right before the data: Trace.packet (1), its length, compressed_packets (50), its length.
+    /// Emits the `z` deflated bytes at `out + headerRoom` (a run of `bytesIn` bytes of packets)
+    /// as one `compressed_packets` packet: the headers written right before them.
+    private func emitRun(_ z: Int, from bytesIn: Int, whole: Bool, emit: (UnsafeBufferPointer<UInt8>) -> Void) {
+        // Trace.packet (1), its length, compressed_packets (50), its length.
         var header: [UInt8] = [0x0A]
         header.reserveCapacity(Self.headerRoom)
         ProtobufWriter.appendVarint(UInt64(2 &+ ProtobufWriter.varintSize(UInt64(z)) &+ z), to: &header)
@@ -188,7 +195,6 @@ public final class PerfettoDeflater: ByteSinkEncoder {
         let start = out + Self.headerRoom - header.count
         header.withUnsafeBufferPointer { start.update(from: $0.baseAddress!, count: header.count) }
         emit(UnsafeBufferPointer(start: start, count: header.count &+ z))
-        stats.add(run: to &- from, out: header.count &+ z, whole: whole)
-        return true
+        stats.add(run: bytesIn, out: header.count &+ z, whole: whole)
     }
 }
