@@ -38,16 +38,21 @@ private func iterationTrace(_ label: String, complete: Bool, endCount: Int) thro
     return dir
 }
 
+/// `rltrace report TRACE --format json` on `threads` threads: its exit status and its loops.
+private func reportLoops(_ dir: String, threads: Int) throws -> (run: Run, loops: [[String: Any]]) {
+    let r = try rltrace(["report", dir, "--format", "json"], threads: threads)
+    let doc = r.status == 0 ? try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any] : nil
+    return (r, doc?["loops"] as? [[String: Any]] ?? [])
+}
+
 @Suite("A runloop event lacking a field the analysis requires")
 struct SchemaMismatchTests {
     @Test("complete events are delivered and another provider's passed over, on one thread and two", arguments: [1, 2])
     func completeEventsAndAnotherProvider(threads: Int) throws {
         let dir = try iterationTrace("complete", complete: true, endCount: 3)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try rltrace(["report", dir, "--format", "json"], threads: threads)
+        let (r, loops) = try reportLoops(dir, threads: threads)
         #expect(r.status == 0, "\(r.err)")
-        let doc = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
-        let loops = doc?["loops"] as? [[String: Any]] ?? []
         #expect(loops.count == 1)
         #expect(loops.first?["iterations"] as? Int == 3, "\(r.out)")
     }
@@ -68,9 +73,8 @@ struct SchemaMismatchTests {
     func incompleteClassWithoutEvents(threads: Int) throws {
         let dir = try iterationTrace("unused", complete: false, endCount: 0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try rltrace(["report", dir, "--format", "json"], threads: threads)
+        let (r, loops) = try reportLoops(dir, threads: threads)
         #expect(r.status == 0, "\(r.err)")
-        let doc = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
-        #expect((doc?["loops"] as? [[String: Any]])?.count == 1, "\(r.out)")
+        #expect(loops.count == 1, "\(r.out)")
     }
 }
